@@ -1,0 +1,34 @@
+# Thin wrapper over CMake: the README's commands.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+
+.PHONY: all build test test-release test-asan demo install clean
+
+all: build
+
+build:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+# The whole suite on the optimised build (SIMD and portable kernels), then again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+test: test-release test-asan
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure
+
+test-asan:
+	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIG_SANITIZE=ON
+	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && LIG_TEST_QUICK=1 ctest --output-on-failure
+
+demo: build
+	./$(BUILD)/examples/lig-deepseek-grad
+
+install: build
+	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

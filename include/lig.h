@@ -1,0 +1,111 @@
+/*
+ * lig: the DeepSeek-V3.2 sparse-attention lightning indexer, in C.
+ *
+ * One public header. The operator contract (formulas, shapes, layouts, which slots count,
+ * error codes) is SPEC.md; the README summarises it.
+ *
+ * Protocol (as aclnn): phase 1 (`*_get_workspace_size`) validates every argument, reads the
+ * host-side sequence-length arrays, and returns the exact workspace size plus an executor;
+ * phase 2 runs the executor inside a caller-owned workspace, allocates nothing proportional
+ * to the problem, and consumes (frees) the executor whether it succeeds or not.
+ * On failure nothing is written to any output and `lig_get_last_error()` names the
+ * parameter, what was expected and what was received.
+ */
+#ifndef LIG_H
+#define LIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LIG_VERSION_MAJOR 0
+#define LIG_VERSION_MINOR 1
+#define LIG_VERSION_PATCH 0
+#define LIG_VERSION_STRING "0.1.0"
+
+/* Tensors have at most this many dimensions. */
+#define LIG_MAX_DIMS 8
+
+#if defined(_WIN32) && defined(LIG_SHARED_BUILD)
+#define LIG_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define LIG_API __attribute__((visibility("default")))
+#else
+#define LIG_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum lig_status {
+    LIG_SUCCESS = 0,
+    LIG_ERR_PARAM_NULLPTR = 161001,
+    LIG_ERR_PARAM_INVALID = 161002,
+    LIG_ERR_RUNTIME = 361001,
+    LIG_ERR_INNER = 561000
+} lig_status;
+
+typedef enum lig_dtype {
+    LIG_FLOAT32 = 0,
+    LIG_FLOAT16 = 1,
+    LIG_BFLOAT16 = 2,
+    LIG_INT32 = 3,
+    LIG_INT64 = 4
+} lig_dtype;
+
+/* Opaque descriptor of a strided view; it never owns the data. */
+typedef struct lig_tensor lig_tensor;
+/* Opaque plan made by phase 1 and consumed by phase 2. */
+typedef struct lig_executor lig_executor;
+
+/*
+ * Describes `data` as a tensor of `ndim` (0..LIG_MAX_DIMS) dimensions.
+ * `strides` are in elements and must be >= 0; NULL means contiguous row-major.
+ * `data` may be NULL only when the tensor has no elements.
+ * Returns NULL (and sets the last error) on bad arguments.
+ */
+LIG_API lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim,
+                                      const int64_t *shape, const int64_t *strides);
+LIG_API void lig_destroy_tensor(lig_tensor *tensor);
+
+/*
+ * LightningIndexerGrad, phase 1. Layout "BSND" or "TND".
+ *   query  [B,S1,N1,D] | [T1,N1,D]        key  [B,S2,N2,D] | [T2,N2,D]
+ *   sparse_indices, dy  [B,S1,N2,K] | [T1,N2,K]  (or without the N2 axis when N2 == 1)
+ *   weights [B,S1,N1] | [T1,N1]
+ *   actual_seq_lengths_*: optional [B] lengths (BSND); required [B] cumulative ends (TND)
+ * Outputs d_query, d_key, d_weights are shaped like query, key, weights; d_query and d_key
+ * take the query dtype, d_weights the query dtype or FLOAT32.
+ * sparse_mode 0 (band around the diagonal) or 3 (right-down causal); pre/next_tokens >= 0,
+ * INT64_MAX for no band. head_num must be N1 or 0.
+ */
+LIG_API lig_status lig_indexer_grad_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *dy,
+    const lig_tensor *sparse_indices, const lig_tensor *weights,
+    const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    int64_t head_num, const char *layout, int64_t sparse_mode,
+    int64_t pre_tokens, int64_t next_tokens, bool deterministic,
+    const lig_tensor *d_query, const lig_tensor *d_key, const lig_tensor *d_weights,
+    uint64_t *workspace_size, lig_executor **executor);
+
+/* LightningIndexerGrad, phase 2. `stream` is NULL for the CPU backend. */
+LIG_API lig_status lig_indexer_grad(void *workspace, uint64_t workspace_size,
+                                    lig_executor *executor, void *stream);
+
+/* Frees an executor that will never be run (phase 2 frees the ones it runs). */
+LIG_API lig_status lig_destroy_executor(lig_executor *executor);
+
+/* 0 = default: the environment variable LIG_NUM_THREADS, else all online CPUs. */
+LIG_API void lig_set_num_threads(int n);
+LIG_API int lig_get_num_threads(void);
+
+/* This thread's last failure message, "" if none. */
+LIG_API const char *lig_get_last_error(void);
+LIG_API const char *lig_status_string(lig_status status);
+LIG_API const char *lig_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIG_H */

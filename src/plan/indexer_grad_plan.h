@@ -1,0 +1,81 @@
+/* The backward's plan: everything phase 1 decided, in a form the executor runs without
+ * re-deriving anything. Both layouts are normalised into one addressing scheme:
+ *   element (b, t, h, d) of a row-major tensor lives at
+ *   b * batch + (row_base[b] + t) * row + h * head + d * dim        (strides in elements)
+ * where BSND has row_base[b] = 0 and TND has batch = 0 and row_base[b] = cumulative start. */
+#ifndef LIG_PLAN_INDEXER_GRAD_PLAN_H
+#define LIG_PLAN_INDEXER_GRAD_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/seq_lengths.h"
+#include "lig.h"
+
+/* Strides (in elements) of one tensor in the normalised scheme. */
+typedef struct lig_view4 {
+    char *data;
+    lig_dtype dtype;
+    size_t esize;
+    int64_t batch, row, head, dim;
+} lig_view4;
+
+/* Byte offsets of the workspace regions (after aligning its base to 64 bytes). */
+typedef struct lig_grad_workspace_layout {
+    uint64_t dk_acc;      /* float[key_rows * N2 * D]: dK accumulated in fp32 */
+    uint64_t unit_offset; /* int64[units + 1]: counted slots before each unit (deterministic) */
+    uint64_t pool;        /* float[pool_slots * D]: per-slot dK contributions of one wave */
+    uint64_t pool_key;    /* int64[pool_slots]: accumulator row of each pool slot */
+    uint64_t locks;       /* uint32[key_rows * N2]: per key-row spin locks (non-deterministic) */
+    uint64_t scratch;     /* per-thread scratch, scratch_stride bytes each */
+    uint64_t scratch_stride;
+    uint64_t total;       /* what phase 1 reports; 0 for an empty problem */
+} lig_grad_workspace_layout;
+
+/* Slots are converted and multiplied in blocks of this many keys. */
+#define LIG_GRAD_BLOCK 16
+
+/* Byte offsets inside one thread's scratch (each region 64-byte aligned). */
+typedef struct lig_grad_scratch_layout {
+    uint64_t q;      /* float[G*D]: the unit's query heads in fp32 */
+    uint64_t dq;     /* float[G*D]: dQ accumulators */
+    uint64_t kp;     /* float[BLOCK*D]: gathered key rows of one block in fp32 */
+    uint64_t tile;   /* float[BLOCK*D]: dK contributions of one block (when not written to the pool) */
+    uint64_t a;      /* float[G*BLOCK]: scores, then the gated coefficients A */
+    uint64_t w;      /* float[G] */
+    uint64_t dw;     /* float[G] */
+    uint64_t dy;     /* float[BLOCK] */
+    uint64_t key;    /* int64[BLOCK]: accumulator rows of the block's keys */
+    uint64_t total;
+} lig_grad_scratch_layout;
+
+lig_grad_scratch_layout lig_grad_scratch_layout_for(int64_t G, int64_t D);
+
+typedef struct lig_indexer_grad_plan {
+    int64_t B, N1, N2, G, D, K;
+    int64_t S1, S2;            /* BSND extents; TND: T1, T2 */
+    int64_t sparse_mode, pre_tokens, next_tokens;
+    bool deterministic;
+    bool tnd;
+    bool empty;                /* nothing to multiply: outputs are zeros after index checks */
+
+    /* per-batch lengths and row bases; units (b, t, g) are enumerated over valid rows x N2 */
+    lig_batches bt;
+    int64_t units;
+    int64_t key_rows;          /* rows of the key tensor: B*S2 (BSND) or T2 (TND) */
+    int64_t acc_batch;         /* accumulator row of (b, s) = b*acc_batch + k_base[b] + s */
+
+    lig_view4 q, k, w, dy, idx, dq, dk, dw;
+
+    int threads;               /* thread count the scratch was sized for */
+    int64_t pool_slots;        /* capacity of one deterministic wave */
+    lig_grad_workspace_layout ws;
+} lig_indexer_grad_plan;
+
+/* Sizes the workspace of a validated plan (fills plan->threads, pool_slots and ws). */
+void lig_indexer_grad_plan_workspace(lig_indexer_grad_plan *plan, int threads);
+
+void lig_indexer_grad_plan_free(lig_indexer_grad_plan *plan);
+
+#endif

@@ -1,0 +1,12 @@
+/* A persistent fork-join pool. The caller runs as thread 0; concurrent or nested callers
+ * that find the pool busy run their task alone, which only changes speed, never results
+ * (every operator's output is independent of the thread count it gets). */
+#ifndef LIG_RUNTIME_THREADPOOL_H
+#define LIG_RUNTIME_THREADPOOL_H
+
+typedef void (*lig_task_fn)(void *ctx, int tid, int nthreads);
+
+/* Runs fn(ctx, tid, n) for every tid in [0, n), n <= want, and returns when all are done. */
+void lig_parallel(int want, lig_task_fn fn, void *ctx);
+
+#endif
