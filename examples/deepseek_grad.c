@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     lig_tensor *tdq = lig_create_tensor(dq, LIG_BFLOAT16, 4, qs, NULL), *tdk = lig_create_tensor(dk, LIG_BFLOAT16, 4, ks, NULL);
     lig_tensor *tdw = lig_create_tensor(dw, LIG_BFLOAT16, 3, wsh, NULL);
 
-    double best = 1e30, total = 0;
+    double *times = malloc(sizeof(double) * (size_t)o.reps);
     uint64_t ws_size = 0;
     void *workspace = NULL;
     for (int rep = 0; rep < o.reps; rep++) {
@@ -142,8 +142,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "lig failed: %s: %s\n", lig_status_string(st), lig_get_last_error());
             return 1;
         }
-        best = dt < best ? dt : best;
-        total += dt;
+        times[rep] = dt;
         const double flops = 6.0 * (double)N1 * (double)D * (double)counted;
         printf("  run %d: %.3f s, %.1f GFLOP/s (%lld counted slots, 6*G*D flops each)\n", rep + 1, dt, flops / dt * 1e-9,
                (long long)counted);
@@ -210,7 +209,16 @@ int main(int argc, char **argv) {
     const bool ok = rq < 1e-2 && rw < 1e-2 && rk < 1e-2;
     printf("float64 check on %d sampled rows and keys: max error / max |ref|  dQ %.2e  dW %.2e  dK %.2e  -> %s\n",
            samples, rq, rw, rk, ok ? "OK" : "MISMATCH");
-    printf("median-free summary: best %.3f s, mean %.3f s over %d runs\n", best, total / o.reps, o.reps);
+    for (int i = 1; i < o.reps; i++) /* insertion sort, for the median */
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+            double tmp = times[j];
+            times[j] = times[j - 1];
+            times[j - 1] = tmp;
+        }
+    const double median = o.reps % 2 ? times[o.reps / 2] : 0.5 * (times[o.reps / 2 - 1] + times[o.reps / 2]);
+    printf("median of %d runs: %.3f s, %.1f GFLOP/s\n", o.reps, median,
+           6.0 * (double)N1 * (double)D * (double)counted / median * 1e-9);
+    free(times);
 
     lig_tensor *all[] = {tq, tk, tw, tdy, ti, tdq, tdk, tdw};
     for (int i = 0; i < 8; i++) lig_destroy_tensor(all[i]);
