@@ -59,7 +59,7 @@ static void unlock_row(atomic_uint *l) { atomic_store_explicit(l, 0u, memory_ord
 static void flush_block(const grad_run *r, const lig_grad_scratch_layout *L, char *s, int64_t nb, emit_mode mode,
                         int64_t pool_slot) {
     const lig_indexer_grad_plan *p = r->p;
-    const int64_t G = p->G, D = p->D;
+    const int64_t G = p->pr.G, D = p->pr.D;
     float *q = (float *)(s + L->q), *dq = (float *)(s + L->dq), *kp = (float *)(s + L->kp);
     float *a = (float *)(s + L->a), *w = (float *)(s + L->w), *dw = (float *)(s + L->dw);
     const float *dy = (const float *)(s + L->dy);
@@ -98,32 +98,32 @@ static void flush_block(const grad_run *r, const lig_grad_scratch_layout *L, cha
 static void run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int64_t pool_at) {
     const lig_indexer_grad_plan *p = r->p;
     const lig_kernels *kr = r->kr;
-    const lig_grad_scratch_layout L = lig_grad_scratch_layout_for(p->G, p->D);
-    const int64_t G = p->G, D = p->D;
-    const lig_unit x = lig_unit_decode(p, u);
+    const lig_grad_scratch_layout L = lig_grad_scratch_layout_for(p->pr.G, p->pr.D);
+    const int64_t G = p->pr.G, D = p->pr.D;
+    const lig_unit x = lig_unit_decode(&p->pr, u);
     float *q = (float *)(s + L.q), *dq = (float *)(s + L.dq), *kp = (float *)(s + L.kp);
     float *w = (float *)(s + L.w), *dw = (float *)(s + L.dw), *dy = (float *)(s + L.dy);
     int64_t *key = (int64_t *)(s + L.key);
 
     for (int64_t i = 0; i < G; i++) {
         const int64_t h = x.g * G + i;
-        kr->load_row(p->q.dtype, lig_q_row_ptr(&p->q, p, x.b, x.t, h), p->q.dim, D, q + i * D);
-        w[i] = lig_load_float(p->w.dtype, lig_q_row_ptr(&p->w, p, x.b, x.t, h));
+        kr->load_row(p->q.dtype, lig_q_row_ptr(&p->q, &p->pr, x.b, x.t, h), p->q.dim, D, q + i * D);
+        w[i] = lig_load_float(p->w.dtype, lig_q_row_ptr(&p->w, &p->pr, x.b, x.t, h));
         dw[i] = 0.0f;
     }
     memset(dq, 0, sizeof(float) * (size_t)(G * D));
 
-    const char *ip = lig_q_row_ptr(&p->idx, p, x.b, x.t, x.g);
-    const char *yp = lig_q_row_ptr(&p->dy, p, x.b, x.t, x.g);
+    const char *ip = lig_q_row_ptr(&p->idx, &p->pr, x.b, x.t, x.g);
+    const char *yp = lig_q_row_ptr(&p->dy, &p->pr, x.b, x.t, x.g);
     const int64_t istep = p->idx.dim * (int64_t)p->idx.esize, ystep = p->dy.dim * (int64_t)p->dy.esize;
-    const int64_t acc_row0 = (x.b * p->acc_batch + p->bt.k_base[x.b]) * p->N2 + x.g;
+    const int64_t acc_row0 = (x.b * p->pr.key_batch + p->pr.bt.k_base[x.b]) * p->pr.N2 + x.g;
     int64_t nb = 0, emitted = 0;
-    for (int64_t j = 0; j < p->K; j++, ip += istep, yp += ystep) {
+    for (int64_t j = 0; j < p->pr.K; j++, ip += istep, yp += ystep) {
         const int64_t sk = lig_load_int(p->idx.dtype, ip);
         if (sk < x.lo || sk > x.hi) continue; /* padding (-1) or outside the visible range */
-        kr->load_row(p->k.dtype, lig_k_row_ptr(&p->k, p, x.b, sk, x.g), p->k.dim, D, kp + nb * D);
+        kr->load_row(p->k.dtype, lig_k_row_ptr(&p->k, &p->pr, x.b, sk, x.g), p->k.dim, D, kp + nb * D);
         dy[nb] = lig_load_float(p->dy.dtype, yp);
-        key[nb] = acc_row0 + sk * p->N2;
+        key[nb] = acc_row0 + sk * p->pr.N2;
         if (++nb == LIG_GRAD_BLOCK) {
             flush_block(r, &L, s, nb, mode, pool_at + emitted);
             emitted += nb;
@@ -134,8 +134,8 @@ static void run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int6
 
     for (int64_t i = 0; i < G; i++) {
         const int64_t h = x.g * G + i;
-        kr->store_row(dq + i * D, D, p->dq.dtype, lig_q_row_ptr(&p->dq, p, x.b, x.t, h), p->dq.dim);
-        lig_store_float(p->dw.dtype, lig_q_row_ptr(&p->dw, p, x.b, x.t, h), dw[i]);
+        kr->store_row(dq + i * D, D, p->dq.dtype, lig_q_row_ptr(&p->dq, &p->pr, x.b, x.t, h), p->dq.dim);
+        lig_store_float(p->dw.dtype, lig_q_row_ptr(&p->dw, &p->pr, x.b, x.t, h), dw[i]);
     }
 }
 
@@ -156,7 +156,7 @@ static void units_task(void *ctx, int tid, int n) {
 /* Adds the wave's pool into the accumulator in pool order; thread tid owns a column range. */
 static void apply_pool_task(void *ctx, int tid, int n) {
     const grad_run *r = ctx;
-    const int64_t D = r->p->D, chunks = (D + 15) / 16;
+    const int64_t D = r->p->pr.D, chunks = (D + 15) / 16;
     const int64_t c0 = chunks * tid / n * 16, c1m = chunks * (tid + 1) / n * 16, c1 = c1m < D ? c1m : D;
     if (c0 >= c1) return;
     for (int64_t i = 0; i < r->pool_count; i++)
@@ -166,18 +166,18 @@ static void apply_pool_task(void *ctx, int tid, int n) {
 static void run_deterministic(grad_run *r, int threads) {
     const lig_indexer_grad_plan *p = r->p;
     int64_t *off = r->unit_offset;
-    for (int64_t u = 0; u < p->units; u++) off[u + 1] += off[u]; /* counts -> prefix */
+    for (int64_t u = 0; u < p->pr.units; u++) off[u + 1] += off[u]; /* counts -> prefix */
     const int64_t C = p->pool_slots;
-    const int64_t apply_threads = (p->D + 15) / 16 < threads ? (p->D + 15) / 16 : threads;
+    const int64_t apply_threads = (p->pr.D + 15) / 16 < threads ? (p->pr.D + 15) / 16 : threads;
     int64_t u = 0;
-    while (u < p->units) {
+    while (u < p->pr.units) {
         if (off[u + 1] - off[u] > C) { /* a unit larger than a wave runs alone, in slot order */
             run_unit(r, scratch_of(r, 0), u, EMIT_DIRECT, 0);
             u++;
             continue;
         }
         /* the wave: the most consecutive units whose slots fit the pool */
-        int64_t lo = u + 1, hi = p->units;
+        int64_t lo = u + 1, hi = p->pr.units;
         while (lo < hi) {
             const int64_t mid = lo + (hi - lo + 1) / 2;
             if (off[mid] - off[u] <= C) lo = mid;
@@ -205,29 +205,29 @@ static void zero_rows(const lig_view4 *v, int64_t b, int64_t r0, int64_t r1, int
 
 /* dQ and dW of every row that no unit writes (all rows when nothing is computed). */
 static void zero_query_rows(const lig_indexer_grad_plan *p, bool all) {
-    if (p->tnd) {
-        const int64_t first = all ? 0 : p->bt.row_prefix[p->B]; /* TND valid rows are [0, aq[B-1]) */
-        zero_rows(&p->dq, 0, first, p->S1, p->N1, p->D);
-        zero_rows(&p->dw, 0, first, p->S1, p->N1, 1);
+    if (p->pr.tnd) {
+        const int64_t first = all ? 0 : p->pr.bt.row_prefix[p->pr.B]; /* TND valid rows are [0, aq[B-1]) */
+        zero_rows(&p->dq, 0, first, p->pr.S1, p->pr.N1, p->pr.D);
+        zero_rows(&p->dw, 0, first, p->pr.S1, p->pr.N1, 1);
         return;
     }
-    for (int64_t b = 0; b < p->B; b++) {
-        const int64_t first = all ? 0 : p->bt.lq[b];
-        zero_rows(&p->dq, b, first, p->S1, p->N1, p->D);
-        zero_rows(&p->dw, b, first, p->S1, p->N1, 1);
+    for (int64_t b = 0; b < p->pr.B; b++) {
+        const int64_t first = all ? 0 : p->pr.bt.lq[b];
+        zero_rows(&p->dq, b, first, p->pr.S1, p->pr.N1, p->pr.D);
+        zero_rows(&p->dw, b, first, p->pr.S1, p->pr.N1, 1);
     }
 }
 
 /* Key rows of the output: BSND rows are (b, s) with s < S2, TND rows are global. */
 static char *dk_row_ptr(const lig_indexer_grad_plan *p, int64_t row, int64_t g) {
     const lig_view4 *v = &p->dk;
-    const int64_t b = p->tnd ? 0 : row / p->S2, s = p->tnd ? row : row - b * p->S2;
+    const int64_t b = p->pr.tnd ? 0 : row / p->pr.S2, s = p->pr.tnd ? row : row - b * p->pr.S2;
     return v->data + (size_t)(b * v->batch + s * v->row + g * v->head) * v->esize;
 }
 
 static void zero_acc_task(void *ctx, int tid, int n) {
     const grad_run *r = ctx;
-    const int64_t total = r->p->key_rows * r->p->N2 * r->p->D;
+    const int64_t total = r->p->pr.key_rows * r->p->pr.N2 * r->p->pr.D;
     const int64_t a = total * tid / n, b = total * (tid + 1) / n;
     memset(r->acc + a, 0, sizeof(float) * (size_t)(b - a));
 }
@@ -235,10 +235,10 @@ static void zero_acc_task(void *ctx, int tid, int n) {
 static void store_dk_task(void *ctx, int tid, int n) {
     const grad_run *r = ctx;
     const lig_indexer_grad_plan *p = r->p;
-    const int64_t rows = p->key_rows * p->N2;
+    const int64_t rows = p->pr.key_rows * p->pr.N2;
     for (int64_t i = rows * tid / n; i < rows * (tid + 1) / n; i++) {
-        const int64_t row = i / p->N2, g = i - row * p->N2;
-        r->kr->store_row(r->acc + i * p->D, p->D, p->dk.dtype, dk_row_ptr(p, row, g), p->dk.dim);
+        const int64_t row = i / p->pr.N2, g = i - row * p->pr.N2;
+        r->kr->store_row(r->acc + i * p->pr.D, p->pr.D, p->dk.dtype, dk_row_ptr(p, row, g), p->dk.dim);
     }
 }
 
@@ -260,16 +260,16 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
         lig_status st = lig_grad_check_indices(p, NULL, threads);
         if (st != LIG_SUCCESS) return st;
         zero_query_rows(p, true);
-        for (int64_t row = 0; row < p->key_rows; row++)
-            for (int64_t g = 0; g < p->N2; g++) {
+        for (int64_t row = 0; row < p->pr.key_rows; row++)
+            for (int64_t g = 0; g < p->pr.N2; g++) {
                 char *e = dk_row_ptr(p, row, g);
-                for (int64_t d = 0; d < p->D; d++)
+                for (int64_t d = 0; d < p->pr.D; d++)
                     lig_store_float(p->dk.dtype, e + (size_t)(d * p->dk.dim) * p->dk.esize, 0.0f);
             }
         return LIG_SUCCESS;
     }
 
-    r.ws = (char *)(((uintptr_t)workspace + 63u) & ~(uintptr_t)63u);
+    r.ws = lig_ws_base(workspace);
     r.acc = (float *)(r.ws + p->ws.dk_acc);
     r.unit_offset = (int64_t *)(r.ws + p->ws.unit_offset);
     r.unit_offset[0] = 0;
@@ -284,9 +284,9 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
         run_deterministic(&r, threads);
     } else {
         r.locks = (atomic_uint *)(void *)(r.ws + p->ws.locks);
-        memset((void *)r.locks, 0, sizeof(uint32_t) * (size_t)(p->key_rows * p->N2));
+        memset((void *)r.locks, 0, sizeof(uint32_t) * (size_t)(p->pr.key_rows * p->pr.N2));
         r.u_begin = 0;
-        r.u_end = p->units;
+        r.u_end = p->pr.units;
         atomic_store(&r.next_unit, 0);
         lig_parallel(threads, units_task, &r);
     }

@@ -1,8 +1,5 @@
-/* The backward's plan: everything phase 1 decided, in a form the executor runs without
- * re-deriving anything. Both layouts are normalised into one addressing scheme:
- *   element (b, t, h, d) of a row-major tensor lives at
- *   b * batch + (row_base[b] + t) * row + h * head + d * dim        (strides in elements)
- * where BSND has row_base[b] = 0 and TND has batch = 0 and row_base[b] = cumulative start. */
+/* The backward's plan: everything phase 1 decided, in a form phase 2 runs without
+ * re-deriving anything. */
 #ifndef LIG_PLAN_INDEXER_GRAD_PLAN_H
 #define LIG_PLAN_INDEXER_GRAD_PLAN_H
 
@@ -10,16 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/seq_lengths.h"
-#include "lig.h"
-
-/* Strides (in elements) of one tensor in the normalised scheme. */
-typedef struct lig_view4 {
-    char *data;
-    lig_dtype dtype;
-    size_t esize;
-    int64_t batch, row, head, dim;
-} lig_view4;
+#include "plan/problem.h"
 
 /* Byte offsets of the workspace regions (after aligning its base to 64 bytes). */
 typedef struct lig_grad_workspace_layout {
@@ -53,29 +41,16 @@ typedef struct lig_grad_scratch_layout {
 lig_grad_scratch_layout lig_grad_scratch_layout_for(int64_t G, int64_t D);
 
 typedef struct lig_indexer_grad_plan {
-    int64_t B, N1, N2, G, D, K;
-    int64_t S1, S2;            /* BSND extents; TND: T1, T2 */
-    int64_t sparse_mode, pre_tokens, next_tokens;
+    lig_problem pr;
     bool deterministic;
-    bool tnd;
-    bool empty;                /* nothing to multiply: outputs are zeros after index checks */
-
-    /* per-batch lengths and row bases; units (b, t, g) are enumerated over valid rows x N2 */
-    lig_batches bt;
-    int64_t units;
-    int64_t key_rows;          /* rows of the key tensor: B*S2 (BSND) or T2 (TND) */
-    int64_t acc_batch;         /* accumulator row of (b, s) = b*acc_batch + k_base[b] + s */
-
+    bool empty; /* nothing to multiply: outputs are zeros after the index checks */
     lig_view4 q, k, w, dy, idx, dq, dk, dw;
-
-    int threads;               /* thread count the scratch was sized for */
-    int64_t pool_slots;        /* capacity of one deterministic wave */
+    int threads;        /* thread count the scratch was sized for */
+    int64_t pool_slots; /* capacity of one deterministic wave */
     lig_grad_workspace_layout ws;
 } lig_indexer_grad_plan;
 
 /* Sizes the workspace of a validated plan (fills plan->threads, pool_slots and ws). */
 void lig_indexer_grad_plan_workspace(lig_indexer_grad_plan *plan, int threads);
-
-void lig_indexer_grad_plan_free(lig_indexer_grad_plan *plan);
 
 #endif
