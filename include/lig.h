@@ -92,6 +92,27 @@ LIG_API lig_status lig_indexer_grad_get_workspace_size(
 LIG_API lig_status lig_indexer_grad(void *workspace, uint64_t workspace_size,
                                     lig_executor *executor, void *stream);
 
+/*
+ * LightningIndexer (forward), phase 1: scores I = sum_h w * ReLU(q . k) over the visible keys
+ * of each (b, t, g) and selects the sparse_count best, by descending score, ties to the lower
+ * key index; -1 (and -inf values) in slots left over when fewer keys are visible.
+ *   sparse_indices out: [B,S1,N2,K] | [T1,N2,K] (or without N2 when N2 == 1), INT32 or INT64,
+ *                       K = sparse_count >= 1
+ *   sparse_values out:  same shape, query dtype or FLOAT32; may be NULL
+ * Query, key, weights, lengths, layout and masks as for the backward.
+ */
+LIG_API lig_status lig_indexer_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    const char *layout, int64_t sparse_count, int64_t sparse_mode,
+    int64_t pre_tokens, int64_t next_tokens,
+    const lig_tensor *sparse_indices, const lig_tensor *sparse_values /* may be NULL */,
+    uint64_t *workspace_size, lig_executor **executor);
+
+/* LightningIndexer, phase 2. */
+LIG_API lig_status lig_indexer(void *workspace, uint64_t workspace_size,
+                               lig_executor *executor, void *stream);
+
 /* Frees an executor that will never be run (phase 2 frees the ones it runs). */
 LIG_API lig_status lig_destroy_executor(lig_executor *executor);
 

@@ -243,21 +243,14 @@ static void store_dk_task(void *ctx, int tid, int n) {
 }
 
 static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint64_t workspace_size, void *stream) {
-    if (stream != NULL)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "stream: expected NULL (the CPU backend has no streams), got %p", stream);
-    if (workspace_size < p->ws.total)
-        return lig_fail(LIG_ERR_PARAM_INVALID,
-                        "workspace_size: expected at least %llu bytes (from lig_indexer_grad_get_workspace_size), got %llu",
-                        (unsigned long long)p->ws.total, (unsigned long long)workspace_size);
-    if (p->ws.total > 0 && workspace == NULL)
-        return lig_fail(LIG_ERR_PARAM_NULLPTR, "workspace: expected a buffer of %llu bytes, got NULL",
-                        (unsigned long long)p->ws.total);
+    lig_status st = lig_check_run_args(workspace, workspace_size, p->ws.total, LIG_EXECUTOR_INDEXER_GRAD, stream);
+    if (st != LIG_SUCCESS) return st;
     int threads = lig_get_num_threads();
     if (threads > p->threads) threads = p->threads; /* scratch exists for this many */
 
     grad_run r = {.p = p, .kr = lig_kernels_get()};
     if (p->empty) {
-        lig_status st = lig_grad_check_indices(p, NULL, threads);
+        st = lig_grad_check_indices(p, NULL, threads);
         if (st != LIG_SUCCESS) return st;
         zero_query_rows(p, true);
         for (int64_t row = 0; row < p->pr.key_rows; row++)
@@ -273,7 +266,7 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
     r.acc = (float *)(r.ws + p->ws.dk_acc);
     r.unit_offset = (int64_t *)(r.ws + p->ws.unit_offset);
     r.unit_offset[0] = 0;
-    lig_status st = lig_grad_check_indices(p, r.unit_offset + 1, threads);
+    st = lig_grad_check_indices(p, r.unit_offset + 1, threads);
     if (st != LIG_SUCCESS) return st; /* nothing has been written */
 
     zero_query_rows(p, false);
@@ -295,15 +288,9 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
 }
 
 lig_status lig_indexer_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {
-    if (!executor)
-        return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a plan from lig_indexer_grad_get_workspace_size, got NULL");
     lig_status st;
-    if (executor->kind != LIG_EXECUTOR_INDEXER_GRAD)
-        st = lig_fail(LIG_ERR_PARAM_INVALID,
-                      "executor: expected a plan from lig_indexer_grad_get_workspace_size, got one from %s",
-                      lig_executor_kind_maker(executor->kind));
-    else
-        st = run_plan(executor->plan, workspace, workspace_size, stream);
+    const lig_indexer_grad_plan *plan = lig_executor_plan(executor, LIG_EXECUTOR_INDEXER_GRAD, &st);
+    if (plan) st = run_plan(plan, workspace, workspace_size, stream);
     lig_destroy_executor(executor); /* consumed, success or not */
     return st;
 }

@@ -1,0 +1,97 @@
+/* LightningIndexer phase 1: validate (SPEC sections 1.1, 2-5), plan, size the workspace. */
+#include <stdlib.h>
+
+#include "api/error.h"
+#include "api/executor.h"
+#include "api/problem.h"
+#include "api/tensor.h"
+#include "api/validate.h"
+#include "plan/indexer_plan.h"
+#include "runtime/threadpool.h"
+
+static void free_plan(void *p) {
+    lig_indexer_plan *plan = p;
+    lig_batches_free(&plan->pr.bt);
+    free(plan);
+}
+
+lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                                          const lig_tensor *actual_seq_lengths_query,
+                                          const lig_tensor *actual_seq_lengths_key, const char *layout,
+                                          int64_t sparse_count, int64_t sparse_mode, int64_t pre_tokens,
+                                          int64_t next_tokens, const lig_tensor *sparse_indices,
+                                          const lig_tensor *sparse_values, uint64_t *workspace_size,
+                                          lig_executor **executor) {
+    lig_status st;
+    const lig_named_tensor required[] = {
+        {query, "query"}, {key, "key"}, {weights, "weights"}, {sparse_indices, "sparse_indices"}};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!required[i].tensor)
+            return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor, got NULL", required[i].name);
+    if (!layout) return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout: expected \"BSND\" or \"TND\", got NULL");
+    if (!workspace_size)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "workspace_size: expected a pointer to receive the size, got NULL");
+    if (!executor) return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a pointer to receive the plan, got NULL");
+
+    lig_problem pr;
+    if ((st = lig_problem_check_qkw(query, key, weights, layout, &pr)) != LIG_SUCCESS) return st;
+    if (sparse_count < 1)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_count: expected a value >= 1, got %lld", (long long)sparse_count);
+    if ((st = lig_check_index_dtype(sparse_indices, "sparse_indices")) != LIG_SUCCESS) return st;
+    bool short_form, values_short;
+    if ((st = lig_problem_check_slots(&pr, sparse_indices, "sparse_indices", sparse_count,
+                                      "rows like query, N2 like key, K = sparse_count", &short_form)) != LIG_SUCCESS)
+        return st;
+    pr.K = sparse_count;
+    if (sparse_values) {
+        if (sparse_values->dtype != query->dtype && sparse_values->dtype != LIG_FLOAT32)
+            return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_values: expected dtype %s (like query) or FLOAT32, got %s",
+                            lig_dtype_name(query->dtype), lig_dtype_name(sparse_values->dtype));
+        if ((st = lig_problem_check_slots(&pr, sparse_values, "sparse_values", sparse_count, "like sparse_indices",
+                                          &values_short)) != LIG_SUCCESS)
+            return st;
+        if (values_short != short_form) {
+            char want[LIG_SHAPE_BUF], got[LIG_SHAPE_BUF];
+            return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_values: expected shape %s (like sparse_indices), got %s",
+                            lig_format_shape(want, sizeof want, sparse_indices->ndim, sparse_indices->shape),
+                            lig_format_shape(got, sizeof got, sparse_values->ndim, sparse_values->shape));
+        }
+    }
+    if ((st = lig_check_mask_args(sparse_mode, pre_tokens, next_tokens)) != LIG_SUCCESS) return st;
+
+    const lig_named_tensor inputs[] = {
+        {query, "query"}, {key, "key"}, {weights, "weights"},
+        {actual_seq_lengths_query, "actual_seq_lengths_query"}, {actual_seq_lengths_key, "actual_seq_lengths_key"},
+    };
+    const lig_named_tensor outputs[] = {{sparse_indices, "sparse_indices"}, {sparse_values, "sparse_values"}};
+    if ((st = lig_check_outputs_disjoint(outputs, 2, inputs, 5)) != LIG_SUCCESS) return st;
+
+    st = lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query,
+                             actual_seq_lengths_key);
+    if (st != LIG_SUCCESS) return st;
+    if (sparse_indices->dtype == LIG_INT32 && pr.S2 > (int64_t)INT32_MAX + 1) {
+        lig_batches_free(&pr.bt);
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "sparse_indices: expected dtype INT64 for key lengths above 2^31 (S2 = %lld), got INT32",
+                        (long long)pr.S2);
+    }
+    lig_indexer_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) {
+        lig_batches_free(&pr.bt);
+        return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    }
+    plan->pr = pr;
+    plan->q = lig_problem_view(&pr, query, true, true);
+    plan->k = lig_problem_view(&pr, key, true, true);
+    plan->w = lig_problem_view(&pr, weights, true, false);
+    plan->idx = lig_problem_view(&pr, sparse_indices, !short_form, true);
+    plan->has_values = sparse_values != NULL;
+    if (sparse_values) plan->val = lig_problem_view(&pr, sparse_values, !short_form, true);
+    lig_indexer_plan_workspace(plan, lig_get_num_threads());
+
+    lig_executor *e = lig_executor_create(LIG_EXECUTOR_INDEXER, plan, free_plan);
+    if (!e) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for an executor, got none");
+    *workspace_size = plan->workspace_size;
+    *executor = e;
+    return LIG_SUCCESS;
+}
