@@ -113,6 +113,29 @@ LIG_API lig_status lig_indexer_get_workspace_size(
 LIG_API lig_status lig_indexer(void *workspace, uint64_t workspace_size,
                                lig_executor *executor, void *stream);
 
+/*
+ * The fused training step of the indexer (DeepSeek-V3.2's KL objective), phase 1.
+ * Rows run along the last axis of same-shaped tensors (e.g. [B,S1,N2,K] or [T1,K]):
+ *   sparse_values  I at the selected slots (the forward's output), any float dtype
+ *   sparse_indices optional: slot j counts when its index is >= 0; when NULL, slots whose
+ *                  value is -inf (the forward's padding) do not count
+ *   target         p over the same slots (>= 0, e.g. the main attention's probabilities
+ *                  summed over heads and L1-normalised), any float dtype
+ * Outputs:
+ *   loss  FLOAT32, one element: sum over rows of KL(p_t || softmax(I_t)), the softmax taken
+ *         over the counted slots only
+ *   dy    like sparse_values, any float dtype: softmax(I_t) * sum(p_t) - p_t on counted
+ *         slots, 0 elsewhere — the `dy` that lig_indexer_grad takes
+ */
+LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
+    const lig_tensor *sparse_values, const lig_tensor *sparse_indices /* may be NULL */,
+    const lig_tensor *target, const lig_tensor *loss, const lig_tensor *dy,
+    uint64_t *workspace_size, lig_executor **executor);
+
+/* The fused training step, phase 2. */
+LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size,
+                                       lig_executor *executor, void *stream);
+
 /* Frees an executor that will never be run (phase 2 frees the ones it runs). */
 LIG_API lig_status lig_destroy_executor(lig_executor *executor);
 
