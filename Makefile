@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 
-.PHONY: all build test test-release test-asan demo install clean
+.PHONY: all build test test-release test-asan demo demo-grad install clean
 
 all: build
 
@@ -24,7 +24,12 @@ test-asan:
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && LIG_TEST_QUICK=1 ctest --output-on-failure
 
+# The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam).
 demo: build
+	./$(BUILD)/examples/lig-train-indexer
+
+# DeepSeek-shaped backward, timed and checked against float64.
+demo-grad: build
 	./$(BUILD)/examples/lig-deepseek-grad
 
 install: build
