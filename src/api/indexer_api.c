@@ -38,7 +38,7 @@ lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_ten
     if (sparse_count < 1)
         return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_count: expected a value >= 1, got %lld", (long long)sparse_count);
     if ((st = lig_check_index_dtype(sparse_indices, "sparse_indices")) != LIG_SUCCESS) return st;
-    bool short_form, values_short;
+    bool short_form;
     if ((st = lig_problem_check_slots(&pr, sparse_indices, "sparse_indices", sparse_count,
                                       "rows like query, N2 like key, K = sparse_count", &short_form)) != LIG_SUCCESS)
         return st;
@@ -47,15 +47,9 @@ lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_ten
         if (sparse_values->dtype != query->dtype && sparse_values->dtype != LIG_FLOAT32)
             return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_values: expected dtype %s (like query) or FLOAT32, got %s",
                             lig_dtype_name(query->dtype), lig_dtype_name(sparse_values->dtype));
-        if ((st = lig_problem_check_slots(&pr, sparse_values, "sparse_values", sparse_count, "like sparse_indices",
-                                          &values_short)) != LIG_SUCCESS)
+        if ((st = lig_check_shape(sparse_values, "sparse_values", sparse_indices->ndim, sparse_indices->shape,
+                                  "like sparse_indices")) != LIG_SUCCESS)
             return st;
-        if (values_short != short_form) {
-            char want[LIG_SHAPE_BUF], got[LIG_SHAPE_BUF];
-            return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_values: expected shape %s (like sparse_indices), got %s",
-                            lig_format_shape(want, sizeof want, sparse_indices->ndim, sparse_indices->shape),
-                            lig_format_shape(got, sizeof got, sparse_values->ndim, sparse_values->shape));
-        }
     }
     if ((st = lig_check_mask_args(sparse_mode, pre_tokens, next_tokens)) != LIG_SUCCESS) return st;
 

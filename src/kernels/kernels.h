@@ -1,24 +1,22 @@
-/* Micro-kernels, one set per ISA, named <operation>__<isa>. Matrices are fp32, row-major:
- *   q   [G][D]   the query heads of one unit (row b,t; key head g)
- *   kp  [nb][D]  a block of nb <= LIG_GRAD_BLOCK gathered key rows
- *   a   [G][lda] scores S, later the gated coefficients A
- * The runtime picks one set (runtime/cpu_dispatch.c). */
+/* Kernels, one set per ISA, named <operation>__<isa>; the runtime picks one set
+ * (runtime/cpu_dispatch.c). */
 #ifndef LIG_KERNELS_KERNELS_H
 #define LIG_KERNELS_KERNELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lig.h"
 
-/* a[h][n] = q[h] . kp[n] */
-typedef void (*lig_grad_scores_fn)(const float *q, const float *kp, int64_t G, int64_t nb, int64_t D, float *a,
-                                   int64_t lda);
-/* dq[h] += sum_n a[h][n] * kp[n] */
-typedef void (*lig_grad_dq_fn)(const float *a, int64_t lda, const float *kp, int64_t G, int64_t nb, int64_t D,
-                               float *dq);
-/* c[n] = sum_h a[h][n] * q[h]   (the dK contribution of each slot of the block) */
-typedef void (*lig_grad_dk_fn)(const float *a, int64_t lda, const float *q, int64_t G, int64_t nb, int64_t D,
-                               float *c);
+/* C[m][n] (+)= sum_k a[m*a_rs + k*a_cs] * B[k*ldb + n] for m < M, n < N, k < K (fp32).
+ * `a` may be any strided view (a matrix or its transpose); rows of B and C are unit-stride.
+ * The backward's three block products and the forward's scores are all of this form. */
+typedef void (*lig_sgemm_fn)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
+                             const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+/* The backward's ReLU gate over a block of scores S^T (nb x G, in place):
+ *   dw[h] += S > 0 ? S * dy[n] : 0;   S^T[n][h] <- S > 0 ? w[h] * dy[n] : 0   (= A^T)
+ * a select, never a product with 0, so a non-finite dy of a gated slot adds nothing. */
+typedef void (*lig_grad_gate_fn)(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
 /* dst[0..n) = src[i*stride] converted to fp32 */
 typedef void (*lig_load_row_fn)(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 /* dst[i*stride] = src[i] rounded to nearest even into dtype */
@@ -26,18 +24,17 @@ typedef void (*lig_store_row_fn)(const float *src, int64_t n, lig_dtype dtype, v
 /* dst[0..n) += src[0..n) */
 typedef void (*lig_add_row_fn)(float *dst, const float *src, int64_t n);
 
-void lig_grad_scores__scalar(const float *q, const float *kp, int64_t G, int64_t nb, int64_t D, float *a,
-                             int64_t lda);
-void lig_grad_dq__scalar(const float *a, int64_t lda, const float *kp, int64_t G, int64_t nb, int64_t D, float *dq);
-void lig_grad_dk__scalar(const float *a, int64_t lda, const float *q, int64_t G, int64_t nb, int64_t D, float *c);
+void lig_sgemm__scalar(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
+                       int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_grad_gate__scalar(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
 void lig_load_row__scalar(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__scalar(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_add_row__scalar(float *dst, const float *src, int64_t n);
 
 #if defined(LIG_HAVE_X86_KERNELS)
-void lig_grad_scores__avx2(const float *q, const float *kp, int64_t G, int64_t nb, int64_t D, float *a, int64_t lda);
-void lig_grad_dq__avx2(const float *a, int64_t lda, const float *kp, int64_t G, int64_t nb, int64_t D, float *dq);
-void lig_grad_dk__avx2(const float *a, int64_t lda, const float *q, int64_t G, int64_t nb, int64_t D, float *c);
+void lig_sgemm__avx2(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
+                     int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
 void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__avx2(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_add_row__avx2(float *dst, const float *src, int64_t n);

@@ -42,18 +42,33 @@ static void write_slots(const lig_indexer_plan *p, int64_t b, int64_t t, int64_t
     for (int64_t j = 0; j < p->pr.K; j++, vp += vstep) lig_store_float(p->val.dtype, vp, j < n ? c[j].score : -INFINITY);
 }
 
+/* D, N1 or S2 is 0: every visible key scores exactly 0, so the first visible keys win. */
+static void run_trivial_unit(const lig_indexer_plan *p, int64_t u) {
+    const lig_unit x = lig_unit_decode(&p->pr, u);
+    char *ip = lig_q_row_ptr(&p->idx, &p->pr, x.b, x.t, x.g);
+    char *vp = p->has_values ? lig_q_row_ptr(&p->val, &p->pr, x.b, x.t, x.g) : NULL;
+    for (int64_t j = 0; j < p->pr.K; j++) {
+        const bool taken = x.lo + j <= x.hi;
+        store_index(p->idx.dtype, ip + (size_t)(j * p->idx.dim) * p->idx.esize, taken ? x.lo + j : -1);
+        if (vp) lig_store_float(p->val.dtype, vp + (size_t)(j * p->val.dim) * p->val.esize, taken ? 0.0f : -INFINITY);
+    }
+}
+
 static void run_unit(const fwd_run *r, char *s, int64_t u) {
     const lig_indexer_plan *p = r->p;
     const lig_kernels *kr = r->kr;
     const int64_t G = p->pr.G, D = p->pr.D;
     const lig_fwd_scratch_layout L = lig_fwd_scratch_layout_for(G, D, p->heap_cap);
-    float *q = (float *)(s + L.q), *w = (float *)(s + L.w), *kp = (float *)(s + L.kp);
+    float *qt = (float *)(s + L.qt), *w = (float *)(s + L.w), *kp = (float *)(s + L.kp);
     float *a = (float *)(s + L.a), *score = (float *)(s + L.score);
     const lig_unit x = lig_unit_decode(&p->pr, u);
 
     for (int64_t i = 0; i < G; i++) {
         const int64_t h = x.g * G + i;
-        kr->load_row(p->q.dtype, lig_q_row_ptr(&p->q, &p->pr, x.b, x.t, h), p->q.dim, D, q + i * D);
+        /* a transposed load: the head's row becomes column i of qt */
+        const char *qp = lig_q_row_ptr(&p->q, &p->pr, x.b, x.t, h);
+        for (int64_t d = 0; d < D; d++)
+            qt[d * G + i] = lig_load_float(p->q.dtype, qp + (size_t)(d * p->q.dim) * p->q.esize);
         w[i] = lig_load_float(p->w.dtype, lig_q_row_ptr(&p->w, &p->pr, x.b, x.t, h));
     }
     const int64_t visible = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
@@ -63,13 +78,14 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
         const int64_t nb = x.hi - s0 + 1 < LIG_FWD_BLOCK ? x.hi - s0 + 1 : LIG_FWD_BLOCK;
         for (int64_t n = 0; n < nb; n++)
             kr->load_row(p->k.dtype, lig_k_row_ptr(&p->k, &p->pr, x.b, s0 + n, x.g), p->k.dim, D, kp + n * D);
-        kr->grad_scores(q, kp, G, nb, D, a, LIG_FWD_BLOCK);
-        for (int64_t n = 0; n < nb; n++) score[n] = 0.0f;
-        for (int64_t h = 0; h < G; h++) /* heads in order: the same sum for every thread count */
-            for (int64_t n = 0; n < nb; n++) {
-                const float v = a[h * LIG_FWD_BLOCK + n];
-                score[n] += v > 0.0f ? w[h] * v : 0.0f; /* ReLU as a select, like the backward's gate */
-            }
+        kr->sgemm(nb, G, D, kp, D, 1, qt, G, a, G, false); /* S^T[n][h] = k_n . q_h */
+        for (int64_t n = 0; n < nb; n++) {
+            const float *an = a + n * G;
+            float sum = 0.0f;
+            for (int64_t h = 0; h < G; h++) /* heads in order: the same sum for every thread count */
+                sum += an[h] > 0.0f ? w[h] * an[h] : 0.0f; /* ReLU as a select, like the backward's gate */
+            score[n] = sum;
+        }
         for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
     }
     lig_topk_sort(&top);
@@ -113,7 +129,9 @@ lig_status lig_indexer(void *workspace, uint64_t workspace_size, lig_executor *e
     if (p) st = lig_check_run_args(workspace, workspace_size, p->workspace_size, LIG_EXECUTOR_INDEXER, stream);
     if (st == LIG_SUCCESS) {
         fill_invalid_rows(p);
-        if (p->pr.units > 0) {
+        if (p->trivial) {
+            for (int64_t u = 0; u < p->pr.units; u++) run_trivial_unit(p, u);
+        } else if (p->pr.units > 0) {
             fwd_run r = {.p = p, .kr = lig_kernels_get(), .ws = lig_ws_base(workspace)};
             atomic_store(&r.next_unit, 0);
             int threads = lig_get_num_threads();

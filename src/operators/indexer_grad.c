@@ -60,48 +60,35 @@ static void flush_block(const grad_run *r, const lig_grad_scratch_layout *L, cha
                         int64_t pool_slot) {
     const lig_indexer_grad_plan *p = r->p;
     const int64_t G = p->pr.G, D = p->pr.D;
-    float *q = (float *)(s + L->q), *dq = (float *)(s + L->dq), *kp = (float *)(s + L->kp);
-    float *a = (float *)(s + L->a), *w = (float *)(s + L->w), *dw = (float *)(s + L->dw);
-    const float *dy = (const float *)(s + L->dy);
+    const float *q = (const float *)(s + L->q), *qt = (const float *)(s + L->qt), *kp = (const float *)(s + L->kp);
+    float *dq = (float *)(s + L->dq), *at = (float *)(s + L->a), *dw = (float *)(s + L->dw);
+    const float *w = (const float *)(s + L->w), *dy = (const float *)(s + L->dy);
     const int64_t *key = (const int64_t *)(s + L->key);
+    const lig_sgemm_fn sgemm = r->kr->sgemm;
 
-    r->kr->grad_scores(q, kp, G, nb, D, a, LIG_GRAD_BLOCK);
-    for (int64_t h = 0; h < G; h++) {
-        float *ah = a + h * LIG_GRAD_BLOCK;
-        for (int64_t n = 0; n < nb; n++) {
-            const float score = ah[n];
-            if (score > 0.0f) { /* strict: the ReLU's gradient at 0 is 0 */
-                dw[h] += score * dy[n];
-                ah[n] = w[h] * dy[n];
-            } else {
-                ah[n] = 0.0f;
-            }
-        }
-    }
-    r->kr->grad_dq(a, LIG_GRAD_BLOCK, kp, G, nb, D, dq);
+    sgemm(nb, G, D, kp, D, 1, qt, G, at, G, false); /* S^T[n][h] = k_n . q_h */
+    r->kr->grad_gate(at, nb, G, w, dy, dw); /* strict: the ReLU's gradient at 0 is 0 */
+    sgemm(G, D, nb, at, 1, G, kp, D, dq, D, true); /* dQ[h] += sum_n A[h][n] k_n */
+    float *contrib = mode == EMIT_POOL ? r->pool + pool_slot * D : (float *)(s + L->tile);
+    sgemm(nb, D, G, at, G, 1, q, D, contrib, D, false); /* C[n] = sum_h A[h][n] q_h */
     if (mode == EMIT_POOL) {
-        r->kr->grad_dk(a, LIG_GRAD_BLOCK, q, G, nb, D, r->pool + pool_slot * D);
         memcpy(r->pool_key + pool_slot, key, sizeof(int64_t) * (size_t)nb);
         return;
     }
-    float *tile = (float *)(s + L->tile);
-    r->kr->grad_dk(a, LIG_GRAD_BLOCK, q, G, nb, D, tile);
     for (int64_t n = 0; n < nb; n++) {
         if (mode == EMIT_LOCKED) lock_row(&r->locks[key[n]]);
-        r->kr->add_row(r->acc + key[n] * D, tile + n * D, D);
+        r->kr->add_row(r->acc + key[n] * D, contrib + n * D, D);
         if (mode == EMIT_LOCKED) unlock_row(&r->locks[key[n]]);
     }
 }
 
-/* Runs unit u in the given scratch; in EMIT_POOL mode its contributions start at pool slot
- * `pool_at` (relative to the wave's pool). */
 static void run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int64_t pool_at) {
     const lig_indexer_grad_plan *p = r->p;
     const lig_kernels *kr = r->kr;
     const lig_grad_scratch_layout L = lig_grad_scratch_layout_for(p->pr.G, p->pr.D);
     const int64_t G = p->pr.G, D = p->pr.D;
     const lig_unit x = lig_unit_decode(&p->pr, u);
-    float *q = (float *)(s + L.q), *dq = (float *)(s + L.dq), *kp = (float *)(s + L.kp);
+    float *q = (float *)(s + L.q), *qt = (float *)(s + L.qt), *dq = (float *)(s + L.dq), *kp = (float *)(s + L.kp);
     float *w = (float *)(s + L.w), *dw = (float *)(s + L.dw), *dy = (float *)(s + L.dy);
     int64_t *key = (int64_t *)(s + L.key);
 
@@ -111,6 +98,8 @@ static void run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int6
         w[i] = lig_load_float(p->w.dtype, lig_q_row_ptr(&p->w, &p->pr, x.b, x.t, h));
         dw[i] = 0.0f;
     }
+    for (int64_t i = 0; i < G; i++)
+        for (int64_t d = 0; d < D; d++) qt[d * G + i] = q[i * D + d];
     memset(dq, 0, sizeof(float) * (size_t)(G * D));
 
     const char *ip = lig_q_row_ptr(&p->idx, &p->pr, x.b, x.t, x.g);

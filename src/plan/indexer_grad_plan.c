@@ -10,6 +10,7 @@ lig_grad_scratch_layout lig_grad_scratch_layout_for(int64_t G, int64_t D) {
     lig_grad_scratch_layout l;
     uint64_t c = 0, f = sizeof(float);
     l.q = lig_ws_take(&c, f * (uint64_t)(G * D));
+    l.qt = lig_ws_take(&c, f * (uint64_t)(G * D));
     l.dq = lig_ws_take(&c, f * (uint64_t)(G * D));
     l.kp = lig_ws_take(&c, f * (uint64_t)(LIG_GRAD_BLOCK * D));
     l.tile = lig_ws_take(&c, f * (uint64_t)(LIG_GRAD_BLOCK * D));

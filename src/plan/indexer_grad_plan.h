@@ -21,16 +21,18 @@ typedef struct lig_grad_workspace_layout {
     uint64_t total;       /* what phase 1 reports; 0 for an empty problem */
 } lig_grad_workspace_layout;
 
-/* Slots are converted and multiplied in blocks of this many keys. */
-#define LIG_GRAD_BLOCK 16
+/* Slots are converted and multiplied in blocks of this many keys (a multiple of the
+ * GEMM micro-kernel's 6 rows). */
+#define LIG_GRAD_BLOCK 48
 
 /* Byte offsets inside one thread's scratch (each region 64-byte aligned). */
 typedef struct lig_grad_scratch_layout {
     uint64_t q;      /* float[G*D]: the unit's query heads in fp32 */
+    uint64_t qt;     /* float[D*G]: the same, transposed (the scores' B panel) */
     uint64_t dq;     /* float[G*D]: dQ accumulators */
     uint64_t kp;     /* float[BLOCK*D]: gathered key rows of one block in fp32 */
     uint64_t tile;   /* float[BLOCK*D]: dK contributions of one block (when not written to the pool) */
-    uint64_t a;      /* float[G*BLOCK]: scores, then the gated coefficients A */
+    uint64_t a;      /* float[BLOCK*G]: scores S^T, then the gated coefficients A^T */
     uint64_t w;      /* float[G] */
     uint64_t dw;     /* float[G] */
     uint64_t dy;     /* float[BLOCK] */

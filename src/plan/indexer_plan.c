@@ -5,7 +5,7 @@
 lig_fwd_scratch_layout lig_fwd_scratch_layout_for(int64_t G, int64_t D, int64_t heap_cap) {
     lig_fwd_scratch_layout l;
     uint64_t c = 0, f = sizeof(float);
-    l.q = lig_ws_take(&c, f * (uint64_t)(G * D));
+    l.qt = lig_ws_take(&c, f * (uint64_t)(G * D));
     l.w = lig_ws_take(&c, f * (uint64_t)G);
     l.kp = lig_ws_take(&c, f * (uint64_t)(LIG_FWD_BLOCK * D));
     l.a = lig_ws_take(&c, f * (uint64_t)(G * LIG_FWD_BLOCK));
@@ -21,7 +21,8 @@ void lig_indexer_plan_workspace(lig_indexer_plan *p, int threads) {
         if (p->pr.bt.lk[b] > longest) longest = p->pr.bt.lk[b];
     p->heap_cap = p->pr.K < longest ? p->pr.K : longest;
     p->threads = threads < 1 ? 1 : threads;
-    if (p->pr.units == 0) {
+    p->trivial = p->pr.D == 0 || p->pr.G == 0 || p->pr.key_rows == 0;
+    if (p->pr.units == 0 || p->trivial) { /* a zero extent: no scratch (SPEC 5) */
         p->scratch_stride = p->workspace_size = 0;
         return;
     }

@@ -6,9 +6,8 @@
 
 static const lig_kernels scalar_kernels = {
     .isa = "scalar",
-    .grad_scores = lig_grad_scores__scalar,
-    .grad_dq = lig_grad_dq__scalar,
-    .grad_dk = lig_grad_dk__scalar,
+    .sgemm = lig_sgemm__scalar,
+    .grad_gate = lig_grad_gate__scalar,
     .load_row = lig_load_row__scalar,
     .store_row = lig_store_row__scalar,
     .add_row = lig_add_row__scalar,
@@ -17,9 +16,8 @@ static const lig_kernels scalar_kernels = {
 #if defined(LIG_HAVE_X86_KERNELS)
 static const lig_kernels avx2_kernels = {
     .isa = "avx2",
-    .grad_scores = lig_grad_scores__avx2,
-    .grad_dq = lig_grad_dq__avx2,
-    .grad_dk = lig_grad_dk__avx2,
+    .sgemm = lig_sgemm__avx2,
+    .grad_gate = lig_grad_gate__avx2,
     .load_row = lig_load_row__avx2,
     .store_row = lig_store_row__avx2,
     .add_row = lig_add_row__avx2,

@@ -7,9 +7,8 @@
 
 typedef struct lig_kernels {
     const char *isa; /* "scalar" or "avx2" */
-    lig_grad_scores_fn grad_scores;
-    lig_grad_dq_fn grad_dq;
-    lig_grad_dk_fn grad_dk;
+    lig_sgemm_fn sgemm;
+    lig_grad_gate_fn grad_gate;
     lig_load_row_fn load_row;
     lig_store_row_fn store_row;
     lig_add_row_fn add_row;
