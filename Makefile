@@ -3,6 +3,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
+# The sanitizer build prefers clang (its UBSan flags more), when its runtime is installed.
+SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null && echo clang || echo cc)
 
 .PHONY: all build test test-release test-asan demo demo-grad install clean
 
@@ -20,7 +22,7 @@ test-release: build
 	cd $(BUILD) && ctest --output-on-failure
 
 test-asan:
-	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIG_SANITIZE=ON
+	CC=$(SAN_CC) $(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIG_SANITIZE=ON
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && LIG_TEST_QUICK=1 ctest --output-on-failure
 

@@ -185,6 +185,7 @@ static void run_deterministic(grad_run *r, int threads) {
 
 /* Zero-fills rows [r0, r1) of batch b of a query- or key-row view (heads x dims each). */
 static void zero_rows(const lig_view4 *v, int64_t b, int64_t r0, int64_t r1, int64_t heads, int64_t dims) {
+    if (heads == 0 || dims == 0) return; /* no elements: the view's data may be NULL */
     for (int64_t t = r0; t < r1; t++)
         for (int64_t h = 0; h < heads; h++) {
             char *e = v->data + (size_t)(b * v->batch + t * v->row + h * v->head) * v->esize;
@@ -242,7 +243,7 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
         st = lig_grad_check_indices(p, NULL, threads);
         if (st != LIG_SUCCESS) return st;
         zero_query_rows(p, true);
-        for (int64_t row = 0; row < p->pr.key_rows; row++)
+        for (int64_t row = 0; p->pr.D > 0 && row < p->pr.key_rows; row++)
             for (int64_t g = 0; g < p->pr.N2; g++) {
                 char *e = dk_row_ptr(p, row, g);
                 for (int64_t d = 0; d < p->pr.D; d++)

@@ -1,0 +1,175 @@
+#include "check.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "harness.h"
+#include "lig.h"
+
+/* Grid data: q, k, w, dy are multiples of 1/8, so every product term of dQ, dK and dW is a
+ * multiple of 2^-9; partial sums are exact in fp32 while their magnitude stays below 2^24 * 2^-9. */
+#define EXACT_ABS_BOUND 32768.0
+
+static check_stats g_stats;
+
+void check_stats_reset(void)
+{
+    memset(&g_stats, 0, sizeof g_stats);
+}
+
+check_stats check_stats_get(void)
+{
+    return g_stats;
+}
+
+static int64_t counted_slots(const tcase *tc)
+{
+    const ref_problem *p = &tc->p;
+    const int64_t rows = ref_rows_q(p), per_row = p->N2 * p->K;
+    int64_t n = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        ref_row row;
+        ref_row_info(p, r, &row);
+        for (int64_t i = 0; row.valid && i < per_row; i++) {
+            n += ref_classify(p, &row, tc->idx[r * per_row + i]) == REF_SLOT_COUNTED;
+        }
+    }
+    return n;
+}
+
+double check_tolerance(lig_dtype out_dtype)
+{
+    switch (out_dtype) {
+    case LIG_BFLOAT16: return 1e-2;
+    case LIG_FLOAT16: return 2e-3;
+    default: return 1e-4;
+    }
+}
+
+static int compare_output(const char *label, const char *name, lig_dtype dtype, int grid, int64_t n,
+                          const double *lib, const double *ref, const double *abs_sum)
+{
+    double max_ref = 0.0, max_abs = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (fabs(ref[i]) > max_ref) {
+            max_ref = fabs(ref[i]);
+        }
+        if (abs_sum[i] > max_abs) {
+            max_abs = abs_sum[i];
+        }
+    }
+    const int exact = grid && max_abs < EXACT_ABS_BOUND;
+    g_stats.exact_outputs += exact;
+    const double bound = check_tolerance(dtype) * max_ref;
+    int64_t bad = 0, first = -1;
+    const char *why = "";
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double diff = fabs(lib[i] - ref[i]);
+        const char *w = NULL;
+        if (abs_sum[i] == 0.0 && lib[i] != 0.0) {
+            w = "nothing was counted here, expected exactly 0";
+        } else if (exact && lib[i] != th_round_dtype(dtype, ref[i])) {
+            w = "exact data: expected the reference rounded once to the output dtype";
+        } else if (!(diff <= bound)) {
+            w = "outside tolerance";
+        }
+        if (w != NULL) {
+            if (first < 0) {
+                first = i;
+                why = w;
+            }
+            bad++;
+        }
+        g_stats.nonzero += ref[i] != 0.0;
+        if (diff > worst || isnan(diff)) {
+            worst = diff;
+        }
+    }
+    if (bad == 0) {
+        return 1;
+    }
+    CHECK(0, "%s: %s: %" PRId64 " of %" PRId64 " elements wrong; first at flat %" PRId64
+             ": lib %.9g ref %.9g (%s); max|diff| %.3g, tol %.3g*max|ref| = %.3g",
+          label, name, bad, n, first, lib[first], ref[first], why, worst, check_tolerance(dtype), bound);
+    return 0;
+}
+
+int check_result(const tcase *tc, const run_result *res, const char *label)
+{
+    const int64_t nq = tc_numel_q(tc), nk = tc_numel_k(tc), nw = tc_numel_w(tc);
+    ref_grads g;
+    g.dq = th_xmalloc((size_t)nq * sizeof(double));
+    g.dk = th_xmalloc((size_t)nk * sizeof(double));
+    g.dw = th_xmalloc((size_t)nw * sizeof(double));
+    g.dq_abs = th_xmalloc((size_t)nq * sizeof(double));
+    g.dk_abs = th_xmalloc((size_t)nk * sizeof(double));
+    g.dw_abs = th_xmalloc((size_t)nw * sizeof(double));
+    ref_backward(&tc->p, tc->q, tc->k, tc->w, tc->idx, tc->dy, &g);
+    g_stats.cases++;
+    g_stats.counted_slots += counted_slots(tc);
+    int ok = 1;
+    ok &= compare_output(label, "d_query", tc->dtype, tc->grid, nq, res->dq, g.dq, g.dq_abs);
+    ok &= compare_output(label, "d_key", tc->dtype, tc->grid, nk, res->dk, g.dk, g.dk_abs);
+    ok &= compare_output(label, "d_weights", tc->dw_dtype, tc->grid, nw, res->dw, g.dw, g.dw_abs);
+    ok &= CHECK(res->gaps_ok, "%s: an input changed or an output element outside the strided view was written",
+                label);
+    free(g.dq);
+    free(g.dk);
+    free(g.dw);
+    free(g.dq_abs);
+    free(g.dk_abs);
+    free(g.dw_abs);
+    return ok;
+}
+
+int check_case(tcase *tc, const char *label)
+{
+    char desc[512];
+    char full[768];
+    tc_describe(tc, desc, sizeof desc);
+    snprintf(full, sizeof full, "%s [%s]", label, desc);
+    run_result res;
+    run_case(tc, &res);
+    int ok;
+    if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
+        CHECK(0, "%s: phase %d failed with %d (%s): %s", full, res.st1 != LIG_SUCCESS ? 1 : 2,
+              (int)(res.st1 != LIG_SUCCESS ? res.st1 : res.st2), lig_status_string(res.st1 != LIG_SUCCESS ? res.st1 : res.st2),
+              res.message);
+        ok = 0;
+    } else {
+        ok = check_result(tc, &res, full);
+    }
+    run_result_free(&res);
+    return ok;
+}
+
+int check_case_or_refused(tcase *tc, const char *label, int *refused)
+{
+    char desc[512];
+    char full[768];
+    tc_describe(tc, desc, sizeof desc);
+    snprintf(full, sizeof full, "%s [%s]", label, desc);
+    run_result res;
+    run_case(tc, &res);
+    int ok;
+    *refused = 0;
+    if (res.st1 == LIG_ERR_PARAM_INVALID) {
+        *refused = 1;
+        ok = CHECK(res.message[0] != '\0', "%s: refused without a message", full);
+        ok &= CHECK(res.unchanged, "%s: refused but wrote to a tensor", full);
+        ok &= CHECK(res.executor_null_after_failure, "%s: refused but left an executor", full);
+    } else if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
+        CHECK(0, "%s: phase %d failed with %d: %s", full, res.st1 != LIG_SUCCESS ? 1 : 2,
+              (int)(res.st1 != LIG_SUCCESS ? res.st1 : res.st2), res.message);
+        ok = 0;
+    } else {
+        ok = check_result(tc, &res, full);
+    }
+    run_result_free(&res);
+    return ok;
+}

@@ -1,0 +1,46 @@
+/*
+ * Random problem generation (no library calls): sequence lengths, and data whose slots mix
+ * counted keys, -1 padding, masked (invisible) keys and duplicates, with NaN/Inf/garbage
+ * "poison" wherever the operator must not look.
+ */
+#ifndef LIG_TESTS_GEN_H
+#define LIG_TESTS_GEN_H
+
+#include <stdint.h>
+
+#include "rng.h"
+#include "tcase.h"
+
+typedef struct gen_opts {
+    int grid;           /* 1: integers in [-grid_range, grid_range] / 8 (exact everywhere) */
+    int grid_range;
+    double p_pad;       /* share of slots set to -1 */
+    double p_mask;      /* share of slots pointing at existing but invisible keys */
+    double p_dup;       /* share of slots repeating an earlier slot of the row */
+    int tail_pad;       /* -1 only as a tail (like the forward writes) instead of scattered */
+    int poison;         /* NaN/Inf dy in skipped slots, garbage indices and NaN dy/q/w in invalid
+                           rows, NaN in keys that do not exist */
+    double min_abs_s;   /* continuous data: counted slots with |S| below this (any head) become -1 */
+    int64_t dup_pool;   /* > 0: visible picks come from the first dup_pool visible keys */
+} gen_opts;
+
+void gen_opts_default(gen_opts *o);
+
+/* BSND: allocates the case (tc_alloc) and draws lengths 0..S for the arrays that are present
+ * (has_seq_q / has_seq_k set by the caller). Full lengths are drawn often. */
+void gen_bsnd(th_rng *r, tcase *tc);
+
+/* TND: draws B batch lengths (0..max_q / 0..max_k, some empty), sets T1/T2 to the totals plus
+ * extra rows past the last end, sets both has_seq flags and allocates the case. */
+void gen_tnd(th_rng *r, tcase *tc, int64_t max_q, int64_t max_k, int64_t extra_q, int64_t extra_k);
+
+/* Fills q, k, w, idx, dy of an allocated case (sequence arrays must be valid). */
+void gen_data(th_rng *r, tcase *tc, const gen_opts *o);
+
+/* A value in the case's dtype: grid or continuous. */
+double gen_value(th_rng *r, const tcase *tc, const gen_opts *o);
+
+/* Garbage index for an invalid row, representable in idx_dtype. */
+int64_t gen_garbage_index(th_rng *r, const tcase *tc, int64_t lk);
+
+#endif /* LIG_TESTS_GEN_H */

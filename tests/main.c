@@ -1,0 +1,71 @@
+/*
+ * lig-tests: the test table. Usage: lig-tests [substring-of-test-names | --list]
+ * Environment: LIG_FUZZ_SECONDS (default 20), LIG_FUZZ_SEED, LIG_FUZZ_ITER, LIG_TEST_QUICK=1.
+ */
+#include "harness.h"
+#include "tests.h"
+
+static const th_test all_tests[] = {
+    /* test-side float formats */
+    {"half_known_values", test_half_known_values},
+    {"half_roundtrip_all_patterns", test_half_roundtrip_all_patterns},
+    {"half_rounding_midpoints", test_half_rounding_midpoints},
+    {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
+    /* the float64 reference */
+    {"ref_visibility_rules", test_ref_visibility_rules},
+    {"ref_visible_range_matches_pointwise", test_ref_visible_range_matches_pointwise},
+    {"ref_row_info_tnd", test_ref_row_info_tnd},
+    {"ref_seq_ok_rules", test_ref_seq_ok_rules},
+    {"ref_hand_example", test_ref_hand_example},
+    {"ref_backward_matches_finite_differences", test_ref_backward_matches_finite_differences},
+    {"ref_generator_mix", test_ref_generator_mix},
+    /* API basics */
+    {"api_version", test_api_version},
+    {"api_status_strings", test_api_status_strings},
+    {"api_create_tensor", test_api_create_tensor},
+    {"api_last_error_is_per_thread", test_api_last_error_is_per_thread},
+    {"api_destroy_executor", test_api_destroy_executor},
+    {"api_num_threads", test_api_num_threads},
+    {"api_empty_problems", test_api_empty_problems},
+    {"api_workspace_reuse_and_alignment", test_api_workspace_reuse_and_alignment},
+    /* error paths (SPEC section 5) */
+    {"errors_null_pointers", test_errors_null_pointers},
+    {"errors_layout", test_errors_layout},
+    {"errors_rank", test_errors_rank},
+    {"errors_shape_pairs", test_errors_shape_pairs},
+    {"errors_dtypes", test_errors_dtypes},
+    {"errors_heads_modes_band", test_errors_heads_modes_band},
+    {"errors_seq_lengths", test_errors_seq_lengths},
+    {"errors_overlap", test_errors_overlap},
+    {"errors_workspace", test_errors_workspace},
+    {"errors_index_range", test_errors_index_range},
+    {"errors_message_shapes", test_errors_message_shapes},
+    {"errors_invalid_rows_are_not_read", test_errors_invalid_rows_are_not_read},
+    /* gradients against the reference */
+    {"grad_matrix_bsnd", test_grad_matrix_bsnd},
+    {"grad_matrix_tnd", test_grad_matrix_tnd},
+    {"grad_strides", test_grad_strides},
+    {"grad_band_limits", test_grad_band_limits},
+    {"grad_continuous_data", test_grad_continuous_data},
+    {"grad_poison_is_ignored", test_grad_poison_is_ignored},
+    {"grad_forward_like_indices", test_grad_forward_like_indices},
+    {"grad_head_num_and_forms", test_grad_head_num_and_forms},
+    /* determinism */
+    {"determinism_bitwise_across_runs_and_threads", test_determinism_bitwise},
+    {"determinism_off_loses_no_update", test_determinism_off_loses_no_update},
+    /* beyond CANN's limits */
+    {"large_bsnd_128k_causal", test_large_bsnd_128k},
+    {"large_tnd_128k_varlen", test_large_tnd_128k},
+    {"large_batch_1024", test_large_batch_1024},
+    {"large_head_dims", test_large_head_dims},
+    {"large_topk_counts", test_large_topk_counts},
+    {"large_heads_80_groups_5", test_large_heads_80_groups_5},
+    {"large_deepseek_shape", test_large_deepseek_shape},
+    /* random problems, valid and invalid */
+    {"fuzz", test_fuzz},
+};
+
+int main(int argc, char **argv)
+{
+    return th_run_tests(all_tests, sizeof all_tests / sizeof all_tests[0], argc, argv);
+}

@@ -1,0 +1,695 @@
+/*
+ * Every error path of SPEC section 5. Each case starts from a valid problem, breaks one thing,
+ * and checks: the status (and the phase it surfaces in), that lig_get_last_error() names the
+ * parameter and says "expected" and "got", that a failed phase 1 leaves no executor, and that
+ * no input or output byte changed.
+ *
+ * Base problems (bf16, int32 indices, int64 lengths, mode 3):
+ *   BSND  query [2,3,4,8]  key [2,5,2,8]  sparse_indices/dy [2,3,2,3]  weights [2,3,4]
+ *         actual_seq_lengths_query [3,2], _key [5,3]
+ *   TND   query [4,4,8]    key [6,2,8]    sparse_indices/dy [4,2,3]    weights [4,4]
+ *         cumulative ends query [2,3], key [4,5]
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gen.h"
+#include "half.h"
+#include "harness.h"
+#include "lig.h"
+#include "runner.h"
+#include "tests.h"
+
+typedef enum edit_kind {
+    E_NONE = 0,
+    E_NULL_ARG,     /* arg[target] = NULL */
+    E_REPLACE,      /* arg[target] = new tensor (dtype, ndim/shape) */
+    E_ALIAS,        /* arg[target] = view of buffer `source` shifted by `shift` elements */
+    E_LAYOUT,       /* layout = str */
+    E_HEAD_NUM,     /* head_num = value */
+    E_MODE,         /* sparse_mode = value */
+    E_PRE,          /* pre_tokens = value */
+    E_NEXT,         /* next_tokens = value */
+    E_NULL_WS_SIZE, /* workspace_size pointer NULL */
+    E_NULL_EXEC_PTR /* executor pointer NULL */
+} edit_kind;
+
+typedef enum ws_mode {
+    WS_EXACT = 0,
+    WS_SHORT,     /* one byte too small */
+    WS_ZERO,      /* NULL, size 0 */
+    WS_NULL_PTR,  /* NULL pointer with the right size */
+    WS_NULL_EXEC  /* NULL executor */
+} ws_mode;
+
+typedef struct err_case {
+    const char *name;
+    ref_layout layout;
+    void (*edit_dims)(tcase *tc); /* before generation */
+    void (*edit_data)(tcase *tc); /* after generation, before materialization */
+    edit_kind kind;
+    int target;
+    int dtype;   /* E_REPLACE: -1 keeps the target's dtype */
+    int ndim;    /* E_REPLACE: -1 keeps the target's shape */
+    int64_t shape[6];
+    int source;  /* E_ALIAS */
+    int64_t shift;
+    int64_t value;
+    const char *str;
+    int phase;   /* 1 or 2: where the failure must surface */
+    ws_mode ws;
+    lig_status want;
+    lig_status want_alt; /* also acceptable (0 = none) */
+    const char *names;   /* acceptable parameter names, '|' separated */
+} err_case;
+
+static void base_case(tcase *tc, ref_layout layout, const err_case *c)
+{
+    th_rng r = th_rng_make(99);
+    gen_opts o;
+    gen_opts_default(&o);
+    tc_init(tc);
+    tc->p.N1 = 4;
+    tc->p.N2 = 2;
+    tc->p.D = 8;
+    tc->p.K = 3;
+    tc->p.B = 2;
+    if (c != NULL && c->edit_dims != NULL) {
+        c->edit_dims(tc);
+    }
+    if (layout == REF_BSND) {
+        tc->p.S1 = 3;
+        tc->p.S2 = 5;
+        tc->has_seq_q = tc->has_seq_k = 1;
+        gen_bsnd(&r, tc);
+        tc->seq_q[0] = 3;
+        tc->seq_q[1] = 2;
+        tc->seq_k[0] = 5;
+        tc->seq_k[1] = 3;
+    } else {
+        gen_tnd(&r, tc, 1, 1, 0, 0);
+        tc->p.S1 = 4;
+        tc->p.S2 = 6;
+        tc_alloc(tc);
+        tc->seq_q[0] = 2;
+        tc->seq_q[1] = 3;
+        tc->seq_k[0] = 4;
+        tc->seq_k[1] = 5;
+    }
+    gen_data(&r, tc, &o);
+    if (c != NULL && c->edit_data != NULL) {
+        c->edit_data(tc);
+    }
+}
+
+/* Case-insensitive search. */
+static int contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++) {
+        size_t i = 0;
+        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) {
+            i++;
+        }
+        if (i == n) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int is_ident(char ch)
+{
+    return isalnum((unsigned char)ch) || ch == '_';
+}
+
+/* `word` as a whole identifier ("query" does not match inside "d_query"). */
+static int contains_word(const char *msg, const char *word, size_t len)
+{
+    for (const char *p = msg; *p; p++) {
+        if (strncmp(p, word, len) == 0 && (p == msg || !is_ident(p[-1])) && !is_ident(p[len])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int names_any(const char *msg, const char *names)
+{
+    const char *p = names;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (contains_word(msg, p, len)) {
+            return 1;
+        }
+        if (!bar) {
+            break;
+        }
+        p = bar + 1;
+    }
+    return 0;
+}
+
+/* Checks a failure message: names one of `names`, says what was expected and what was received. */
+static void check_message(const char *label, const char *msg, const char *names)
+{
+    CHECK(msg[0] != '\0', "%s: empty error message", label);
+    CHECK(names_any(msg, names), "%s: message does not name %s: \"%s\"", label, names, msg);
+    CHECK(contains_ci(msg, "expected"), "%s: message lacks \"expected\": \"%s\"", label, msg);
+    CHECK(contains_ci(msg, "got"), "%s: message lacks \"got\": \"%s\"", label, msg);
+}
+
+static void apply_edit(const err_case *c, run_inst *ri)
+{
+    switch (c->kind) {
+    case E_NULL_ARG: ri->arg[c->target] = NULL; break;
+    case E_REPLACE: {
+        const tbuf *b = &ri->buf[c->target];
+        lig_dtype dt = c->dtype < 0 ? b->dtype : (lig_dtype)c->dtype;
+        ri->arg[c->target] = c->ndim < 0 ? run_new_tensor(ri, dt, b->ndim, b->shape)
+                                         : run_new_tensor(ri, dt, c->ndim, c->shape);
+        break;
+    }
+    case E_ALIAS: {
+        const tbuf *t = &ri->buf[c->target];
+        const tbuf *s = &ri->buf[c->source];
+        unsigned char *data = s->base + (size_t)(s->offset) * th_dtype_size(s->dtype) +
+                              (size_t)c->shift * th_dtype_size(t->dtype);
+        ri->arg[c->target] = run_adopt(ri, lig_create_tensor(data, t->dtype, t->ndim, t->shape, NULL));
+        break;
+    }
+    case E_LAYOUT: ri->layout = c->str; break;
+    case E_HEAD_NUM: ri->head_num = c->value; break;
+    case E_MODE: ri->sparse_mode = c->value; break;
+    case E_PRE: ri->pre_tokens = c->value; break;
+    case E_NEXT: ri->next_tokens = c->value; break;
+    case E_NULL_WS_SIZE: ri->workspace_size_arg = NULL; break;
+    case E_NULL_EXEC_PTR: ri->executor_arg = NULL; break;
+    default: break;
+    }
+}
+
+static int status_ok(const err_case *c, lig_status st)
+{
+    return st == c->want || (c->want_alt != LIG_SUCCESS && st == c->want_alt);
+}
+
+static void run_error_case(const err_case *c)
+{
+    tcase tc;
+    base_case(&tc, c->layout, c);
+    run_inst ri;
+    run_setup(&tc, &ri);
+    apply_edit(c, &ri);
+    lig_status st = run_phase1(&ri);
+    if (c->phase == 1) {
+        CHECK(status_ok(c, st), "%s: phase 1 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
+              lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
+        if (st != LIG_SUCCESS) {
+            CHECK(ri.executor == NULL, "%s: a failed phase 1 left an executor behind", c->name);
+            ri.executor = NULL; /* never free what a failed call handed back */
+            check_message(c->name, ri.message, c->names);
+        }
+    } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, ri.message)) {
+        int skip = 0;
+        switch (c->ws) {
+        case WS_EXACT: st = run_phase2(&ri, 0); break;
+        case WS_SHORT:
+        case WS_ZERO:
+            if (ri.workspace_size == 0) {
+                th_note("%s: skipped, this problem needs no workspace", c->name);
+                skip = 1;
+                st = run_phase2(&ri, 0);
+            } else {
+                st = run_phase2(&ri, c->ws == WS_SHORT ? -1 : -(int64_t)ri.workspace_size);
+            }
+            break;
+        case WS_NULL_PTR:
+            if (ri.workspace_size == 0) {
+                th_note("%s: skipped, this problem needs no workspace", c->name);
+                skip = 1;
+                st = run_phase2(&ri, 0);
+            } else {
+                st = lig_indexer_grad(NULL, ri.workspace_size, ri.executor, NULL);
+                ri.executor = NULL;
+                snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
+            }
+            break;
+        case WS_NULL_EXEC:
+            st = lig_indexer_grad(NULL, 0, NULL, NULL);
+            snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
+            break; /* the real executor is destroyed by run_teardown */
+        }
+        if (!skip) {
+            CHECK(status_ok(c, st), "%s: phase 2 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
+                  lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
+            if (st != LIG_SUCCESS) {
+                check_message(c->name, ri.message, c->names);
+            }
+        }
+    }
+    if (st != LIG_SUCCESS) {
+        CHECK(run_all_unchanged(&ri), "%s: the failed call wrote to an input or output", c->name);
+    }
+    run_teardown(&ri);
+    tc_free(&tc);
+}
+
+static void run_error_cases(const err_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int before = th_current_failures();
+        run_error_case(&cases[i]);
+        if (th_current_failures() != before) {
+            th_note("case \"%s\" failed", cases[i].name);
+        }
+    }
+}
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+#define NULLPTR LIG_ERR_PARAM_NULLPTR
+#define INVALID LIG_ERR_PARAM_INVALID
+
+void test_errors_null_pointers(void)
+{
+    static const err_case cases[] = {
+        {.name = "query NULL", .kind = E_NULL_ARG, .target = RB_Q, .phase = 1, .want = NULLPTR, .names = "query"},
+        {.name = "key NULL", .kind = E_NULL_ARG, .target = RB_K, .phase = 1, .want = NULLPTR, .names = "key"},
+        {.name = "dy NULL", .kind = E_NULL_ARG, .target = RB_DY, .phase = 1, .want = NULLPTR, .names = "dy"},
+        {.name = "sparse_indices NULL", .kind = E_NULL_ARG, .target = RB_IDX, .phase = 1, .want = NULLPTR,
+         .names = "sparse_indices"},
+        {.name = "weights NULL", .kind = E_NULL_ARG, .target = RB_W, .phase = 1, .want = NULLPTR, .names = "weights"},
+        {.name = "d_query NULL", .kind = E_NULL_ARG, .target = RB_DQ, .phase = 1, .want = NULLPTR, .names = "d_query"},
+        {.name = "d_key NULL", .kind = E_NULL_ARG, .target = RB_DK, .phase = 1, .want = NULLPTR, .names = "d_key"},
+        {.name = "d_weights NULL", .kind = E_NULL_ARG, .target = RB_DW, .phase = 1, .want = NULLPTR,
+         .names = "d_weights"},
+        {.name = "layout NULL", .kind = E_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
+        {.name = "workspace_size NULL", .kind = E_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
+         .names = "workspace_size"},
+        {.name = "executor NULL (phase 1)", .kind = E_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
+         .names = "executor"},
+        {.name = "executor NULL (phase 2)", .phase = 2, .ws = WS_NULL_EXEC, .want = NULLPTR, .names = "executor"},
+        {.name = "TND query NULL", .layout = REF_TND, .kind = E_NULL_ARG, .target = RB_Q, .phase = 1,
+         .want = NULLPTR, .names = "query"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+void test_errors_layout(void)
+{
+    static const err_case cases[] = {
+        {.name = "layout bsnd", .kind = E_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout empty", .kind = E_LAYOUT, .str = "", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout 'BSND '", .kind = E_LAYOUT, .str = "BSND ", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout BNSD", .kind = E_LAYOUT, .str = "BNSD", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout tnd", .layout = REF_TND, .kind = E_LAYOUT, .str = "tnd", .phase = 1, .want = INVALID,
+         .names = "layout"},
+        {.name = "TND string, BSND tensors", .kind = E_LAYOUT, .str = "TND", .phase = 1, .want = INVALID,
+         .names = "query|layout"},
+        {.name = "BSND string, TND tensors", .layout = REF_TND, .kind = E_LAYOUT, .str = "BSND", .phase = 1,
+         .want = INVALID, .names = "query|layout"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+void test_errors_rank(void)
+{
+    static const err_case cases[] = {
+        {.name = "query 3-D in BSND", .kind = E_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 3, .shape = {2, 3, 32},
+         .phase = 1, .want = INVALID, .names = "query"},
+        {.name = "key 5-D", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 5, .shape = {2, 5, 2, 8, 1},
+         .phase = 1, .want = INVALID, .names = "key"},
+        {.name = "weights 2-D in BSND", .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 2, .shape = {2, 12},
+         .phase = 1, .want = INVALID, .names = "weights"},
+        {.name = "dy short form with N2 = 2", .kind = E_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 3,
+         .shape = {2, 3, 6}, .phase = 1, .want = INVALID, .names = "dy|sparse_indices"},
+        {.name = "sparse_indices 2-D", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 2, .shape = {6, 6},
+         .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
+        {.name = "d_query 5-D", .kind = E_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 5, .shape = {2, 3, 4, 8, 1},
+         .phase = 1, .want = INVALID, .names = "d_query"},
+        {.name = "d_key 3-D", .kind = E_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 3, .shape = {10, 2, 8},
+         .phase = 1, .want = INVALID, .names = "d_key"},
+        {.name = "d_weights 4-D", .kind = E_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 4, .shape = {2, 3, 4, 1},
+         .phase = 1, .want = INVALID, .names = "d_weights"},
+        {.name = "actual_seq_lengths_query 2-D", .kind = E_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 2,
+         .shape = {2, 1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
+        {.name = "actual_seq_lengths_key 0-D", .kind = E_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 0,
+         .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
+        {.name = "TND query 4-D", .layout = REF_TND, .kind = E_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 4,
+         .shape = {1, 4, 4, 8}, .phase = 1, .want = INVALID, .names = "query"},
+        {.name = "TND key 2-D", .layout = REF_TND, .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 2,
+         .shape = {6, 16}, .phase = 1, .want = INVALID, .names = "key"},
+        {.name = "TND weights 3-D", .layout = REF_TND, .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
+         .shape = {1, 4, 4}, .phase = 1, .want = INVALID, .names = "weights"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+void test_errors_shape_pairs(void)
+{
+    static const err_case cases[] = {
+        {.name = "key batch != query batch", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
+         .shape = {3, 5, 2, 8}, .phase = 1, .want = INVALID, .names = "key|query"},
+        {.name = "key D != query D", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4, .shape = {2, 5, 2, 7},
+         .phase = 1, .want = INVALID, .names = "key|query"},
+        {.name = "key N2 != sparse_indices N2", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
+         .shape = {2, 5, 4, 8}, .phase = 1, .want = INVALID, .names = "key|sparse_indices|dy"},
+        {.name = "weights S1 != query S1", .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
+         .shape = {2, 4, 4}, .phase = 1, .want = INVALID, .names = "weights|query"},
+        {.name = "weights N1 != query N1", .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
+         .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "weights|query"},
+        {.name = "sparse_indices S1 != query S1", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
+         .shape = {2, 4, 2, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy|query"},
+        {.name = "sparse_indices N2 != key N2", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
+         .shape = {2, 3, 1, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy|key"},
+        {.name = "sparse_indices K != dy K", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
+         .shape = {2, 3, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
+        {.name = "dy batch != sparse_indices batch", .kind = E_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 4,
+         .shape = {1, 3, 2, 3}, .phase = 1, .want = INVALID, .names = "dy|sparse_indices|query"},
+        {.name = "d_query shape != query", .kind = E_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 4,
+         .shape = {2, 3, 4, 9}, .phase = 1, .want = INVALID, .names = "d_query|query"},
+        {.name = "d_key shape != key", .kind = E_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 4,
+         .shape = {2, 6, 2, 8}, .phase = 1, .want = INVALID, .names = "d_key|key"},
+        {.name = "d_weights shape != weights", .kind = E_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 3,
+         .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "d_weights|weights"},
+        {.name = "actual_seq_lengths_query [3] != B", .kind = E_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 1,
+         .shape = {3}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query|query"},
+        {.name = "actual_seq_lengths_key [1] != B", .kind = E_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 1,
+         .shape = {1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key|key|query"},
+        {.name = "TND key ends [3] != query ends [2]", .layout = REF_TND, .kind = E_REPLACE, .target = RB_SK,
+         .dtype = -1, .ndim = 1, .shape = {3}, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_key|actual_seq_lengths_query"},
+        {.name = "TND weights T1 != query T1", .layout = REF_TND, .kind = E_REPLACE, .target = RB_W, .dtype = -1,
+         .ndim = 2, .shape = {5, 4}, .phase = 1, .want = INVALID, .names = "weights|query"},
+        {.name = "TND sparse_indices K != dy K", .layout = REF_TND, .kind = E_REPLACE, .target = RB_IDX,
+         .dtype = -1, .ndim = 3, .shape = {4, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
+        {.name = "TND d_key T2 != key T2", .layout = REF_TND, .kind = E_REPLACE, .target = RB_DK, .dtype = -1,
+         .ndim = 3, .shape = {7, 2, 8}, .phase = 1, .want = INVALID, .names = "d_key|key"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+static void dims_f32(tcase *tc)
+{
+    tc->dtype = tc->dw_dtype = LIG_FLOAT32;
+}
+
+void test_errors_dtypes(void)
+{
+    static const err_case cases[] = {
+        {.name = "key f16, query bf16", .kind = E_REPLACE, .target = RB_K, .dtype = LIG_FLOAT16, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "key"},
+        {.name = "dy f32, query bf16", .kind = E_REPLACE, .target = RB_DY, .dtype = LIG_FLOAT32, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "dy"},
+        {.name = "weights f32, query bf16", .kind = E_REPLACE, .target = RB_W, .dtype = LIG_FLOAT32, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "weights"},
+        {.name = "dy bf16, query f32", .edit_dims = dims_f32, .kind = E_REPLACE, .target = RB_DY,
+         .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "dy"},
+        {.name = "query int32", .kind = E_REPLACE, .target = RB_Q, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
+         .want = INVALID, .names = "query|key"},
+        {.name = "sparse_indices float32", .kind = E_REPLACE, .target = RB_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "sparse_indices"},
+        {.name = "sparse_indices bf16", .kind = E_REPLACE, .target = RB_IDX, .dtype = LIG_BFLOAT16, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "sparse_indices"},
+        {.name = "d_query f32, query bf16", .kind = E_REPLACE, .target = RB_DQ, .dtype = LIG_FLOAT32, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "d_query"},
+        {.name = "d_key f16, query bf16", .kind = E_REPLACE, .target = RB_DK, .dtype = LIG_FLOAT16, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "d_key"},
+        {.name = "d_weights int32", .kind = E_REPLACE, .target = RB_DW, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
+         .want = INVALID, .names = "d_weights"},
+        {.name = "d_weights f16, query bf16", .kind = E_REPLACE, .target = RB_DW, .dtype = LIG_FLOAT16, .ndim = -1,
+         .phase = 1, .want = INVALID, .names = "d_weights"},
+        {.name = "d_weights f16, query f32", .edit_dims = dims_f32, .kind = E_REPLACE, .target = RB_DW,
+         .dtype = LIG_FLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "d_weights"},
+        {.name = "actual_seq_lengths_query float32", .kind = E_REPLACE, .target = RB_SQ, .dtype = LIG_FLOAT32,
+         .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
+        {.name = "actual_seq_lengths_key bf16", .kind = E_REPLACE, .target = RB_SK, .dtype = LIG_BFLOAT16,
+         .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
+        {.name = "TND actual_seq_lengths_key float32", .layout = REF_TND, .kind = E_REPLACE, .target = RB_SK,
+         .dtype = LIG_FLOAT32, .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+static void dims_n2_3(tcase *tc)
+{
+    tc->p.N2 = 3; /* N1 = 4 is not a multiple */
+}
+
+void test_errors_heads_modes_band(void)
+{
+    static const err_case cases[] = {
+        {.name = "N1 % N2 != 0", .edit_dims = dims_n2_3, .phase = 1, .want = INVALID,
+         .names = "key|query|head_num|sparse_indices"},
+        {.name = "head_num 3 != N1 4", .kind = E_HEAD_NUM, .value = 3, .phase = 1, .want = INVALID,
+         .names = "head_num"},
+        {.name = "head_num 8 != N1 4", .kind = E_HEAD_NUM, .value = 8, .phase = 1, .want = INVALID,
+         .names = "head_num"},
+        {.name = "head_num -1", .kind = E_HEAD_NUM, .value = -1, .phase = 1, .want = INVALID, .names = "head_num"},
+        {.name = "sparse_mode 1", .kind = E_MODE, .value = 1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
+        {.name = "sparse_mode 2", .kind = E_MODE, .value = 2, .phase = 1, .want = INVALID, .names = "sparse_mode"},
+        {.name = "sparse_mode 4", .kind = E_MODE, .value = 4, .phase = 1, .want = INVALID, .names = "sparse_mode"},
+        {.name = "sparse_mode -1", .kind = E_MODE, .value = -1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
+        {.name = "pre_tokens -1", .kind = E_PRE, .value = -1, .phase = 1, .want = INVALID, .names = "pre_tokens"},
+        {.name = "pre_tokens INT64_MIN", .kind = E_PRE, .value = INT64_MIN, .phase = 1, .want = INVALID,
+         .names = "pre_tokens"},
+        {.name = "next_tokens -1", .kind = E_NEXT, .value = -1, .phase = 1, .want = INVALID, .names = "next_tokens"},
+        {.name = "TND next_tokens -7", .layout = REF_TND, .kind = E_NEXT, .value = -7, .phase = 1, .want = INVALID,
+         .names = "next_tokens"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; }   /* S1 = 3 */
+static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
+static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; }   /* S2 = 5 */
+static void bsnd_k_negative(tcase *tc) { tc->seq_k[0] = -2; }
+static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
+static void tnd_k_decreasing(tcase *tc) { tc->seq_k[0] = 5; tc->seq_k[1] = 4; }
+static void tnd_q_above(tcase *tc) { tc->seq_q[1] = 5; }    /* T1 = 4 */
+static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; }    /* T2 = 6 */
+static void tnd_q_negative(tcase *tc) { tc->seq_q[0] = -1; }
+static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
+static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
+static void tnd_none(tcase *tc) { tc->has_seq_q = tc->has_seq_k = 0; tc_sync_seq(tc); }
+static void seq_i32_above(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = 6; }
+
+void test_errors_seq_lengths(void)
+{
+    static const err_case cases[] = {
+        {.name = "BSND query length above S1", .edit_data = bsnd_q_above, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_query"},
+        {.name = "BSND query length negative", .edit_data = bsnd_q_negative, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_query"},
+        {.name = "BSND key length above S2", .edit_data = bsnd_k_above, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_key"},
+        {.name = "BSND key length negative", .edit_data = bsnd_k_negative, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_key"},
+        {.name = "BSND int32 key length above S2", .edit_data = seq_i32_above, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_key"},
+        {.name = "TND query ends decreasing", .layout = REF_TND, .edit_data = tnd_q_decreasing, .phase = 1,
+         .want = INVALID, .names = "actual_seq_lengths_query"},
+        {.name = "TND key ends decreasing", .layout = REF_TND, .edit_data = tnd_k_decreasing, .phase = 1,
+         .want = INVALID, .names = "actual_seq_lengths_key"},
+        {.name = "TND query end above T1", .layout = REF_TND, .edit_data = tnd_q_above, .phase = 1,
+         .want = INVALID, .names = "actual_seq_lengths_query"},
+        {.name = "TND key end above T2", .layout = REF_TND, .edit_data = tnd_k_above, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_key"},
+        {.name = "TND negative first end", .layout = REF_TND, .edit_data = tnd_q_negative, .phase = 1,
+         .want = INVALID, .names = "actual_seq_lengths_query"},
+        {.name = "TND without query ends", .layout = REF_TND, .edit_data = tnd_no_q, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_query"},
+        {.name = "TND without key ends", .layout = REF_TND, .edit_data = tnd_no_k, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_key"},
+        {.name = "TND without any ends", .layout = REF_TND, .edit_data = tnd_none, .phase = 1, .want = INVALID,
+         .names = "actual_seq_lengths_query|actual_seq_lengths_key"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+void test_errors_overlap(void)
+{
+    static const err_case cases[] = {
+        {.name = "d_query is query", .kind = E_ALIAS, .target = RB_DQ, .source = RB_Q, .phase = 1,
+         .want = INVALID, .names = "d_query|query"},
+        {.name = "d_key overlaps key (shifted)", .kind = E_ALIAS, .target = RB_DK, .source = RB_K, .shift = 3,
+         .phase = 1, .want = INVALID, .names = "d_key|key"},
+        {.name = "d_weights inside dy", .kind = E_ALIAS, .target = RB_DW, .source = RB_DY, .shift = 0, .phase = 1,
+         .want = INVALID, .names = "d_weights|dy"},
+        {.name = "d_weights overlaps weights", .kind = E_ALIAS, .target = RB_DW, .source = RB_W, .shift = 1,
+         .phase = 1, .want = INVALID, .names = "d_weights|weights"},
+        {.name = "d_weights over actual_seq_lengths_query", .kind = E_ALIAS, .target = RB_DW, .source = RB_SQ,
+         .shift = 0, .phase = 1, .want = INVALID, .names = "d_weights|actual_seq_lengths_query"},
+        {.name = "TND d_query is query", .layout = REF_TND, .kind = E_ALIAS, .target = RB_DQ, .source = RB_Q,
+         .phase = 1, .want = INVALID, .names = "d_query|query"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+void test_errors_workspace(void)
+{
+    static const err_case cases[] = {
+        {.name = "workspace one byte short", .phase = 2, .ws = WS_SHORT, .want = INVALID,
+         .names = "workspace|workspace_size"},
+        {.name = "no workspace at all", .phase = 2, .ws = WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
+         .names = "workspace|workspace_size"},
+        {.name = "NULL workspace with the right size", .phase = 2, .ws = WS_NULL_PTR, .want = NULLPTR,
+         .want_alt = INVALID, .names = "workspace"},
+        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = WS_SHORT, .want = INVALID,
+         .names = "workspace|workspace_size"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+/* Flat slot of (row, g, j) in the base problems (N2 = 2, K = 3). */
+static int64_t slot(int64_t row, int64_t g, int64_t j)
+{
+    return (row * 2 + g) * 3 + j;
+}
+
+/* BSND rows: b*3 + t; batch 1 has 2 valid rows and 3 keys. */
+static void idx_eq_lk(tcase *tc) { tc->idx[slot(3, 0, 0)] = 3; }
+static void idx_minus2(tcase *tc) { tc->idx[slot(0, 1, 1)] = -2; }
+static void idx_int32_min(tcase *tc) { tc->idx[slot(4, 1, 2)] = INT32_MIN; }
+static void idx_eq_s2_no_key_lengths(tcase *tc)
+{
+    tc->has_seq_k = 0;
+    tc_sync_seq(tc);
+    tc->idx[slot(0, 0, 2)] = 5; /* S2 */
+}
+static void idx_int64_huge(tcase *tc)
+{
+    tc->idx_dtype = LIG_INT64;
+    tc->idx[slot(1, 0, 0)] = (int64_t)1 << 40;
+}
+static void idx_int64_wraps_to_valid(tcase *tc)
+{
+    /* 2^32 + 1 would be a valid index 1 if truncated to 32 bits. */
+    tc->idx_dtype = LIG_INT64;
+    tc->idx[slot(1, 0, 0)] = ((int64_t)1 << 32) + 1;
+}
+/* TND rows 0-1 are batch 0 (4 keys), row 2 is batch 1 (1 key), row 3 is past the end. */
+static void tnd_idx_beyond_batch(tcase *tc) { tc->idx[slot(0, 1, 0)] = 4; }
+static void tnd_idx_beyond_second_batch(tcase *tc) { tc->idx[slot(2, 0, 2)] = 1; }
+
+void test_errors_index_range(void)
+{
+    static const err_case cases[] = {
+        {.name = "index == batch key length", .edit_data = idx_eq_lk, .phase = 2, .want = INVALID,
+         .names = "sparse_indices"},
+        {.name = "index -2", .edit_data = idx_minus2, .phase = 2, .want = INVALID, .names = "sparse_indices"},
+        {.name = "index INT32_MIN", .edit_data = idx_int32_min, .phase = 2, .want = INVALID,
+         .names = "sparse_indices"},
+        {.name = "index == S2 without key lengths", .edit_data = idx_eq_s2_no_key_lengths, .phase = 2,
+         .want = INVALID, .names = "sparse_indices"},
+        {.name = "int64 index 2^40", .edit_data = idx_int64_huge, .phase = 2, .want = INVALID,
+         .names = "sparse_indices"},
+        {.name = "int64 index 2^32+1", .edit_data = idx_int64_wraps_to_valid, .phase = 2, .want = INVALID,
+         .names = "sparse_indices"},
+        {.name = "TND index past its batch's keys", .layout = REF_TND, .edit_data = tnd_idx_beyond_batch,
+         .phase = 2, .want = INVALID, .names = "sparse_indices"},
+        {.name = "TND index past the second batch's keys", .layout = REF_TND,
+         .edit_data = tnd_idx_beyond_second_batch, .phase = 2, .want = INVALID, .names = "sparse_indices"},
+    };
+    run_error_cases(cases, NCASES(cases));
+}
+
+/* Shapes are printed as [a,b,c] (SPEC's example: "dy: expected shape [2,3,2048] (like
+ * sparse_indices), got [2,3,64,128]"). */
+void test_errors_message_shapes(void)
+{
+    /* d_query [2,3,4,9] against query [2,3,4,8] */
+    {
+        tcase tc;
+        base_case(&tc, REF_BSND, NULL);
+        run_inst ri;
+        run_setup(&tc, &ri);
+        const int64_t bad[4] = {2, 3, 4, 9};
+        ri.arg[RB_DQ] = run_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
+        lig_status st = run_phase1(&ri);
+        if (CHECK(st == LIG_ERR_PARAM_INVALID, "d_query shape mismatch accepted (%d)", (int)st)) {
+            CHECK(strstr(ri.message, "d_query") != NULL, "message lacks d_query: \"%s\"", ri.message);
+            CHECK(strstr(ri.message, "expected shape [2,3,4,8]") != NULL,
+                  "message lacks \"expected shape [2,3,4,8]\": \"%s\"", ri.message);
+            CHECK(strstr(ri.message, "got [2,3,4,9]") != NULL, "message lacks \"got [2,3,4,9]\": \"%s\"",
+                  ri.message);
+        }
+        ri.executor = NULL;
+        run_teardown(&ri);
+        tc_free(&tc);
+    }
+    /* SPEC's own example: N2 = 1, sparse_indices [2,3,2048], dy [2,3,64,128] */
+    {
+        tcase tc;
+        tc_init(&tc);
+        th_rng r = th_rng_make(5);
+        gen_opts o;
+        gen_opts_default(&o);
+        tc.p.B = 2;
+        tc.p.S1 = 3;
+        tc.p.S2 = 4;
+        tc.p.N1 = 2;
+        tc.p.N2 = 1;
+        tc.p.D = 4;
+        tc.p.K = 2048;
+        tc.short_form = 1;
+        gen_bsnd(&r, &tc);
+        gen_data(&r, &tc, &o);
+        run_inst ri;
+        run_setup(&tc, &ri);
+        const int64_t bad[4] = {2, 3, 64, 128};
+        ri.arg[RB_DY] = run_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
+        lig_status st = run_phase1(&ri);
+        if (CHECK(st == LIG_ERR_PARAM_INVALID, "dy [2,3,64,128] accepted (%d)", (int)st)) {
+            CHECK(strstr(ri.message, "dy") != NULL, "message lacks dy: \"%s\"", ri.message);
+            CHECK(strstr(ri.message, "expected shape [2,3,2048]") != NULL,
+                  "message lacks \"expected shape [2,3,2048]\": \"%s\"", ri.message);
+            CHECK(strstr(ri.message, "got [2,3,64,128]") != NULL, "message lacks \"got [2,3,64,128]\": \"%s\"",
+                  ri.message);
+        }
+        CHECK(run_all_unchanged(&ri), "the failed call wrote somewhere");
+        ri.executor = NULL;
+        run_teardown(&ri);
+        tc_free(&tc);
+    }
+}
+
+/* Garbage indices and non-finite dy in invalid rows (BSND t >= Lq, TND rows past the last end)
+ * and out-of-range values in masked positions are not errors. */
+static void invalid_rows_garbage(tcase *tc)
+{
+    /* BSND row b=1, t=2 is invalid (Lq = 2). */
+    for (int64_t g = 0; g < 2; g++) {
+        for (int64_t j = 0; j < 3; j++) {
+            tc->idx[slot(5, g, j)] = j == 0 ? INT32_MIN : j == 1 ? -2 : 1000;
+        }
+    }
+}
+static void tnd_past_end_garbage(tcase *tc)
+{
+    for (int64_t g = 0; g < 2; g++) {
+        for (int64_t j = 0; j < 3; j++) {
+            tc->idx[slot(3, g, j)] = j == 0 ? INT32_MIN : j == 1 ? -5 : 6;
+        }
+    }
+}
+
+void test_errors_invalid_rows_are_not_read(void)
+{
+    err_case c;
+    memset(&c, 0, sizeof c);
+    tcase tc;
+    c.edit_data = invalid_rows_garbage;
+    base_case(&tc, REF_BSND, &c);
+    CHECK(check_case(&tc, "BSND garbage in rows past the query length"), "BSND garbage rows");
+    tc_free(&tc);
+    c.edit_data = tnd_past_end_garbage;
+    base_case(&tc, REF_TND, &c);
+    CHECK(check_case(&tc, "TND garbage in rows past the last end"), "TND garbage rows");
+    tc_free(&tc);
+}

@@ -1,0 +1,112 @@
+/* Self-checks of the test-side fp16/bf16 helpers (the tests trust them to build inputs and to
+ * read outputs, so they are checked exhaustively against independent formulations). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "half.h"
+#include "harness.h"
+#include "rng.h"
+#include "tests.h"
+
+void test_half_known_values(void)
+{
+    CHECK(th_f16_bits(1.0) == 0x3C00, "f16(1.0) = %04x", th_f16_bits(1.0));
+    CHECK(th_f16_bits(-2.0) == 0xC000, "f16(-2.0) = %04x", th_f16_bits(-2.0));
+    CHECK(th_f16_bits(65504.0) == 0x7BFF, "f16(65504) = %04x", th_f16_bits(65504.0));
+    CHECK(th_f16_bits(65519.0) == 0x7BFF, "65519 rounds down to the largest finite");
+    CHECK(th_f16_bits(65520.0) == 0x7C00, "65520 (the midpoint to 2^16) rounds to inf");
+    CHECK(th_f16_bits(ldexp(1.0, -24)) == 0x0001, "smallest subnormal");
+    CHECK(th_f16_bits(ldexp(1.0, -25)) == 0x0000, "half the smallest subnormal ties to even (0)");
+    CHECK(th_f16_bits(ldexp(3.0, -25)) == 0x0002, "1.5 x smallest subnormal ties to even (2)");
+    CHECK(th_f16_bits(ldexp(1.0, -14)) == 0x0400, "smallest normal");
+    CHECK(th_f16_bits(-0.0) == 0x8000, "negative zero keeps its sign");
+    CHECK(th_f16_bits(1.0 + ldexp(1.0, -11)) == 0x3C00, "1 + half ulp ties to even (down)");
+    CHECK(th_f16_bits(1.0 + 3 * ldexp(1.0, -11)) == 0x3C02, "1 + 1.5 ulp ties to even (up)");
+    CHECK((th_f16_bits(NAN) & 0x7C00) == 0x7C00 && (th_f16_bits(NAN) & 0x3FF) != 0, "NaN stays NaN");
+    CHECK(th_f16_value(0x3555) == 0.333251953125, "f16 0x3555");
+
+    CHECK(th_bf16_bits(1.0) == 0x3F80, "bf16(1.0) = %04x", th_bf16_bits(1.0));
+    CHECK(th_bf16_bits(1.0 + ldexp(1.0, -8)) == 0x3F80, "bf16 1 + half ulp ties to even (down)");
+    CHECK(th_bf16_bits(1.0 + 3 * ldexp(1.0, -8)) == 0x3F82, "bf16 1 + 1.5 ulp ties to even (up)");
+    CHECK(th_bf16_bits(1.0 + ldexp(1.0, -8) + ldexp(1.0, -30)) == 0x3F81,
+          "just above the midpoint rounds up (no double rounding through float)");
+    CHECK(th_bf16_bits(3.4e38) == 0x7F80, "bf16 overflow to inf");
+    CHECK(th_bf16_bits(-INFINITY) == 0xFF80, "bf16 -inf");
+    CHECK(isnan(th_bf16_value(th_bf16_bits(NAN))), "bf16 NaN");
+    CHECK(th_f32_bits(1.0 + ldexp(1.0, -24) + ldexp(1.0, -40)) == 0x3F800001u,
+          "f32 rounding straight from double");
+    CHECK(isinf(th_round_f32(1e39)), "f32 overflow to inf");
+}
+
+void test_half_roundtrip_all_patterns(void)
+{
+    int bad_f16 = 0, bad_bf16 = 0;
+    for (uint32_t u = 0; u < 65536u; u++) {
+        double v = th_f16_value((uint16_t)u);
+        if (isnan(v)) {
+            bad_f16 += !isnan(th_f16_value(th_f16_bits(v)));
+        } else {
+            bad_f16 += th_f16_bits(v) != u;
+            bad_f16 += th_round_f16(v) != v;
+        }
+        double b = th_bf16_value((uint16_t)u);
+        if (isnan(b)) {
+            bad_bf16 += !isnan(th_bf16_value(th_bf16_bits(b)));
+        } else {
+            bad_bf16 += th_bf16_bits(b) != u;
+            bad_bf16 += th_round_bf16(b) != b;
+        }
+    }
+    CHECK(bad_f16 == 0, "%d f16 patterns do not round-trip", bad_f16);
+    CHECK(bad_bf16 == 0, "%d bf16 patterns do not round-trip", bad_bf16);
+}
+
+/* For every pair of neighbouring positive finite values: the exact midpoint goes to the even
+ * pattern, anything a hair off the midpoint goes to the nearer one. */
+static int check_midpoints(double (*value)(uint16_t), uint16_t (*bits)(double), uint16_t last_finite,
+                           uint16_t inf_bits)
+{
+    int bad = 0;
+    for (uint32_t u = 0; u < last_finite; u++) {
+        double a = value((uint16_t)u), b = value((uint16_t)(u + 1));
+        double mid = 0.5 * (a + b), eps = (b - a) / 1024.0;
+        uint16_t even = (u & 1u) ? (uint16_t)(u + 1) : (uint16_t)u;
+        bad += bits(mid) != even;
+        bad += bits(mid - eps) != u;
+        bad += bits(mid + eps) != u + 1;
+    }
+    double top = value(last_finite), below = value((uint16_t)(last_finite - 1));
+    double over = top + 0.5 * (top - below);
+    bad += bits(over) != inf_bits;                       /* the midpoint to 2^(emax+1) */
+    bad += bits(over - (top - below) / 1024.0) != last_finite;
+    return bad;
+}
+
+void test_half_rounding_midpoints(void)
+{
+    int bad = check_midpoints(th_f16_value, th_f16_bits, 0x7BFF, 0x7C00);
+    CHECK(bad == 0, "%d f16 midpoint roundings wrong", bad);
+    bad = check_midpoints(th_bf16_value, th_bf16_bits, 0x7F7F, 0x7F80);
+    CHECK(bad == 0, "%d bf16 midpoint roundings wrong", bad);
+}
+
+/* bf16 from float via the usual integer trick, as an independent formulation. */
+void test_half_bf16_matches_bit_trick(void)
+{
+    th_rng r = th_rng_make(7);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint32_t u = (uint32_t)th_rng_next(&r);
+        if (((u >> 23) & 0xFF) == 0xFF) {
+            continue; /* inf/NaN */
+        }
+        float f;
+        memcpy(&f, &u, 4);
+        uint32_t trick = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        if (th_bf16_bits((double)f) != (uint16_t)trick) {
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%d random floats round differently from the bit trick", bad);
+}

@@ -1,0 +1,70 @@
+/* Prototypes of every test function; main.c lists them in its table. */
+#ifndef LIG_TESTS_TESTS_H
+#define LIG_TESTS_TESTS_H
+
+/* test_half.c */
+void test_half_known_values(void);
+void test_half_roundtrip_all_patterns(void);
+void test_half_rounding_midpoints(void);
+void test_half_bf16_matches_bit_trick(void);
+
+/* test_reference.c */
+void test_ref_visibility_rules(void);
+void test_ref_visible_range_matches_pointwise(void);
+void test_ref_row_info_tnd(void);
+void test_ref_seq_ok_rules(void);
+void test_ref_hand_example(void);
+void test_ref_backward_matches_finite_differences(void);
+void test_ref_generator_mix(void);
+
+/* test_api.c */
+void test_api_version(void);
+void test_api_status_strings(void);
+void test_api_create_tensor(void);
+void test_api_last_error_is_per_thread(void);
+void test_api_destroy_executor(void);
+void test_api_num_threads(void);
+void test_api_empty_problems(void);
+void test_api_workspace_reuse_and_alignment(void);
+
+/* test_errors.c */
+void test_errors_null_pointers(void);
+void test_errors_layout(void);
+void test_errors_rank(void);
+void test_errors_shape_pairs(void);
+void test_errors_dtypes(void);
+void test_errors_heads_modes_band(void);
+void test_errors_seq_lengths(void);
+void test_errors_overlap(void);
+void test_errors_workspace(void);
+void test_errors_index_range(void);
+void test_errors_message_shapes(void);
+void test_errors_invalid_rows_are_not_read(void);
+
+/* test_grad_matrix.c */
+void test_grad_matrix_bsnd(void);
+void test_grad_matrix_tnd(void);
+void test_grad_strides(void);
+void test_grad_band_limits(void);
+void test_grad_continuous_data(void);
+void test_grad_poison_is_ignored(void);
+void test_grad_forward_like_indices(void);
+void test_grad_head_num_and_forms(void);
+
+/* test_determinism.c */
+void test_determinism_bitwise(void);
+void test_determinism_off_loses_no_update(void);
+
+/* test_large.c */
+void test_large_bsnd_128k(void);
+void test_large_tnd_128k(void);
+void test_large_batch_1024(void);
+void test_large_head_dims(void);
+void test_large_topk_counts(void);
+void test_large_heads_80_groups_5(void);
+void test_large_deepseek_shape(void);
+
+/* test_fuzz.c */
+void test_fuzz(void);
+
+#endif /* LIG_TESTS_TESTS_H */
