@@ -1,14 +1,17 @@
 /* LightningIndexerGrad phase 2 (SPEC section 1.2).
  *
- * Work is split into units, one per (batch, valid query row, key head). A unit's dQ and dW
- * belong to it alone, so they are accumulated in its scratch and stored once. dK is a
- * scatter-add across units, accumulated in fp32 in the workspace:
- *   deterministic: units run in waves of consecutive units; each unit writes the dK
- *     contribution of every counted slot into the wave's pool, then all threads add the pool
- *     into the accumulator in (unit, slot) order, each thread owning a column range. The
- *     order of every dK sum is therefore fixed by the input alone, whatever the threads.
+ * Work is split into units, one per (batch, valid query row, key head), taken by the threads
+ * in order from a shared counter. A unit's dQ and dW belong to it alone, so they are
+ * accumulated in its scratch and stored once. dK is a scatter-add across units, accumulated
+ * in fp32 in the workspace:
+ *   deterministic: each unit writes the dK contribution of every counted slot into a ring of
+ *     unit buffers; buffers are committed (added into the accumulator) strictly in unit order,
+ *     slot by slot, by whichever thread finds the next unit ready. Every dK sum thus has one
+ *     order, fixed by the input alone, whatever the thread count, and no thread ever waits
+ *     at a barrier: only when the ring is full, which it rarely is (2 buffers per thread).
+ *     A unit with more counted slots than a buffer holds waits for its turn and adds directly.
  *   non-deterministic: each unit adds its contributions straight into the accumulator under
- *     a spin lock per key row: no wave barriers, same updates, order left to the scheduler.
+ *     a spin lock per key row: same updates, order left to the scheduler.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -22,9 +25,9 @@
 #include "runtime/threadpool.h"
 
 typedef enum emit_mode {
-    EMIT_POOL,   /* deterministic wave: contributions go to the pool */
+    EMIT_RING,   /* deterministic: contributions go to the unit's ring buffer */
     EMIT_LOCKED, /* non-deterministic: add under the key row's lock */
-    EMIT_DIRECT  /* a unit running alone: add directly */
+    EMIT_DIRECT  /* deterministic, a unit larger than a ring buffer: add in its turn */
 } emit_mode;
 
 typedef struct grad_run {
@@ -32,13 +35,16 @@ typedef struct grad_run {
     const lig_kernels *kr;
     char *ws; /* aligned workspace base */
     float *acc;
-    int64_t *unit_offset; /* deterministic: counted slots before each unit */
-    float *pool;
-    int64_t *pool_key;
-    atomic_uint *locks;
-    /* the current parallel step */
-    int64_t u_begin, u_end, pool_base, pool_count;
     atomic_llong next_unit;
+    /* non-deterministic */
+    atomic_uint *locks;
+    /* deterministic: the commit ring */
+    float *ring;              /* [ring_units][unit_cap][D] contributions */
+    int64_t *ring_key;        /* [ring_units][unit_cap] accumulator rows */
+    int64_t *ring_count;      /* [ring_units] slots written */
+    atomic_llong *ring_ready; /* [ring_units] the unit whose contributions a buffer holds */
+    atomic_llong committed;   /* units [0, committed) are in the accumulator */
+    atomic_int committing;    /* held by the one thread adding buffers */
 } grad_run;
 
 static char *scratch_of(const grad_run *r, int tid) {
@@ -54,10 +60,10 @@ static void lock_row(atomic_uint *l) {
 
 static void unlock_row(atomic_uint *l) { atomic_store_explicit(l, 0u, memory_order_release); }
 
-/* Multiplies one block of nb gathered slots and emits its dK contributions (to the pool
- * from `pool_slot` on, in EMIT_POOL mode). */
+/* Multiplies one block of nb gathered slots and emits its dK contributions (into the ring
+ * from slot `ring_slot` on, in EMIT_RING mode). */
 static void flush_block(const grad_run *r, const lig_grad_scratch_layout *L, char *s, int64_t nb, emit_mode mode,
-                        int64_t pool_slot) {
+                        int64_t ring_slot) {
     const lig_indexer_grad_plan *p = r->p;
     const int64_t G = p->pr.G, D = p->pr.D;
     const float *q = (const float *)(s + L->q), *qt = (const float *)(s + L->qt), *kp = (const float *)(s + L->kp);
@@ -69,10 +75,10 @@ static void flush_block(const grad_run *r, const lig_grad_scratch_layout *L, cha
     sgemm(nb, G, D, kp, D, 1, qt, G, at, G, false); /* S^T[n][h] = k_n . q_h */
     r->kr->grad_gate(at, nb, G, w, dy, dw); /* strict: the ReLU's gradient at 0 is 0 */
     sgemm(G, D, nb, at, 1, G, kp, D, dq, D, true); /* dQ[h] += sum_n A[h][n] k_n */
-    float *contrib = mode == EMIT_POOL ? r->pool + pool_slot * D : (float *)(s + L->tile);
+    float *contrib = mode == EMIT_RING ? r->ring + ring_slot * D : (float *)(s + L->tile);
     sgemm(nb, D, G, at, G, 1, q, D, contrib, D, false); /* C[n] = sum_h A[h][n] q_h */
-    if (mode == EMIT_POOL) {
-        memcpy(r->pool_key + pool_slot, key, sizeof(int64_t) * (size_t)nb);
+    if (mode == EMIT_RING) {
+        memcpy(r->ring_key + ring_slot, key, sizeof(int64_t) * (size_t)nb);
         return;
     }
     for (int64_t n = 0; n < nb; n++) {
@@ -82,7 +88,9 @@ static void flush_block(const grad_run *r, const lig_grad_scratch_layout *L, cha
     }
 }
 
-static void run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int64_t pool_at) {
+/* Runs unit u in the given scratch; in EMIT_RING mode its contributions start at ring slot
+ * `ring_at`. Returns the slots it counted. */
+static int64_t run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int64_t ring_at) {
     const lig_indexer_grad_plan *p = r->p;
     const lig_kernels *kr = r->kr;
     const lig_grad_scratch_layout L = lig_grad_scratch_layout_for(p->pr.G, p->pr.D);
@@ -114,72 +122,104 @@ static void run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, int6
         dy[nb] = lig_load_float(p->dy.dtype, yp);
         key[nb] = acc_row0 + sk * p->pr.N2;
         if (++nb == LIG_GRAD_BLOCK) {
-            flush_block(r, &L, s, nb, mode, pool_at + emitted);
+            flush_block(r, &L, s, nb, mode, ring_at + emitted);
             emitted += nb;
             nb = 0;
         }
     }
-    if (nb) flush_block(r, &L, s, nb, mode, pool_at + emitted);
+    if (nb) flush_block(r, &L, s, nb, mode, ring_at + emitted);
+    emitted += nb;
 
     for (int64_t i = 0; i < G; i++) {
         const int64_t h = x.g * G + i;
         kr->store_row(dq + i * D, D, p->dq.dtype, lig_q_row_ptr(&p->dq, &p->pr, x.b, x.t, h), p->dq.dim);
         lig_store_float(p->dw.dtype, lig_q_row_ptr(&p->dw, &p->pr, x.b, x.t, h), dw[i]);
     }
+    return emitted;
 }
 
-/* Threads take units [u_begin, u_end) one at a time: rows differ in cost (causal masks),
- * and which thread runs a unit never changes a result. */
-static void units_task(void *ctx, int tid, int n) {
-    grad_run *r = ctx;
-    (void)n;
-    char *s = scratch_of(r, tid);
-    const emit_mode mode = r->p->deterministic ? EMIT_POOL : EMIT_LOCKED;
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Adds every ready buffer into the accumulator, in unit order, unless another thread is
+ * already doing so. Rechecks after letting go, so a unit finished meanwhile is not left
+ * waiting for the next caller. */
+static void try_commit(grad_run *r) {
+    const lig_indexer_grad_plan *p = r->p;
+    const int64_t D = p->pr.D;
     for (;;) {
-        const int64_t u = r->u_begin + atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
-        if (u >= r->u_end) break;
-        run_unit(r, s, u, mode, mode == EMIT_POOL ? r->unit_offset[u] - r->pool_base : 0);
+        if (atomic_exchange_explicit(&r->committing, 1, memory_order_acquire)) return;
+        int64_t c = atomic_load_explicit(&r->committed, memory_order_relaxed);
+        while (c < p->pr.units && atomic_load_explicit(&r->ring_ready[c % p->ring_units], memory_order_acquire) == c) {
+            const int64_t b = c % p->ring_units, n = r->ring_count[b];
+            const float *src = r->ring + b * p->unit_cap * D;
+            const int64_t *key = r->ring_key + b * p->unit_cap;
+            for (int64_t i = 0; i < n; i++) r->kr->add_row(r->acc + key[i] * D, src + i * D, D);
+            atomic_store_explicit(&r->committed, ++c, memory_order_release);
+        }
+        atomic_store_explicit(&r->committing, 0, memory_order_release);
+        if (c >= p->pr.units || atomic_load_explicit(&r->ring_ready[c % p->ring_units], memory_order_acquire) != c)
+            return;
     }
 }
 
-/* Adds the wave's pool into the accumulator in pool order; thread tid owns a column range. */
-static void apply_pool_task(void *ctx, int tid, int n) {
-    const grad_run *r = ctx;
-    const int64_t D = r->p->pr.D, chunks = (D + 15) / 16;
-    const int64_t c0 = chunks * tid / n * 16, c1m = chunks * (tid + 1) / n * 16, c1 = c1m < D ? c1m : D;
-    if (c0 >= c1) return;
-    for (int64_t i = 0; i < r->pool_count; i++)
-        r->kr->add_row(r->acc + r->pool_key[i] * D + c0, r->pool + i * D + c0, c1 - c0);
+/* Waits (helping to commit) until units [0, u) are in the accumulator. */
+static void wait_committed(grad_run *r, int64_t u) {
+    while (atomic_load_explicit(&r->committed, memory_order_acquire) < u) {
+        try_commit(r);
+        cpu_relax();
+    }
 }
 
-static void run_deterministic(grad_run *r, int threads) {
+/* Counted slots of unit u, to tell whether it fits a ring buffer. */
+static int64_t counted_slots(const lig_indexer_grad_plan *p, int64_t u) {
+    const lig_unit x = lig_unit_decode(&p->pr, u);
+    const char *ip = lig_q_row_ptr(&p->idx, &p->pr, x.b, x.t, x.g);
+    const int64_t step = p->idx.dim * (int64_t)p->idx.esize;
+    int64_t n = 0;
+    for (int64_t j = 0; j < p->pr.K; j++, ip += step) {
+        const int64_t sk = lig_load_int(p->idx.dtype, ip);
+        n += sk >= x.lo && sk <= x.hi;
+    }
+    return n;
+}
+
+static void deterministic_task(void *ctx, int tid, int n) {
+    grad_run *r = ctx;
     const lig_indexer_grad_plan *p = r->p;
-    int64_t *off = r->unit_offset;
-    for (int64_t u = 0; u < p->pr.units; u++) off[u + 1] += off[u]; /* counts -> prefix */
-    const int64_t C = p->pool_slots;
-    const int64_t apply_threads = (p->pr.D + 15) / 16 < threads ? (p->pr.D + 15) / 16 : threads;
-    int64_t u = 0;
-    while (u < p->pr.units) {
-        if (off[u + 1] - off[u] > C) { /* a unit larger than a wave runs alone, in slot order */
-            run_unit(r, scratch_of(r, 0), u, EMIT_DIRECT, 0);
-            u++;
-            continue;
+    (void)n;
+    char *s = scratch_of(r, tid);
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+        if (u >= p->pr.units) break;
+        if (p->pr.K > p->unit_cap && counted_slots(p, u) > p->unit_cap) {
+            /* too large for a buffer: in its turn, add directly (nobody commits past u meanwhile,
+             * since u's buffer is never marked ready) */
+            wait_committed(r, u);
+            run_unit(r, s, u, EMIT_DIRECT, 0);
+            atomic_store_explicit(&r->committed, u + 1, memory_order_release);
+        } else {
+            const int64_t b = u % p->ring_units;
+            wait_committed(r, u - p->ring_units + 1); /* buffer b's previous unit is committed */
+            r->ring_count[b] = run_unit(r, s, u, EMIT_RING, b * p->unit_cap);
+            atomic_store_explicit(&r->ring_ready[b], u, memory_order_release);
         }
-        /* the wave: the most consecutive units whose slots fit the pool */
-        int64_t lo = u + 1, hi = p->pr.units;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo + 1) / 2;
-            if (off[mid] - off[u] <= C) lo = mid;
-            else hi = mid - 1;
-        }
-        r->u_begin = u;
-        r->u_end = lo;
-        r->pool_base = off[u];
-        r->pool_count = off[lo] - off[u];
-        atomic_store(&r->next_unit, 0);
-        lig_parallel(threads, units_task, r);
-        if (r->pool_count) lig_parallel((int)apply_threads, apply_pool_task, r);
-        u = lo;
+        try_commit(r);
+    }
+    wait_committed(r, p->pr.units); /* leaves only when every unit is in */
+}
+
+static void nondeterministic_task(void *ctx, int tid, int n) {
+    grad_run *r = ctx;
+    (void)n;
+    char *s = scratch_of(r, tid);
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+        if (u >= r->p->pr.units) break;
+        run_unit(r, s, u, EMIT_LOCKED, 0);
     }
 }
 
@@ -254,24 +294,25 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
 
     r.ws = lig_ws_base(workspace);
     r.acc = (float *)(r.ws + p->ws.dk_acc);
-    r.unit_offset = (int64_t *)(r.ws + p->ws.unit_offset);
-    r.unit_offset[0] = 0;
-    st = lig_grad_check_indices(p, r.unit_offset + 1, threads);
+    st = lig_grad_check_indices(p, NULL, threads);
     if (st != LIG_SUCCESS) return st; /* nothing has been written */
 
     zero_query_rows(p, false);
     lig_parallel(threads, zero_acc_task, &r);
+    atomic_store(&r.next_unit, 0);
     if (p->deterministic) {
-        r.pool = (float *)(r.ws + p->ws.pool);
-        r.pool_key = (int64_t *)(r.ws + p->ws.pool_key);
-        run_deterministic(&r, threads);
+        r.ring = (float *)(r.ws + p->ws.ring);
+        r.ring_key = (int64_t *)(r.ws + p->ws.ring_key);
+        r.ring_count = (int64_t *)(r.ws + p->ws.ring_count);
+        r.ring_ready = (atomic_llong *)(void *)(r.ws + p->ws.ring_ready);
+        for (int64_t b = 0; b < p->ring_units; b++) atomic_init(&r.ring_ready[b], -1);
+        atomic_init(&r.committed, 0);
+        atomic_init(&r.committing, 0);
+        lig_parallel(threads, deterministic_task, &r);
     } else {
         r.locks = (atomic_uint *)(void *)(r.ws + p->ws.locks);
         memset((void *)r.locks, 0, sizeof(uint32_t) * (size_t)(p->pr.key_rows * p->pr.N2));
-        r.u_begin = 0;
-        r.u_end = p->pr.units;
-        atomic_store(&r.next_unit, 0);
-        lig_parallel(threads, units_task, &r);
+        lig_parallel(threads, nondeterministic_task, &r);
     }
     lig_parallel(threads, store_dk_task, &r);
     return LIG_SUCCESS;

@@ -12,10 +12,13 @@
 /* Byte offsets of the workspace regions (after aligning its base to 64 bytes). */
 typedef struct lig_grad_workspace_layout {
     uint64_t dk_acc;      /* float[key_rows * N2 * D]: dK accumulated in fp32 */
-    uint64_t unit_offset; /* int64[units + 1]: counted slots before each unit (deterministic) */
-    uint64_t pool;        /* float[pool_slots * D]: per-slot dK contributions of one wave */
-    uint64_t pool_key;    /* int64[pool_slots]: accumulator row of each pool slot */
-    uint64_t locks;       /* uint32[key_rows * N2]: per key-row spin locks (non-deterministic) */
+    /* deterministic: a ring of ring_units buffers of unit_cap slots each */
+    uint64_t ring;        /* float[ring_units * unit_cap * D]: per-slot dK contributions */
+    uint64_t ring_key;    /* int64[ring_units * unit_cap]: accumulator row of each slot */
+    uint64_t ring_count;  /* int64[ring_units]: slots in each buffer */
+    uint64_t ring_ready;  /* int64[ring_units]: the unit each buffer holds, once complete */
+    /* non-deterministic */
+    uint64_t locks;       /* uint32[key_rows * N2]: per key-row spin locks */
     uint64_t scratch;     /* per-thread scratch, scratch_stride bytes each */
     uint64_t scratch_stride;
     uint64_t total;       /* what phase 1 reports; 0 for an empty problem */
@@ -48,11 +51,12 @@ typedef struct lig_indexer_grad_plan {
     bool empty; /* nothing to multiply: outputs are zeros after the index checks */
     lig_view4 q, k, w, dy, idx, dq, dk, dw;
     int threads;        /* thread count the scratch was sized for */
-    int64_t pool_slots; /* capacity of one deterministic wave */
+    int64_t ring_units; /* deterministic: buffers in the commit ring (2 per thread + 2) */
+    int64_t unit_cap;   /* deterministic: slots per buffer; larger units add directly */
     lig_grad_workspace_layout ws;
 } lig_indexer_grad_plan;
 
-/* Sizes the workspace of a validated plan (fills plan->threads, pool_slots and ws). */
+/* Sizes the workspace of a validated plan (fills threads, ring_units, unit_cap and ws). */
 void lig_indexer_grad_plan_workspace(lig_indexer_grad_plan *plan, int threads);
 
 #endif
