@@ -1,12 +1,13 @@
 # Thin wrapper over CMake: the README's commands.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 # The sanitizer build prefers clang (its UBSan flags more), when its runtime is installed.
 SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null && echo clang || echo cc)
 
-.PHONY: all build test test-release test-asan demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan demo demo-grad install clean
 
 all: build
 
@@ -15,8 +16,8 @@ build:
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 # The whole suite on the optimised build (SIMD and portable kernels), then again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
-test: test-release test-asan
+# AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer.
+test: test-release test-asan test-tsan
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure
@@ -25,6 +26,15 @@ test-asan:
 	CC=$(SAN_CC) $(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIG_SANITIZE=ON
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && LIG_TEST_QUICK=1 ctest --output-on-failure
+
+# ThreadSanitizer over the whole suite, 3 threads on however many cores: the commit ring,
+# the per-row locks and the pool.
+test-tsan:
+	$(CMAKE) -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIG_BUILD_BENCH=OFF -DLIG_BUILD_EXAMPLES=OFF \
+	  -DCMAKE_C_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+	  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
+	LIG_NUM_THREADS=3 LIG_TEST_QUICK=1 LIG_FUZZ_SECONDS=5 TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/lig-tests
 
 # The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam).
 demo: build
@@ -38,4 +48,4 @@ install: build
 	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
