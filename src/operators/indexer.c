@@ -79,13 +79,7 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
         for (int64_t n = 0; n < nb; n++)
             kr->load_row(p->k.dtype, lig_k_row_ptr(&p->k, &p->pr, x.b, s0 + n, x.g), p->k.dim, D, kp + n * D);
         kr->sgemm(nb, G, D, kp, D, 1, qt, G, a, G, false); /* S^T[n][h] = k_n . q_h */
-        for (int64_t n = 0; n < nb; n++) {
-            const float *an = a + n * G;
-            float sum = 0.0f;
-            for (int64_t h = 0; h < G; h++) /* heads in order: the same sum for every thread count */
-                sum += an[h] > 0.0f ? w[h] * an[h] : 0.0f; /* ReLU as a select, like the backward's gate */
-            score[n] = sum;
-        }
+        kr->fwd_scores(a, nb, G, w, score); /* I[n] = sum_h w_h ReLU(S[n][h]) */
         for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
     }
     lig_topk_sort(&top);

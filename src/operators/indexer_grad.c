@@ -13,6 +13,7 @@
  *   non-deterministic: each unit adds its contributions straight into the accumulator under
  *     a spin lock per key row: same updates, order left to the scheduler.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +52,22 @@ static char *scratch_of(const grad_run *r, int tid) {
     return r->ws + r->p->ws.scratch + (uint64_t)tid * r->p->ws.scratch_stride;
 }
 
+/* One step of a wait loop: a pause while the wait is short, then giving the core away, so
+ * that a thread we wait for can run when the machine has more threads than cores. */
+static inline void backoff(int *spins) {
+    if (++*spins > 64) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void lock_row(atomic_uint *l) {
+    int spins = 0;
     while (atomic_exchange_explicit(l, 1u, memory_order_acquire)) {
-        while (atomic_load_explicit(l, memory_order_relaxed)) {
-        }
+        while (atomic_load_explicit(l, memory_order_relaxed)) backoff(&spins);
     }
 }
 
@@ -138,12 +151,6 @@ static int64_t run_unit(const grad_run *r, char *s, int64_t u, emit_mode mode, i
     return emitted;
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Adds every ready buffer into the accumulator, in unit order, unless another thread is
  * already doing so. Rechecks after letting go, so a unit finished meanwhile is not left
  * waiting for the next caller. */
@@ -168,9 +175,10 @@ static void try_commit(grad_run *r) {
 
 /* Waits (helping to commit) until units [0, u) are in the accumulator. */
 static void wait_committed(grad_run *r, int64_t u) {
+    int spins = 0;
     while (atomic_load_explicit(&r->committed, memory_order_acquire) < u) {
         try_commit(r);
-        cpu_relax();
+        backoff(&spins);
     }
 }
 

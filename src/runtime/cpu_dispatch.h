@@ -9,6 +9,7 @@ typedef struct lig_kernels {
     const char *isa; /* "scalar" or "avx2" */
     lig_sgemm_fn sgemm;
     lig_grad_gate_fn grad_gate;
+    lig_fwd_scores_fn fwd_scores;
     lig_load_row_fn load_row;
     lig_store_row_fn store_row;
     lig_add_row_fn add_row;
