@@ -29,13 +29,9 @@ lig_status lig_indexer_grad_get_workspace_size(
         {query, "query"},   {key, "key"},     {dy, "dy"},           {sparse_indices, "sparse_indices"},
         {weights, "weights"}, {d_query, "d_query"}, {d_key, "d_key"}, {d_weights, "d_weights"},
     };
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!required[i].tensor)
-            return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor, got NULL", required[i].name);
-    if (!layout) return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout: expected \"BSND\" or \"TND\", got NULL");
-    if (!workspace_size)
-        return lig_fail(LIG_ERR_PARAM_NULLPTR, "workspace_size: expected a pointer to receive the size, got NULL");
-    if (!executor) return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a pointer to receive the plan, got NULL");
+    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], true, layout, workspace_size,
+                                        executor)) != LIG_SUCCESS)
+        return st;
 
     lig_problem pr;
     if ((st = lig_problem_check_qkw(query, key, weights, layout, &pr)) != LIG_SUCCESS) return st;

@@ -24,12 +24,9 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     lig_status st;
     const lig_named_tensor required[] = {
         {sparse_values, "sparse_values"}, {target, "target"}, {loss, "loss"}, {dy, "dy"}};
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!required[i].tensor)
-            return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor, got NULL", required[i].name);
-    if (!workspace_size)
-        return lig_fail(LIG_ERR_PARAM_NULLPTR, "workspace_size: expected a pointer to receive the size, got NULL");
-    if (!executor) return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a pointer to receive the plan, got NULL");
+    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], false, NULL, workspace_size,
+                                        executor)) != LIG_SUCCESS)
+        return st;
 
     if (sparse_values->ndim < 1) {
         char got[LIG_SHAPE_BUF];

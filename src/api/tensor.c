@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/error.h"
+#include "convert/dtype_convert.h"
 
 size_t lig_dtype_size(lig_dtype dtype) {
     switch (dtype) {
@@ -73,15 +74,7 @@ bool lig_tensor_self_overlaps(const lig_tensor *t) {
 }
 
 int64_t lig_tensor_read_int_1d(const lig_tensor *t, int64_t i) {
-    const char *p = (const char *)t->data + (size_t)(i * t->strides[0]) * lig_dtype_size(t->dtype);
-    if (t->dtype == LIG_INT32) {
-        int32_t v;
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
+    return lig_load_int(t->dtype, (const char *)t->data + (size_t)(i * t->strides[0]) * lig_dtype_size(t->dtype));
 }
 
 /* a * b into *out unless it exceeds INT64_MAX (both operands >= 0). */

@@ -5,6 +5,19 @@
 #include "api/error.h"
 #include "api/tensor.h"
 
+lig_status lig_check_phase1_pointers(const lig_named_tensor *required, size_t n, bool check_layout, const char *layout,
+                                     const uint64_t *workspace_size, lig_executor *const *executor) {
+    for (size_t i = 0; i < n; i++)
+        if (!required[i].tensor)
+            return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor, got NULL", required[i].name);
+    if (check_layout && !layout)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout: expected \"BSND\" or \"TND\", got NULL");
+    if (!workspace_size)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "workspace_size: expected a pointer to receive the size, got NULL");
+    if (!executor) return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a pointer to receive the plan, got NULL");
+    return LIG_SUCCESS;
+}
+
 lig_status lig_check_layout(const char *layout, bool *tnd) {
     if (strcmp(layout, "BSND") == 0) {
         *tnd = false;

@@ -14,6 +14,11 @@ typedef struct lig_named_tensor {
     const char *name;
 } lig_named_tensor;
 
+/* Phase 1's pointer checks: every named tensor non-NULL, then the layout string (when
+ * `check_layout`), the workspace-size and executor out-pointers. */
+lig_status lig_check_phase1_pointers(const lig_named_tensor *required, size_t n, bool check_layout, const char *layout,
+                                     const uint64_t *workspace_size, lig_executor *const *executor);
+
 lig_status lig_check_layout(const char *layout, bool *tnd);
 /* `form` describes the expected dimensions, e.g. "[B,S1,N1,D]". */
 lig_status lig_check_rank(const lig_tensor *t, const char *name, int64_t rank, const char *form);
