@@ -1,6 +1,7 @@
 /*
  * lig-tests: the test table. Usage: lig-tests [substring-of-test-names | --list]
- * Environment: LIG_FUZZ_SECONDS (default 20), LIG_FUZZ_SEED, LIG_FUZZ_ITER, LIG_TEST_QUICK=1.
+ * Environment: LIG_FUZZ_SECONDS (default 20, shared by the fuzz tests), LIG_FUZZ_SEED, LIG_FUZZ_ITER,
+ * LIG_TEST_QUICK=1.
  */
 #include "harness.h"
 #include "tests.h"
@@ -61,8 +62,57 @@ static const th_test all_tests[] = {
     {"large_topk_counts", test_large_topk_counts},
     {"large_heads_80_groups_5", test_large_heads_80_groups_5},
     {"large_deepseek_shape", test_large_deepseek_shape},
-    /* random problems, valid and invalid */
+    /* the forward (scores + top-k) against its float64 reference */
+    {"fwd_ref_hand_example", test_fwd_ref_hand_example},
+    {"fwd_ref_self_consistency", test_fwd_ref_self_consistency},
+    {"fwd_matrix_bsnd", test_fwd_matrix_bsnd},
+    {"fwd_matrix_tnd", test_fwd_matrix_tnd},
+    {"fwd_ties", test_fwd_ties},
+    {"fwd_strides", test_fwd_strides},
+    {"fwd_band_limits", test_fwd_band_limits},
+    {"fwd_continuous_data", test_fwd_continuous_data},
+    {"fwd_nonfinite_inputs", test_fwd_nonfinite_inputs},
+    {"fwd_nonfinite_weights_wide_groups", test_fwd_nonfinite_weights_wide_groups},
+    {"fwd_topk_counts", test_fwd_topk_counts},
+    {"fwd_trivial_cases", test_fwd_trivial_cases},
+    {"fwd_invalid_rows", test_fwd_invalid_rows},
+    {"fwd_feeds_backward", test_fwd_feeds_backward},
+    {"fwd_determinism_threads", test_fwd_determinism_threads},
+    {"fwd_threads_change_between_phases", test_fwd_threads_change_between_phases},
+    {"fwd_workspace_bounded", test_fwd_workspace_bounded},
+    {"fwd_long_sequence_128k", test_fwd_long_sequence},
+    {"fwd_large_batch_1024", test_fwd_large_batch_1024},
+    {"fwd_deepseek_shape", test_fwd_deepseek_shape},
+    /* the fused KL step */
+    {"kl_ref_hand_example", test_kl_ref_hand_example},
+    {"kl_ref_finite_differences", test_kl_ref_finite_differences},
+    {"kl_matrix", test_kl_matrix},
+    {"kl_strides", test_kl_strides},
+    {"kl_special_rows", test_kl_special_rows},
+    {"kl_large_logits", test_kl_large_logits},
+    {"kl_empty", test_kl_empty},
+    {"kl_determinism_threads", test_kl_determinism_threads},
+    {"kl_chain_forward_kl_backward", test_kl_chain_forward_kl_backward},
+    {"kl_threads_change_between_phases", test_kl_threads_change_between_phases},
+    {"fwd_kl_concurrent_calls", test_fwd_kl_concurrent_calls},
+    {"fwd_kl_workspace_alignment", test_fwd_kl_workspace_alignment},
+    /* error paths of the forward and the KL step */
+    {"errors_fwd_null_pointers", test_errors_fwd_null_pointers},
+    {"errors_fwd_layout_rank_shape", test_errors_fwd_layout_rank_shape},
+    {"errors_fwd_dtypes", test_errors_fwd_dtypes},
+    {"errors_fwd_count_modes_band", test_errors_fwd_count_modes_band},
+    {"errors_fwd_seq_lengths", test_errors_fwd_seq_lengths},
+    {"errors_fwd_overlap", test_errors_fwd_overlap},
+    {"errors_fwd_workspace_executor", test_errors_fwd_workspace_executor},
+    {"errors_fwd_int32_limit", test_errors_fwd_int32_limit},
+    {"errors_kl_null_pointers", test_errors_kl_null_pointers},
+    {"errors_kl_shapes_dtypes", test_errors_kl_shapes_dtypes},
+    {"errors_kl_overlap", test_errors_kl_overlap},
+    {"errors_kl_workspace_executor", test_errors_kl_workspace_executor},
+    {"errors_kl_target", test_errors_kl_target},
+    /* random problems, valid and invalid (LIG_FUZZ_SECONDS is shared by the two) */
     {"fuzz", test_fuzz},
+    {"fuzz_forward_kl", test_fuzz_forward_kl},
 };
 
 int main(int argc, char **argv)

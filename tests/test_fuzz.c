@@ -1,5 +1,6 @@
 /*
- * Fuzzing for LIG_FUZZ_SECONDS (default 20) seconds: random small problems -- layout, dtypes,
+ * Fuzzing for half of LIG_FUZZ_SECONDS (default 20; fuzz_budget.h splits it with the forward / KL
+ * fuzz of test_fuzz_fwd.c): random small problems -- layout, dtypes,
  * shapes with zeros, strides, index values, lengths, modes, bands, thread counts -- with up to two
  * random defects (NULL pointers, bad strings/modes/bands/lengths, wrong dtypes or shapes, out-of-range
  * indices, overlapping outputs). Each call must either succeed and match the reference, or fail
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fuzz_budget.h"
 #include "gen.h"
 #include "half.h"
 #include "harness.h"
@@ -407,17 +409,17 @@ static int fuzz_one(uint64_t seed, int64_t iter, fz_stats *stats)
 void test_fuzz(void)
 {
     const uint64_t seed = (uint64_t)th_env_int("LIG_FUZZ_SEED", FUZZ_DEFAULT_SEED);
-    const int64_t seconds = th_env_int("LIG_FUZZ_SECONDS", 20);
+    const double seconds = th_fuzz_seconds(FUZZ_SHARE_BACKWARD);
     const int64_t only = th_env_int("LIG_FUZZ_ITER", -1);
     fz_stats stats;
     memset(&stats, 0, sizeof stats);
-    th_note("fuzz seed %" PRIu64 " (LIG_FUZZ_SEED overrides), %" PRId64 " s budget (LIG_FUZZ_SECONDS)", seed,
+    th_note("fuzz seed %" PRIu64 " (LIG_FUZZ_SEED overrides), %.1f s budget (its share of LIG_FUZZ_SECONDS)", seed,
             seconds);
     int failing = 0;
     if (only >= 0) {
         fuzz_one(seed, only, &stats);
     } else {
-        const double deadline = th_now() + (double)seconds;
+        const double deadline = th_now() + seconds;
         for (int64_t iter = 0; iter < 20 || th_now() < deadline; iter++) {
             if (!fuzz_one(seed, iter, &stats) && ++failing >= FUZZ_MAX_FAILING_ITERATIONS) {
                 th_note("stopping after %d failing iterations", failing);

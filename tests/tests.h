@@ -67,4 +67,58 @@ void test_large_deepseek_shape(void);
 /* test_fuzz.c */
 void test_fuzz(void);
 
+/* test_forward.c */
+void test_fwd_ref_hand_example(void);
+void test_fwd_ref_self_consistency(void);
+void test_fwd_matrix_bsnd(void);
+void test_fwd_matrix_tnd(void);
+void test_fwd_ties(void);
+void test_fwd_strides(void);
+void test_fwd_band_limits(void);
+void test_fwd_continuous_data(void);
+void test_fwd_topk_counts(void);
+void test_fwd_trivial_cases(void);
+void test_fwd_invalid_rows(void);
+void test_fwd_feeds_backward(void);
+void test_fwd_determinism_threads(void);
+void test_fwd_workspace_bounded(void);
+void test_fwd_long_sequence(void);
+void test_fwd_nonfinite_inputs(void);
+void test_fwd_nonfinite_weights_wide_groups(void);
+void test_fwd_threads_change_between_phases(void);
+void test_fwd_large_batch_1024(void);
+void test_fwd_deepseek_shape(void);
+
+/* test_kl.c */
+void test_kl_ref_hand_example(void);
+void test_kl_ref_finite_differences(void);
+void test_kl_matrix(void);
+void test_kl_strides(void);
+void test_kl_special_rows(void);
+void test_kl_large_logits(void);
+void test_kl_empty(void);
+void test_kl_determinism_threads(void);
+void test_kl_chain_forward_kl_backward(void);
+void test_kl_threads_change_between_phases(void);
+void test_fwd_kl_concurrent_calls(void);
+void test_fwd_kl_workspace_alignment(void);
+
+/* test_errors_fwd.c */
+void test_errors_fwd_null_pointers(void);
+void test_errors_fwd_layout_rank_shape(void);
+void test_errors_fwd_dtypes(void);
+void test_errors_fwd_count_modes_band(void);
+void test_errors_fwd_seq_lengths(void);
+void test_errors_fwd_overlap(void);
+void test_errors_fwd_workspace_executor(void);
+void test_errors_fwd_int32_limit(void);
+void test_errors_kl_null_pointers(void);
+void test_errors_kl_shapes_dtypes(void);
+void test_errors_kl_overlap(void);
+void test_errors_kl_workspace_executor(void);
+void test_errors_kl_target(void);
+
+/* test_fuzz_fwd.c */
+void test_fuzz_forward_kl(void);
+
 #endif /* LIG_TESTS_TESTS_H */

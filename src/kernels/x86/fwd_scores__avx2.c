@@ -13,8 +13,10 @@ void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t G, const float *w
         int64_t h = 0;
         for (; h + 8 <= G; h += 8) {
             const __m256 s = _mm256_loadu_ps(sn + h);
-            const __m256 relu = _mm256_and_ps(_mm256_cmp_ps(s, zero, _CMP_GT_OQ), s);
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(w + h), relu, acc);
+            /* mask the product, not the score: a closed head adds 0 even when its weight is
+             * not finite (a select, as the portable kernel and the backward's gate do) */
+            const __m256 prod = _mm256_mul_ps(_mm256_loadu_ps(w + h), s);
+            acc = _mm256_add_ps(acc, _mm256_and_ps(_mm256_cmp_ps(s, zero, _CMP_GT_OQ), prod));
         }
         __m128 x = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
         x = _mm_add_ps(x, _mm_movehl_ps(x, x));

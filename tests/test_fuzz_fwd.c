@@ -1,0 +1,650 @@
+/*
+ * Fuzzing of the forward (lig_indexer) and the KL step (lig_indexer_kl_grad) for their share of
+ * LIG_FUZZ_SECONDS (fuzz_budget.h), alternating the two operators: random small problems --
+ * layouts, dtypes, shapes with zeros, strides, lengths, modes, bands, sparse_count, thread
+ * counts, KL ranks, padding and poison -- with up to two random defects (NULL pointers, bad
+ * strings/counts/modes/bands/lengths, wrong dtypes or shapes, overlapping outputs, too small a
+ * workspace, a stream, negative targets). Each call must either succeed and match the reference,
+ * or fail with the documented status for the defect in the right phase, with a message, without
+ * writing anything.
+ *
+ * The seed is printed; LIG_FUZZ_SEED=s reproduces a run and LIG_FUZZ_ITER=i reruns one iteration
+ * (run "lig-tests fuzz_forward_kl" to rerun it here only).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_budget.h"
+#include "gen.h"
+#include "half.h"
+#include "harness.h"
+#include "lig.h"
+#include "op_check.h"
+#include "op_runner.h"
+#include "tests.h"
+
+#define FUZZ_DEFAULT_SEED 20251130
+#define FUZZ_MAX_FAILING_ITERATIONS 10
+
+typedef struct ff_expect {
+    int null_err;      /* phase 1 PARAM_NULLPTR */
+    int invalid1;      /* phase 1 PARAM_INVALID */
+    int invalid2;      /* phase 2 PARAM_INVALID */
+    int maybe_refused; /* innermost stride 2 / broadcast inputs: phase 1 may refuse */
+    int empty;         /* a zero extent: workspace 0 expected (forward) */
+    char what[256];
+} ff_expect;
+
+typedef struct ff_stats {
+    int64_t iterations[2], successes[2], refusals[2], nullptr_errors[2], invalid1[2], invalid2[2];
+} ff_stats;
+
+static void note_defect(ff_expect *ex, const char *s)
+{
+    size_t n = strlen(ex->what);
+    snprintf(ex->what + n, sizeof ex->what - n, "%s%s", n ? ", " : "", s);
+}
+
+static int64_t pick_band(th_rng *r)
+{
+    double u = th_rng_unit(r);
+    if (u < 0.5) {
+        return INT64_MAX;
+    }
+    if (u < 0.85) {
+        return th_rng_range(r, 0, 6);
+    }
+    return th_rng_chance(r, 0.5) ? INT64_MAX - 1 : (int64_t)1 << 40;
+}
+
+static tc_strides pick_in_strides(th_rng *r, ff_expect *ex)
+{
+    static const tc_strides plain[4] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
+    double u = th_rng_unit(r);
+    if (u < 0.1) {
+        ex->maybe_refused = 1;
+        return TC_INNER_STRIDED;
+    }
+    if (u < 0.17) {
+        ex->maybe_refused = 1;
+        return TC_BROADCAST;
+    }
+    return plain[th_rng_range(r, 0, 3)];
+}
+
+static lig_dtype pick_float(th_rng *r)
+{
+    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    return floats[th_rng_range(r, 0, 2)];
+}
+
+/* ---- forward ---- */
+
+typedef struct ff_fwd {
+    tcase tc;
+    int with_values;
+    lig_dtype val_dtype;
+} ff_fwd;
+
+static void random_forward(th_rng *r, ff_fwd *f, ff_expect *ex)
+{
+    static const tc_strides plain[4] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
+    tcase *tc = &f->tc;
+    tc_init(tc);
+    tc->dtype = pick_float(r);
+    tc->idx_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
+    tc->seq_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
+    f->with_values = th_rng_chance(r, 0.7);
+    f->val_dtype = th_rng_chance(r, 0.5) ? LIG_FLOAT32 : tc->dtype;
+    tc->p.sparse_mode = th_rng_chance(r, 0.5) ? 0 : 3;
+    tc->p.pre_tokens = pick_band(r);
+    tc->p.next_tokens = pick_band(r);
+    int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 5) : -1;
+    tc->p.B = zero == 0 ? 0 : th_rng_range(r, 1, 3);
+    tc->p.N2 = th_rng_range(r, 1, 3);
+    tc->p.N1 = zero == 1 ? 0 : tc->p.N2 * th_rng_range(r, 1, 3);
+    tc->p.D = zero == 2 ? 0 : th_rng_range(r, 1, 17);
+    tc->p.K = th_rng_chance(r, 0.2) ? th_rng_range(r, 9, 40) : th_rng_range(r, 1, 8);
+    int64_t s1 = zero == 3 ? 0 : th_rng_range(r, 1, 8);
+    int64_t s2 = zero == 4 ? 0 : th_rng_range(r, 1, 14);
+    tc->short_form = tc->p.N2 == 1 && th_rng_chance(r, 0.5);
+    tc->in_strides = pick_in_strides(r, ex);
+    tc->out_strides = plain[th_rng_range(r, 0, 3)];
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.grid = th_rng_chance(r, 0.8);
+    tc->grid = o.grid;
+    o.tie_heavy = o.grid && th_rng_chance(r, 0.5);
+    o.poison = tc->in_strides != TC_BROADCAST;
+    o.p_dup_key = 0.3 * th_rng_unit(r);
+    o.p_zero_w = 0.3 * th_rng_unit(r);
+    if (th_rng_chance(r, 0.4)) {
+        gen_tnd(r, tc, s1, s2, th_rng_range(r, 0, 2), th_rng_range(r, 0, 2));
+    } else {
+        tc->p.S1 = s1;
+        tc->p.S2 = s2;
+        tc->has_seq_q = th_rng_chance(r, 0.5);
+        tc->has_seq_k = th_rng_chance(r, 0.5);
+        gen_bsnd(r, tc);
+    }
+    fwd_gen_data(r, tc, &o);
+    const ref_problem *p = &tc->p;
+    ex->empty = p->B == 0 || p->S1 == 0 || p->S2 == 0 || p->N1 == 0 || p->D == 0;
+}
+
+static void defect_seq(th_rng *r, tcase *tc, ff_expect *ex)
+{
+    ref_problem *p = &tc->p;
+    if (p->B == 0) {
+        return;
+    }
+    int64_t b = th_rng_range(r, 0, p->B - 1);
+    int on_q = th_rng_chance(r, 0.5);
+    int64_t *seq = on_q ? tc->seq_q : tc->seq_k;
+    int64_t limit = on_q ? p->S1 : p->S2;
+    if (p->layout == REF_BSND) {
+        if (on_q) {
+            tc->has_seq_q = 1;
+        } else {
+            tc->has_seq_k = 1;
+        }
+        tc_sync_seq(tc);
+        seq[b] = th_rng_chance(r, 0.5) ? limit + th_rng_range(r, 1, 3) : -th_rng_range(r, 1, 3);
+        note_defect(ex, "BSND length out of range");
+    } else if (th_rng_chance(r, 0.3)) {
+        if (on_q) {
+            tc->has_seq_q = 0;
+        } else {
+            tc->has_seq_k = 0;
+        }
+        tc_sync_seq(tc);
+        note_defect(ex, "TND without a length array");
+    } else if (b > 0 && seq[b - 1] > 0 && th_rng_chance(r, 0.5)) {
+        seq[b] = seq[b - 1] - th_rng_range(r, 1, seq[b - 1]);
+        note_defect(ex, "TND ends decreasing");
+    } else {
+        seq[p->B - 1] = limit + th_rng_range(r, 1, 3);
+        note_defect(ex, "TND end above T");
+    }
+    ex->invalid1 = 1;
+}
+
+static const int k_fwd_tensors[5] = {FW_Q, FW_K, FW_W, FW_IDX, FW_VAL};
+
+/* Defects applied to the materialized call. `kind` 0..11. */
+static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_expect *ex)
+{
+    static const char *bad_layouts[] = {"bsnd", "tnd", "BSN", "", "BSND\n", "TND ", "SBND"};
+    const tcase *tc = &f->tc;
+    switch (kind) {
+    case 0: { /* NULL required tensor */
+        static const int req[4] = {FW_Q, FW_K, FW_W, FW_IDX};
+        oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
+        ex->null_err = 1;
+        note_defect(ex, "NULL tensor");
+        break;
+    }
+    case 1:
+        oi->layout = bad_layouts[th_rng_range(r, 0, 6)];
+        ex->invalid1 = 1;
+        note_defect(ex, "bad layout");
+        break;
+    case 2:
+        oi->layout = NULL;
+        ex->null_err = 1;
+        note_defect(ex, "NULL layout");
+        break;
+    case 3: {
+        const int64_t K = tc->p.K;
+        const int64_t choices[4] = {0, -th_rng_range(r, 1, 5), K + 1, K > 1 ? K - 1 : INT64_MIN};
+        oi->sparse_count = choices[th_rng_range(r, 0, 3)];
+        ex->invalid1 = 1;
+        note_defect(ex, "sparse_count");
+        break;
+    }
+    case 4: {
+        static const int64_t modes[] = {1, 2, 4, -1, 100};
+        oi->sparse_mode = modes[th_rng_range(r, 0, 4)];
+        ex->invalid1 = 1;
+        note_defect(ex, "sparse_mode");
+        break;
+    }
+    case 5:
+        if (th_rng_chance(r, 0.5)) {
+            oi->pre_tokens = th_rng_chance(r, 0.5) ? -1 : INT64_MIN;
+        } else {
+            oi->next_tokens = -th_rng_range(r, 1, 1000);
+        }
+        ex->invalid1 = 1;
+        note_defect(ex, "negative band");
+        break;
+    case 6: { /* wrong dtype */
+        int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
+        if (slot == FW_VAL && !oi->present[FW_VAL]) {
+            slot = oi->present[FW_SQ] ? FW_SQ : FW_IDX;
+        }
+        const tbuf *b = &oi->buf[slot];
+        lig_dtype wrong;
+        if (slot == FW_IDX || slot == FW_SQ) {
+            wrong = th_rng_chance(r, 0.5) ? LIG_FLOAT32 : LIG_BFLOAT16;
+        } else if (slot == FW_VAL) {
+            wrong = th_rng_chance(r, 0.4) ? LIG_INT32 : tc->dtype == LIG_FLOAT16 ? LIG_BFLOAT16 : LIG_FLOAT16;
+            if (wrong == tc->dtype) {
+                wrong = LIG_INT64;
+            }
+        } else {
+            wrong = th_rng_chance(r, 0.3) ? LIG_INT32 : tc->dtype == LIG_FLOAT32 ? LIG_FLOAT16 : LIG_FLOAT32;
+        }
+        oi->arg[slot] = op_new_tensor(oi, wrong, b->ndim, b->shape);
+        ex->invalid1 = 1;
+        note_defect(ex, "wrong dtype");
+        break;
+    }
+    case 7: { /* wrong shape: the last axis is tied to another tensor or to sparse_count */
+        int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
+        if (slot == FW_VAL && !oi->present[FW_VAL]) {
+            slot = oi->present[FW_SK] ? FW_SK : FW_W;
+        }
+        const tbuf *b = &oi->buf[slot];
+        int64_t shape[LIG_MAX_DIMS];
+        memcpy(shape, b->shape, sizeof shape);
+        shape[b->ndim - 1] += 1;
+        oi->arg[slot] = op_new_tensor(oi, b->dtype, b->ndim, shape);
+        ex->invalid1 = 1;
+        note_defect(ex, "wrong shape");
+        break;
+    }
+    case 8: { /* an output over an input or over the other output */
+        tbuf *out = &oi->buf[FW_IDX];
+        if (tbuf_numel(out) == 0 || tc->in_strides == TC_BROADCAST) {
+            break;
+        }
+        if (oi->present[FW_VAL] && th_rng_chance(r, 0.5)) {
+            /* values (2 or 4 bytes) over the indices (4 or 8 bytes), same shape: fits */
+            const tbuf *v = &oi->buf[FW_VAL];
+            oi->arg[FW_VAL] = op_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset * th_dtype_size(out->dtype),
+                                                             v->dtype, v->ndim, v->shape, NULL));
+            note_defect(ex, "sparse_values over sparse_indices");
+        } else {
+            const tbuf *q = &oi->buf[FW_Q];
+            if (tbuf_numel(q) == 0) {
+                break;
+            }
+            const size_t qbytes = (size_t)tbuf_numel(q) * th_dtype_size(q->dtype);
+            const size_t ibytes = (size_t)tbuf_numel(out) * th_dtype_size(out->dtype);
+            if (qbytes <= out->bytes - (size_t)out->offset * th_dtype_size(out->dtype)) {
+                /* the query read from inside the output */
+                oi->arg[FW_Q] = op_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset *
+                                                                   th_dtype_size(out->dtype),
+                                                               q->dtype, q->ndim, q->shape, NULL));
+            } else if (ibytes <= q->bytes - (size_t)q->offset * th_dtype_size(q->dtype)) {
+                /* the indices written over the query's first elements */
+                oi->arg[FW_IDX] = op_adopt(oi, lig_create_tensor(q->base + (size_t)q->offset * th_dtype_size(q->dtype),
+                                                                 out->dtype, out->ndim, out->shape, NULL));
+            } else {
+                break;
+            }
+            note_defect(ex, "sparse_indices over query");
+        }
+        ex->invalid1 = 1;
+        break;
+    }
+    case 9:
+        oi->workspace_size_arg = NULL;
+        ex->null_err = 1;
+        note_defect(ex, "NULL workspace_size");
+        break;
+    case 10:
+        oi->executor_arg = NULL;
+        ex->null_err = 1;
+        note_defect(ex, "NULL executor");
+        break;
+    default: break;
+    }
+}
+
+/* ---- KL step ---- */
+
+static void random_kl(th_rng *r, klcase *kc, ff_expect *ex)
+{
+    static const tc_strides plain[4] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
+    kl_init(kc);
+    kc->ndim = (int)th_rng_range(r, 1, 4);
+    for (int i = 0; i < kc->ndim - 1; i++) {
+        kc->shape[i] = th_rng_chance(r, 0.05) ? 0 : th_rng_range(r, 1, 4);
+    }
+    kc->shape[kc->ndim - 1] = th_rng_chance(r, 0.05) ? 0 : th_rng_range(r, 1, 20);
+    kc->v_dtype = pick_float(r);
+    kc->t_dtype = pick_float(r);
+    kc->dy_dtype = pick_float(r);
+    kc->idx_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
+    kc->has_indices = th_rng_chance(r, 0.5);
+    kc->loss_ndim = (int)th_rng_range(r, 0, 2);
+    kc->in_strides = pick_in_strides(r, ex);
+    kc->out_strides = plain[th_rng_range(r, 0, 3)];
+    kl_alloc(kc);
+    kl_gen_opts o;
+    kl_gen_opts_default(&o);
+    o.p_pad = 0.5 * th_rng_unit(r);
+    o.p_empty_row = 0.2 * th_rng_unit(r);
+    o.p_zero_target = 0.3 * th_rng_unit(r);
+    o.normalize = th_rng_chance(r, 0.7);
+    o.logit_scale = th_rng_chance(r, 0.1) ? 3000.0 : 5.0;
+    kl_gen_data(r, kc, &o);
+}
+
+/* A counted slot for a target defect, or -1. */
+static int64_t some_counted(th_rng *r, const klcase *kc)
+{
+    const int64_t n = kl_rows(kc) * kl_K(kc);
+    if (n == 0) {
+        return -1;
+    }
+    const int64_t start = th_rng_range(r, 0, n - 1);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t i = (start + k) % n;
+        if (kl_counted(kc, i)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static const int k_kl_tensors[5] = {KL_VAL, KL_IDX, KL_TGT, KL_LOSS, KL_DY};
+
+static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_expect *ex)
+{
+    switch (kind) {
+    case 0: {
+        static const int req[4] = {KL_VAL, KL_TGT, KL_LOSS, KL_DY};
+        oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
+        ex->null_err = 1;
+        note_defect(ex, "NULL tensor");
+        break;
+    }
+    case 1:
+        if (th_rng_chance(r, 0.5)) {
+            oi->workspace_size_arg = NULL;
+        } else {
+            oi->executor_arg = NULL;
+        }
+        ex->null_err = 1;
+        note_defect(ex, "NULL workspace_size / executor pointer");
+        break;
+    case 2: { /* wrong dtype */
+        int slot = k_kl_tensors[th_rng_range(r, 0, 4)];
+        if (slot == KL_IDX && !oi->present[KL_IDX]) {
+            slot = KL_DY;
+        }
+        const tbuf *b = &oi->buf[slot];
+        lig_dtype wrong;
+        if (slot == KL_IDX) {
+            wrong = th_rng_chance(r, 0.5) ? LIG_FLOAT32 : LIG_FLOAT16;
+        } else if (slot == KL_LOSS) {
+            static const lig_dtype l[4] = {LIG_FLOAT16, LIG_BFLOAT16, LIG_INT32, LIG_INT64};
+            wrong = l[th_rng_range(r, 0, 3)];
+        } else {
+            wrong = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
+        }
+        oi->arg[slot] = op_new_tensor(oi, wrong, b->ndim, b->shape);
+        ex->invalid1 = 1;
+        note_defect(ex, "wrong dtype");
+        break;
+    }
+    case 3: { /* wrong shape */
+        int slot = k_kl_tensors[th_rng_range(r, 1, 4)];
+        if (slot == KL_IDX && !oi->present[KL_IDX]) {
+            slot = KL_TGT;
+        }
+        const tbuf *b = &oi->buf[slot];
+        int64_t shape[LIG_MAX_DIMS];
+        memcpy(shape, b->shape, sizeof shape);
+        int nd = b->ndim;
+        if (slot == KL_LOSS) {
+            nd = 1;
+            shape[0] = th_rng_chance(r, 0.5) ? 2 : 0;
+        } else {
+            shape[nd - 1] += 1;
+        }
+        oi->arg[slot] = op_new_tensor(oi, b->dtype, nd, shape);
+        ex->invalid1 = 1;
+        note_defect(ex, "wrong shape");
+        break;
+    }
+    case 4: { /* loss inside dy, or dy over target / values */
+        if (kc->in_strides == TC_BROADCAST) {
+            break;
+        }
+        const tbuf *dy = &oi->buf[KL_DY];
+        if (tbuf_numel(dy) == 0) {
+            break;
+        }
+        if (th_rng_chance(r, 0.5)) {
+            const tbuf *l = &oi->buf[KL_LOSS];
+            oi->arg[KL_LOSS] = op_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
+                                                              LIG_FLOAT32, l->ndim, l->shape, NULL));
+            note_defect(ex, "loss inside dy");
+        } else {
+            const int src = th_rng_chance(r, 0.5) ? KL_TGT : KL_VAL;
+            const tbuf *s = &oi->buf[src];
+            /* a contiguous dy view of the same shape fits inside a buffer of >= 2-byte elements only
+             * when dy's elements are not wider: otherwise place the input inside dy */
+            if (th_dtype_size(dy->dtype) <= th_dtype_size(s->dtype)) {
+                oi->arg[KL_DY] = op_adopt(oi, lig_create_tensor(s->base + (size_t)s->offset * th_dtype_size(s->dtype),
+                                                                dy->dtype, dy->ndim, dy->shape, NULL));
+            } else {
+                oi->arg[src] = op_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
+                                                              s->dtype, s->ndim, s->shape, NULL));
+            }
+            note_defect(ex, "dy over an input");
+        }
+        ex->invalid1 = 1;
+        break;
+    }
+    default: break;
+    }
+}
+
+/* ---- one iteration ---- */
+
+static int status_in(lig_status st, int allow_nullptr, int allow_invalid)
+{
+    return (allow_nullptr && st == LIG_ERR_PARAM_NULLPTR) || (allow_invalid && st == LIG_ERR_PARAM_INVALID);
+}
+
+static int fuzz_one(uint64_t seed, int64_t iter, ff_stats *stats)
+{
+    th_rng r = th_rng_make(seed ^ ((uint64_t)iter * 0x9E3779B97F4A7C15ull));
+    const int op = (int)(iter % 2); /* 0 forward, 1 KL step */
+    if (th_rng_chance(&r, 0.3)) {
+        lig_set_num_threads((int)th_rng_range(&r, 1, 4));
+    }
+    ff_expect ex;
+    memset(&ex, 0, sizeof ex);
+    ff_fwd f;
+    klcase kc;
+    op_inst oi;
+    memset(&f, 0, sizeof f);
+    memset(&kc, 0, sizeof kc);
+    if (op == 0) {
+        random_forward(&r, &f, &ex);
+    } else {
+        random_kl(&r, &kc, &ex);
+    }
+    const int defects = th_rng_chance(&r, 0.45) ? 0 : (int)th_rng_range(&r, 1, 2);
+    int kinds[2] = {-1, -1};
+    int phase2_defect = 0; /* 1 short workspace, 2 stream, 3 negative target */
+    int64_t bad_target = -1;
+    for (int i = 0; i < defects; i++) {
+        int k = (int)th_rng_range(&r, 0, op == 0 ? 13 : 7);
+        if (i == 1 && (k == kinds[0] || (op == 0 && ((k == 3 && kinds[0] == 7) || (k == 7 && kinds[0] == 3))))) {
+            /* never the same kind twice (two shape defects can cancel), nor sparse_count K+1 with
+             * sparse_indices [.., K+1] */
+            continue;
+        }
+        kinds[i] = k;
+        if (op == 0 && k == 11) {
+            defect_seq(&r, &f.tc, &ex);
+        } else if ((op == 0 && k >= 12) || (op == 1 && k >= 5)) {
+            phase2_defect = op == 1 && k == 7 ? 3 : (int)th_rng_range(&r, 1, 2);
+        }
+    }
+    if (phase2_defect == 3) {
+        bad_target = some_counted(&r, &kc);
+        if (bad_target >= 0) {
+            static const double bad[3] = {-0.5, NAN, -INFINITY};
+            kc.target[bad_target] = bad[th_rng_range(&r, 0, 2)];
+        }
+    }
+    if (op == 0) {
+        fwd_setup(&f.tc, f.with_values, f.val_dtype, &oi);
+    } else {
+        kl_setup(&kc, &oi);
+    }
+    int bad_target_live = 0; /* after setup: broadcast views may have replaced or copied the row */
+    if (op == 1 && bad_target >= 0) {
+        for (int64_t i = 0; i < kl_rows(&kc) * kl_K(&kc); i++) {
+            bad_target_live |= kl_counted(&kc, i) && !(kc.target[i] >= 0.0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (kinds[i] < 0) {
+            continue;
+        }
+        if (op == 0 && kinds[i] <= 10) {
+            fwd_defect(&r, kinds[i], &oi, &f, &ex);
+        } else if (op == 1 && kinds[i] <= 4) {
+            kl_defect(&r, kinds[i], &oi, &kc, &ex);
+        }
+    }
+
+    char desc[512], label[1200];
+    if (op == 0) {
+        tc_describe(&f.tc, desc, sizeof desc);
+    } else {
+        kl_describe(&kc, desc, sizeof desc);
+    }
+    snprintf(label, sizeof label, "fuzz_forward_kl iteration %" PRId64 " (LIG_FUZZ_SEED=%" PRIu64
+             " LIG_FUZZ_ITER=%" PRId64 ") %s [%s%s%s] defects: %s%s%s",
+             iter, seed, iter, op == 0 ? "forward" : "KL step", desc, op == 0 && f.with_values ? " values=" : "",
+             op == 0 && f.with_values ? th_dtype_name(f.val_dtype) : "", ex.what[0] ? ex.what : "none",
+             phase2_defect == 1 ? ", short workspace" : phase2_defect == 2 ? ", stream" : "",
+             bad_target_live ? ", bad target in a counted slot" : "");
+    const int before = th_current_failures();
+    stats->iterations[op]++;
+
+    lig_status st = op_phase1(&oi);
+    const int phase1_must_fail = ex.null_err || ex.invalid1;
+    if (st != LIG_SUCCESS) {
+        CHECK(oi.executor == NULL, "%s: failed phase 1 left an executor", label);
+        oi.executor = NULL;
+        CHECK(oi.message[0] != '\0', "%s: failure without a message", label);
+        CHECK(op_all_unchanged(&oi), "%s: failed phase 1 wrote to a tensor", label);
+        if (phase1_must_fail) {
+            CHECK(status_in(st, ex.null_err, ex.invalid1 || ex.maybe_refused), "%s: phase 1 returned %d: %s", label,
+                  (int)st, oi.message);
+            stats->nullptr_errors[op] += st == LIG_ERR_PARAM_NULLPTR;
+            stats->invalid1[op] += st == LIG_ERR_PARAM_INVALID;
+        } else if (ex.maybe_refused && st == LIG_ERR_PARAM_INVALID) {
+            stats->refusals[op]++;
+        } else {
+            CHECK(0, "%s: valid problem rejected in phase 1 with %d: %s", label, (int)st, oi.message);
+        }
+    } else if (phase1_must_fail) {
+        CHECK(0, "%s: phase 1 accepted a defective call", label);
+    } else {
+        if (op == 0 && ex.empty) {
+            CHECK(oi.workspace_size == 0, "%s: empty problem wants %" PRIu64 " workspace bytes", label,
+                  oi.workspace_size);
+        }
+        int want_fail2 = 0;
+        if (phase2_defect == 1 && oi.workspace_size > 0) {
+            st = op_phase2(&oi, -(int64_t)th_rng_range(&r, 1, (int64_t)oi.workspace_size));
+            want_fail2 = 1;
+        } else if (phase2_defect == 2) {
+            void *ws = oi.workspace_size ? th_xmalloc((size_t)oi.workspace_size) : NULL;
+            int dummy = 0;
+            st = op == 0 ? lig_indexer(ws, oi.workspace_size, oi.executor, &dummy)
+                         : lig_indexer_kl_grad(ws, oi.workspace_size, oi.executor, &dummy);
+            oi.executor = NULL;
+            if (st != LIG_SUCCESS) {
+                snprintf(oi.message, sizeof oi.message, "%s", lig_get_last_error());
+            }
+            free(ws);
+            want_fail2 = 1;
+        } else {
+            st = op_phase2(&oi, 0);
+            want_fail2 = bad_target_live;
+        }
+        if (st != LIG_SUCCESS) {
+            CHECK(want_fail2 && st == LIG_ERR_PARAM_INVALID, "%s: phase 2 returned %d: %s", label, (int)st,
+                  oi.message);
+            CHECK(oi.message[0] != '\0', "%s: phase 2 failure without a message", label);
+            CHECK(op_all_unchanged(&oi), "%s: failed phase 2 wrote to a tensor", label);
+            stats->invalid2[op]++;
+        } else if (want_fail2) {
+            CHECK(0, "%s: phase 2 accepted a defective call", label);
+        } else {
+            CHECK(op_gaps_ok(&oi), "%s: an input changed or an output byte outside the view was written", label);
+            if (op == 0) {
+                const int64_t slots = tc_numel_slots(&f.tc);
+                int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
+                double *val = f.with_values ? th_xmalloc((size_t)slots * sizeof(double)) : NULL;
+                fwd_read(&oi, idx, val);
+                fwd_check_outputs(&f.tc, f.val_dtype, idx, val, label);
+                free(idx);
+                free(val);
+            } else {
+                double loss;
+                double *dy = th_xmalloc((size_t)(kl_rows(&kc) * kl_K(&kc)) * sizeof(double));
+                kl_read(&oi, &loss, dy);
+                kl_check_outputs(&kc, loss, dy, label);
+                free(dy);
+            }
+            stats->successes[op]++;
+        }
+    }
+    op_teardown(&oi);
+    if (op == 0) {
+        tc_free(&f.tc);
+    } else {
+        kl_free(&kc);
+    }
+    return th_current_failures() == before;
+}
+
+void test_fuzz_forward_kl(void)
+{
+    const uint64_t seed = (uint64_t)th_env_int("LIG_FUZZ_SEED", FUZZ_DEFAULT_SEED);
+    const double seconds = th_fuzz_seconds(FUZZ_SHARE_FORWARD_KL);
+    const int64_t only = th_env_int("LIG_FUZZ_ITER", -1);
+    ff_stats stats;
+    memset(&stats, 0, sizeof stats);
+    th_note("fuzz seed %" PRIu64 " (LIG_FUZZ_SEED overrides), %.1f s budget (its share of LIG_FUZZ_SECONDS)", seed,
+            seconds);
+    fwd_check_stats_reset();
+    int failing = 0;
+    if (only >= 0) {
+        fuzz_one(seed, only, &stats);
+    } else {
+        const double deadline = th_now() + seconds;
+        for (int64_t iter = 0; iter < 40 || th_now() < deadline; iter++) {
+            if (!fuzz_one(seed, iter, &stats) && ++failing >= FUZZ_MAX_FAILING_ITERATIONS) {
+                th_note("stopping after %d failing iterations", failing);
+                break;
+            }
+        }
+    }
+    lig_set_num_threads(0);
+    for (int op = 0; op < 2; op++) {
+        th_note("%s: %" PRId64 " iterations: %" PRId64 " matched the reference, %" PRId64 " refused strides, %" PRId64
+                " NULLPTR, %" PRId64 " INVALID in phase 1, %" PRId64 " failures in phase 2",
+                op == 0 ? "forward" : "KL step", stats.iterations[op], stats.successes[op], stats.refusals[op],
+                stats.nullptr_errors[op], stats.invalid1[op], stats.invalid2[op]);
+    }
+    fwd_check_stats_note("forward fuzz");
+}
