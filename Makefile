@@ -4,10 +4,13 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
+PYTHON ?= python3
+VENV ?= .venv
+PIP_FLAGS ?= --disable-pip-version-check --no-input -q
 # The sanitizer build prefers clang (its UBSan flags more), when its runtime is installed.
 SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null && echo clang || echo cc)
 
-.PHONY: all build test test-release test-asan test-tsan demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python demo demo-grad install clean
 
 all: build
 
@@ -16,8 +19,8 @@ build:
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 # The whole suite on the optimised build (SIMD and portable kernels), then again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer.
-test: test-release test-asan test-tsan
+# AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer, then the Python package.
+test: test-release test-asan test-tsan test-python
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure
@@ -35,6 +38,14 @@ test-tsan:
 	  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
 	LIG_NUM_THREADS=3 LIG_TEST_QUICK=1 LIG_FUZZ_SECONDS=5 TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/lig-tests
+
+# The Python package (python/): a virtual environment with torch & co. from PyPI (created when
+# missing), the package built with CMake and installed from python/, then its pytest suite.
+test-python:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy pytest hypothesis tqdm
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) ./python
+	$(VENV)/bin/python -m pytest python/tests -q
 
 # The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam).
 demo: build

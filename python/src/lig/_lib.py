@@ -1,0 +1,227 @@
+"""ctypes binding of lig's C API (include/lig.h), plus torch-tensor descriptors.
+
+Nothing here copies a tensor that lig can read in place: a descriptor carries the tensor's data
+pointer, shape and element strides. Only layouts lig refuses (negative strides, which torch never
+makes but numpy can) are made contiguous first.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import sys
+from typing import Iterable, Optional, Sequence
+
+import torch
+
+LIG_SUCCESS = 0
+LIG_ERR_PARAM_NULLPTR = 161001
+LIG_ERR_PARAM_INVALID = 161002
+LIG_ERR_RUNTIME = 361001
+LIG_ERR_INNER = 561000
+
+LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16, LIG_INT32, LIG_INT64 = 0, 1, 2, 3, 4
+LIG_MAX_DIMS = 8
+INT64_MAX = 2**63 - 1
+
+_DTYPES = {
+    torch.float32: LIG_FLOAT32,
+    torch.float16: LIG_FLOAT16,
+    torch.bfloat16: LIG_BFLOAT16,
+    torch.int32: LIG_INT32,
+    torch.int64: LIG_INT64,
+}
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+class LigError(Exception):
+    """An error reported by the C library; ``status`` is the lig_status code."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class LigValueError(LigError, ValueError):
+    """LIG_ERR_PARAM_INVALID or LIG_ERR_PARAM_NULLPTR: the arguments are wrong."""
+
+
+class LigRuntimeError(LigError, RuntimeError):
+    """LIG_ERR_RUNTIME or LIG_ERR_INNER: the library failed while running."""
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
+def _library_path() -> str:
+    env = os.environ.get("LIG_LIBRARY")
+    if env:
+        return env
+    here = pathlib.Path(__file__).resolve().parent
+    names = {"darwin": ["liblig.dylib"], "win32": ["lig.dll", "liblig.dll"]}.get(sys.platform, ["liblig.so"])
+    for name in names:
+        if (here / name).exists():
+            return str(here / name)
+    raise ImportError(
+        f"lig: the C library ({names[0]}) is not in {here}; install the package with `pip install ./python` "
+        "from the repository, or point LIG_LIBRARY at a built liblig"
+    )
+
+
+_c_void_p = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_pi64 = ctypes.POINTER(ctypes.c_int64)
+_pu64 = ctypes.POINTER(ctypes.c_uint64)
+_pvoid = ctypes.POINTER(ctypes.c_void_p)
+
+lib = ctypes.CDLL(_library_path())
+
+
+def _sig(name, restype, argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+lig_create_tensor = _sig("lig_create_tensor", _c_void_p, [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64])
+lig_destroy_tensor = _sig("lig_destroy_tensor", None, [_c_void_p])
+lig_indexer_grad_get_workspace_size = _sig(
+    "lig_indexer_grad_get_workspace_size",
+    ctypes.c_int,
+    [_c_void_p] * 7
+    + [_i64, ctypes.c_char_p, _i64, _i64, _i64, ctypes.c_bool]
+    + [_c_void_p] * 3
+    + [_pu64, _pvoid],
+)
+lig_indexer_grad = _sig("lig_indexer_grad", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
+lig_indexer_get_workspace_size = _sig(
+    "lig_indexer_get_workspace_size",
+    ctypes.c_int,
+    [_c_void_p] * 5 + [ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2 + [_pu64, _pvoid],
+)
+lig_indexer = _sig("lig_indexer", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
+lig_indexer_kl_grad_get_workspace_size = _sig(
+    "lig_indexer_kl_grad_get_workspace_size", ctypes.c_int, [_c_void_p] * 5 + [_pu64, _pvoid]
+)
+lig_indexer_kl_grad = _sig("lig_indexer_kl_grad", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
+lig_destroy_executor = _sig("lig_destroy_executor", ctypes.c_int, [_c_void_p])
+lig_set_num_threads = _sig("lig_set_num_threads", None, [ctypes.c_int])
+lig_get_num_threads = _sig("lig_get_num_threads", ctypes.c_int, [])
+lig_get_last_error = _sig("lig_get_last_error", ctypes.c_char_p, [])
+lig_status_string = _sig("lig_status_string", ctypes.c_char_p, [ctypes.c_int])
+lig_version = _sig("lig_version", ctypes.c_char_p, [])
+
+
+def version() -> str:
+    return lig_version().decode()
+
+
+def last_error() -> str:
+    msg = lig_get_last_error()
+    return msg.decode(errors="replace") if msg else ""
+
+
+def status_string(status: int) -> str:
+    s = lig_status_string(status)
+    return s.decode(errors="replace") if s else str(status)
+
+
+def check(status: int, what: str) -> None:
+    """Raises the Python exception matching a lig_status (the message is the library's)."""
+    if status == LIG_SUCCESS:
+        return
+    message = f"{what}: {last_error()} ({status_string(status)})"
+    if status in (LIG_ERR_PARAM_INVALID, LIG_ERR_PARAM_NULLPTR):
+        raise LigValueError(message, status)
+    raise LigRuntimeError(message, status)
+
+
+# ---- tensor descriptors ----------------------------------------------------------------------
+
+
+class Descriptors:
+    """Creates lig_tensor descriptors for torch tensors and destroys them on exit.
+
+    Keeps every tensor it describes (and any contiguous copy it had to make) alive for as long as
+    the descriptors live.
+    """
+
+    def __init__(self) -> None:
+        self._handles: list = []
+        self._keep: list = []
+
+    def __enter__(self) -> "Descriptors":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self._handles:
+            lig_destroy_tensor(h)
+        self._handles.clear()
+        self._keep.clear()
+
+    def __call__(self, t: Optional[torch.Tensor], name: str) -> Optional[int]:
+        if t is None:
+            return None
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"lig: {name}: expected a torch.Tensor, got {type(t).__name__}")
+        if t.device.type != "cpu":
+            raise ValueError(f"lig: {name}: expected a CPU tensor (lig's CPU backend), got device {t.device}")
+        if t.dtype not in _DTYPES:
+            raise TypeError(
+                f"lig: {name}: expected dtype float32, float16, bfloat16, int32 or int64, got {t.dtype}"
+            )
+        if t.dim() > LIG_MAX_DIMS:
+            raise ValueError(f"lig: {name}: expected at most {LIG_MAX_DIMS} dimensions, got {t.dim()}")
+        t = t.detach()
+        if t.is_neg() or t.is_conj():
+            t = t.resolve_neg().resolve_conj()
+        handle = self._create(t)
+        if handle is None and not t.is_contiguous():
+            # A layout lig does not take: describe a contiguous copy instead.
+            t = t.contiguous()
+            handle = self._create(t)
+        if handle is None:
+            raise LigValueError(f"lig_create_tensor({name}): {last_error()}", LIG_ERR_PARAM_INVALID)
+        self._handles.append(handle)
+        self._keep.append(t)
+        return handle
+
+    @staticmethod
+    def _create(t: torch.Tensor) -> Optional[int]:
+        if any(s < 0 for s in t.stride()):
+            return None
+        nd = t.dim()
+        shape = (ctypes.c_int64 * max(nd, 1))(*t.shape)
+        strides = (ctypes.c_int64 * max(nd, 1))(*t.stride())
+        ptr = t.data_ptr() if t.numel() > 0 else None
+        return lig_create_tensor(ptr, _DTYPES[t.dtype], nd, shape, strides)
+
+
+def run(get_workspace_size, run_fn, args: Sequence, what: str) -> None:
+    """Phase 1 (`get_workspace_size(*args, &size, &executor)`), then phase 2 in a torch workspace."""
+    size = ctypes.c_uint64(0)
+    executor = ctypes.c_void_p(None)
+    check(get_workspace_size(*args, ctypes.byref(size), ctypes.byref(executor)), f"{what}_get_workspace_size")
+    try:
+        # Never hand a NULL workspace to phase 2, even for an empty problem.
+        workspace = torch.empty(max(int(size.value), 64), dtype=torch.uint8)
+    except BaseException:
+        lig_destroy_executor(executor)
+        raise
+    # Phase 2 consumes the executor, success or not.
+    check(run_fn(workspace.data_ptr(), size.value, executor, None), what)
+
+
+def as_length_tensor(x, name: str) -> Optional[torch.Tensor]:
+    """None, a sequence of ints, or an int32/int64 tensor -> a 1-D CPU index tensor (or None)."""
+    if x is None:
+        return None
+    if isinstance(x, torch.Tensor):
+        if x.dtype not in INDEX_DTYPES:
+            raise TypeError(f"lig: {name}: expected an int32 or int64 tensor, got {x.dtype}")
+        return x
+    if isinstance(x, Iterable):
+        return torch.tensor([int(v) for v in x], dtype=torch.int64)
+    raise TypeError(f"lig: {name}: expected None, a sequence of ints or an integer tensor, got {type(x).__name__}")
