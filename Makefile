@@ -10,7 +10,7 @@ PIP_FLAGS ?= --disable-pip-version-check --no-input -q
 # The sanitizer build prefers clang (its UBSan flags more), when its runtime is installed.
 SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null && echo clang || echo cc)
 
-.PHONY: all build test test-release test-asan test-tsan test-python demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python venv bench bench-full demo demo-grad install clean
 
 all: build
 
@@ -41,11 +41,25 @@ test-tsan:
 
 # The Python package (python/): a virtual environment with torch & co. from PyPI (created when
 # missing), the package built with CMake and installed from python/, then its pytest suite.
-test-python:
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+test-python: venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy pytest hypothesis tqdm
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) ./python
 	$(VENV)/bin/python -m pytest python/tests -q
+
+venv:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+
+# lig-bench and the PyTorch peer side by side (BENCHMARKS.md): a table with the ratios, and
+# bench/results/{bench.json,gflops_vs_seq.png}. bench-full sweeps S from 1K to 32K.
+BENCH_SEQ ?= 1024,2048
+BENCH_THREADS ?= 1,$(JOBS)
+bench: build venv
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy matplotlib
+	$(VENV)/bin/python bench/run_bench.py --seq $(BENCH_SEQ) --threads $(BENCH_THREADS) \
+	  --lig-bench $(BUILD)/bench/lig-bench
+
+bench-full:
+	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768
 
 # The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam).
 demo: build
