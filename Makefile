@@ -37,14 +37,14 @@ test-tsan:
 	  -DCMAKE_C_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
 	  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
 	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
-	LIG_NUM_THREADS=3 LIG_TEST_QUICK=1 LIG_FUZZ_SECONDS=5 TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/lig-tests
+	LIG_NUM_THREADS=3 LIG_MIN_FLOPS_PER_THREAD=0 LIG_TEST_QUICK=1 LIG_FUZZ_SECONDS=5 TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/lig-tests
 
 # The Python package (python/): a virtual environment with torch & co. from PyPI (created when
 # missing), the package built with CMake and installed from python/, then its pytest suite.
 test-python: venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy pytest hypothesis tqdm
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) ./python
-	$(VENV)/bin/python -m pytest python/tests -q
+	LIG_MIN_FLOPS_PER_THREAD=0 $(VENV)/bin/python -m pytest python/tests -q
 
 venv:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

@@ -128,8 +128,8 @@ lig_status lig_indexer(void *workspace, uint64_t workspace_size, lig_executor *e
         } else if (p->pr.units > 0) {
             fwd_run r = {.p = p, .kr = lig_kernels_get(), .ws = lig_ws_base(workspace)};
             atomic_store(&r.next_unit, 0);
-            int threads = lig_get_num_threads();
-            lig_parallel(threads < p->threads ? threads : p->threads, units_task, &r);
+            const double flops = 2.0 * (double)p->pr.units * (double)p->pr.S2 * (double)(p->pr.G * p->pr.D);
+            lig_parallel(lig_threads_for(flops, p->threads), units_task, &r);
         }
     }
     lig_destroy_executor(executor); /* consumed, success or not */

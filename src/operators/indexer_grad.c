@@ -283,8 +283,9 @@ static void store_dk_task(void *ctx, int tid, int n) {
 static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint64_t workspace_size, void *stream) {
     lig_status st = lig_check_run_args(workspace, workspace_size, p->ws.total, LIG_EXECUTOR_INDEXER_GRAD, stream);
     if (st != LIG_SUCCESS) return st;
-    int threads = lig_get_num_threads();
-    if (threads > p->threads) threads = p->threads; /* scratch exists for this many */
+    /* at most the threads the scratch exists for; few for a small problem */
+    const int threads =
+        lig_threads_for(6.0 * (double)p->pr.units * (double)p->pr.K * (double)(p->pr.G * p->pr.D), p->threads);
 
     grad_run r = {.p = p, .kr = lig_kernels_get()};
     if (p->empty) {

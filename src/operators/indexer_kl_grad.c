@@ -91,8 +91,7 @@ static void compute_task(void *ctx, int tid, int n) {
 static lig_status run_plan(const lig_indexer_kl_grad_plan *p, void *workspace) {
     static _Thread_local kl_run k; /* large: keep it off the stack */
     k.p = p;
-    int threads = lig_get_num_threads();
-    if (threads > p->threads) threads = p->threads;
+    int threads = lig_threads_for(30.0 * (double)p->rows * (double)p->K, p->threads);
     if (threads > MAX_TASKS) threads = MAX_TASKS;
     if (p->rows < threads) threads = p->rows < 1 ? 1 : (int)p->rows;
     for (int i = 0; i < MAX_TASKS; i++) k.bad_row[i] = INT64_MAX;

@@ -34,6 +34,17 @@ int lig_get_num_threads(void) {
     return n > 0 ? n : default_threads();
 }
 
+int lig_threads_for(double flops, int cap) {
+    /* LIG_MIN_FLOPS_PER_THREAD overrides the threshold; the tests set 0 so that even their
+     * small problems run on every thread */
+    const char *env = getenv("LIG_MIN_FLOPS_PER_THREAD");
+    const double per_thread = env && *env ? strtod(env, NULL) : 4e6;
+    int n = lig_get_num_threads();
+    if (n > cap) n = cap;
+    if (per_thread > 0 && (double)n * per_thread > flops) n = flops < per_thread ? 1 : (int)(flops / per_thread);
+    return n < 1 ? 1 : n;
+}
+
 /* Pool state, guarded by `mu`; `busy` serialises whole parallel regions. */
 static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
