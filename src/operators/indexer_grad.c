@@ -289,7 +289,7 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
 
     grad_run r = {.p = p, .kr = lig_kernels_get()};
     if (p->empty) {
-        st = lig_grad_check_indices(p, NULL, threads);
+        st = lig_grad_check_indices(p, threads);
         if (st != LIG_SUCCESS) return st;
         zero_query_rows(p, true);
         for (int64_t row = 0; p->pr.D > 0 && row < p->pr.key_rows; row++)
@@ -303,7 +303,7 @@ static lig_status run_plan(const lig_indexer_grad_plan *p, void *workspace, uint
 
     r.ws = lig_ws_base(workspace);
     r.acc = (float *)(r.ws + p->ws.dk_acc);
-    st = lig_grad_check_indices(p, NULL, threads);
+    st = lig_grad_check_indices(p, threads);
     if (st != LIG_SUCCESS) return st; /* nothing has been written */
 
     zero_query_rows(p, false);

@@ -4,8 +4,8 @@
 
 #include "plan/indexer_grad_plan.h"
 
-/* Reads every index of every valid row: fails (naming the lowest bad slot) on a value < -1
- * or >= Lk; otherwise stores each unit's counted slots in counts[u] when counts != NULL. */
-lig_status lig_grad_check_indices(const lig_indexer_grad_plan *p, int64_t *counts, int threads);
+/* Reads every index of every valid row and fails, naming the lowest bad slot, on a value
+ * < -1 or >= Lk. */
+lig_status lig_grad_check_indices(const lig_indexer_grad_plan *p, int threads);
 
 #endif

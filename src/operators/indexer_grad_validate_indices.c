@@ -1,5 +1,4 @@
-/* The index pass that runs before anything is written: range checks (SPEC section 3) and
- * the per-unit counted-slot totals that size the deterministic waves. */
+/* The index pass that runs before anything is written: range checks (SPEC section 3). */
 #include <stdio.h>
 
 #include "api/error.h"
@@ -9,7 +8,6 @@
 
 typedef struct check_task {
     const lig_indexer_grad_plan *p;
-    int64_t *counts;
     /* the first bad slot of each thread's range; INT64_MAX when none */
     int64_t bad_unit[1024], bad_slot[1024], bad_value[1024];
 } check_task;
@@ -24,7 +22,6 @@ static void check_range(void *ctx, int tid, int n) {
         const int64_t lk = p->pr.bt.lk[x.b];
         const char *ip = lig_q_row_ptr(&p->idx, &p->pr, x.b, x.t, x.g);
         const int64_t step = p->idx.dim * (int64_t)p->idx.esize;
-        int64_t counted = 0;
         for (int64_t j = 0; j < p->pr.K; j++, ip += step) {
             const int64_t s = lig_load_int(p->idx.dtype, ip);
             if (s < -1 || s >= lk) {
@@ -33,21 +30,15 @@ static void check_range(void *ctx, int tid, int n) {
                 c->bad_value[tid] = s;
                 return;
             }
-            counted += s >= x.lo && s <= x.hi;
         }
-        if (c->counts) c->counts[u] = counted;
     }
 }
 
-lig_status lig_grad_check_indices(const lig_indexer_grad_plan *p, int64_t *counts, int threads) {
+lig_status lig_grad_check_indices(const lig_indexer_grad_plan *p, int threads) {
     static _Thread_local check_task c; /* large: keep it off the stack */
     c.p = p;
-    c.counts = counts;
     if (threads > 1024) threads = 1024;
-    if (p->pr.K == 0) {
-        for (int64_t u = 0; counts && u < p->pr.units; u++) counts[u] = 0;
-        return LIG_SUCCESS;
-    }
+    if (p->pr.K == 0) return LIG_SUCCESS;
     int64_t want = p->pr.units < threads ? p->pr.units : threads;
     for (int i = 0; i < 1024; i++) c.bad_unit[i] = INT64_MAX;
     lig_parallel((int)(want < 1 ? 1 : want), check_range, &c);
