@@ -254,3 +254,19 @@ int tbuf_gaps_unchanged(const tbuf *b)
     free(in_view);
     return ok;
 }
+
+void tbuf_write_doubles(tbuf *b, const double *v)
+{
+    int64_t n = tbuf_numel(b);
+    for (int64_t i = 0; i < n; i++) {
+        tbuf_write(b, i, v[i]);
+    }
+}
+
+void tbuf_read_doubles(const tbuf *b, double *v)
+{
+    int64_t n = tbuf_numel(b);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = tbuf_read(b, i);
+    }
+}

@@ -46,6 +46,10 @@ void tbuf_write_int(tbuf *b, int64_t linear, int64_t v);
 double tbuf_read(const tbuf *b, int64_t linear);
 int64_t tbuf_read_int(const tbuf *b, int64_t linear);
 
+/* The whole logical tensor from / into a row-major float64 array. */
+void tbuf_write_doubles(tbuf *b, const double *v);
+void tbuf_read_doubles(const tbuf *b, double *v);
+
 void tbuf_snapshot(tbuf *b);
 /* 1 when the whole buffer still equals the snapshot. */
 int tbuf_unchanged(const tbuf *b);

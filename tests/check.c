@@ -144,7 +144,7 @@ int check_case(tcase *tc, const char *label)
     } else {
         ok = check_result(tc, &res, full);
     }
-    run_result_free(&res);
+    inst_result_free(&res);
     return ok;
 }
 
@@ -170,6 +170,6 @@ int check_case_or_refused(tcase *tc, const char *label, int *refused)
     } else {
         ok = check_result(tc, &res, full);
     }
-    run_result_free(&res);
+    inst_result_free(&res);
     return ok;
 }

@@ -169,6 +169,55 @@ static void drop_near_zero(tcase *tc, const gen_opts *o, int64_t row_index, cons
     }
 }
 
+void gen_matrix_shape(th_rng *r, tcase *tc, ref_layout layout, lig_dtype dtype, int64_t mode, lig_dtype idx_dtype,
+                      int64_t n2, int v, const int64_t *Ks, int nK)
+{
+    static const int64_t Ds[] = {1, 5, 13, 33, 64, 67, 8, 3, 17};
+    static const tc_strides ins[] = {TC_CONTIGUOUS, TC_PADDED, TC_EXPLICIT, TC_PERMUTED};
+    static const tc_strides outs[] = {TC_CONTIGUOUS, TC_PERMUTED, TC_PADDED, TC_EXPLICIT, TC_PADDED};
+    tc_init(tc);
+    tc->dtype = dtype;
+    tc->idx_dtype = idx_dtype;
+    tc->p.sparse_mode = mode;
+    tc->p.N2 = n2;
+    tc->p.N1 = n2 * (1 + v % 3);
+    tc->p.D = Ds[v % 9];
+    tc->p.K = Ks[(v / 2) % nK];
+    tc->p.B = 1 + (v / 3) % 3;
+    tc->seq_dtype = ((v / 3) % 2) ? LIG_INT32 : LIG_INT64;
+    tc->short_form = n2 == 1 && (v / 5) % 2 == 1;
+    tc->in_strides = ins[v % 4];
+    tc->out_strides = outs[(v / 4) % 5];
+    if (v % 5 == 0) {
+        tc->p.pre_tokens = tc->p.next_tokens = INT64_MAX;
+    } else {
+        tc->p.pre_tokens = (v % 7 == 1) ? INT64_MAX : th_rng_range(r, 0, 4);
+        tc->p.next_tokens = (v % 7 == 2) ? INT64_MAX : th_rng_range(r, 0, 4);
+    }
+    if (layout == REF_BSND) {
+        tc->p.S1 = th_rng_range(r, 1, 9);
+        tc->p.S2 = th_rng_range(r, 1, 12);
+        tc->has_seq_q = (v % 3) != 0;
+        tc->has_seq_k = (v % 3) == 1 || (v % 6) == 0;
+        gen_bsnd(r, tc);
+    } else {
+        gen_tnd(r, tc, 6, 8, th_rng_range(r, 0, 2), th_rng_range(r, 0, 2));
+    }
+}
+
+void gen_layout(th_rng *r, tcase *tc, int tnd, int64_t s1, int64_t s2, int64_t extra_q, int64_t extra_k,
+                int with_seq)
+{
+    if (tnd) {
+        gen_tnd(r, tc, s1, s2, extra_q, extra_k);
+    } else {
+        tc->p.S1 = s1;
+        tc->p.S2 = s2;
+        tc->has_seq_q = tc->has_seq_k = with_seq;
+        gen_bsnd(r, tc);
+    }
+}
+
 void gen_data(th_rng *r, tcase *tc, const gen_opts *o)
 {
     const ref_problem *p = &tc->p;

@@ -34,6 +34,17 @@ void gen_bsnd(th_rng *r, tcase *tc);
  * extra rows past the last end, sets both has_seq flags and allocates the case. */
 void gen_tnd(th_rng *r, tcase *tc, int64_t max_q, int64_t max_k, int64_t extra_q, int64_t extra_k);
 
+/* tnd: gen_tnd(r, tc, s1, s2, extra_q, extra_k). Otherwise BSND with S1 = s1, S2 = s2 and both
+ * length arrays present when with_seq (absent otherwise), then gen_bsnd. */
+void gen_layout(th_rng *r, tcase *tc, int tnd, int64_t s1, int64_t s2, int64_t extra_q, int64_t extra_k,
+                int with_seq);
+
+/* The matrix tests' problem for variant v (backward and forward matrices): tc_init, the given
+ * dtype, index dtype, mode and N2; N1, D, K (cycling through Ks[0..nK)), B, length dtype, short
+ * form, stride patterns and bands cycled by v; then the layout's lengths (gen_bsnd / gen_tnd). */
+void gen_matrix_shape(th_rng *r, tcase *tc, ref_layout layout, lig_dtype dtype, int64_t mode, lig_dtype idx_dtype,
+                      int64_t n2, int v, const int64_t *Ks, int nK);
+
 /* Fills q, k, w, idx, dy of an allocated case (sequence arrays must be valid). */
 void gen_data(th_rng *r, tcase *tc, const gen_opts *o);
 

@@ -309,7 +309,7 @@ static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char
         ok &= CHECK(res.gaps_ok, "%s: an input changed or an output byte outside the strided view was written",
                     full);
     }
-    op_result_free(&res);
+    inst_result_free(&res);
     return ok;
 }
 
@@ -450,6 +450,28 @@ int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, co
     return ok && bad == 0;
 }
 
+int fwd_check_inst(const op_inst *oi, const tcase *tc, int with_values, lig_dtype val_dtype, const char *label)
+{
+    const int64_t slots = tc_numel_slots(tc);
+    int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
+    double *val = with_values ? th_xmalloc((size_t)slots * sizeof(double)) : NULL;
+    fwd_read(oi, idx, val);
+    const int ok = fwd_check_outputs(tc, val_dtype, idx, val, label);
+    free(idx);
+    free(val);
+    return ok;
+}
+
+int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label)
+{
+    double loss;
+    double *dy = th_xmalloc((size_t)(kl_rows(kc) * kl_K(kc)) * sizeof(double));
+    kl_read(oi, &loss, dy);
+    const int ok = kl_check_outputs(kc, loss, dy, label);
+    free(dy);
+    return ok;
+}
+
 int kl_check_case(klcase *kc, const char *label)
 {
     char desc[256], full[600];
@@ -467,6 +489,6 @@ int kl_check_case(klcase *kc, const char *label)
         ok = kl_check_outputs(kc, res.loss, res.dy, full);
         ok &= CHECK(res.gaps_ok, "%s: an input changed or an output byte outside the view was written", full);
     }
-    op_result_free(&res);
+    inst_result_free(&res);
     return ok;
 }

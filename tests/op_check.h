@@ -75,6 +75,10 @@ double op_tiny(lig_dtype dtype);
 /* Compares KL outputs with the reference (loss within float rounding of the float64 sum,
  * dy elementwise within the dtype's rounding, exact zeros where nothing counts). */
 int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, const char *label);
+/* Reads the outputs of an instance whose phase 2 succeeded and checks them (fwd_check_outputs,
+ * sparse_values read when with_values; kl_check_outputs). */
+int fwd_check_inst(const op_inst *oi, const tcase *tc, int with_values, lig_dtype val_dtype, const char *label);
+int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label);
 /* Runs the KL step and checks it. Returns 1 on success. */
 int kl_check_case(klcase *kc, const char *label);
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "buffers.h"
+#include "inst.h"
 #include "lig.h"
 #include "tcase.h"
 
@@ -20,9 +21,6 @@ enum { FW_Q = 0, FW_K, FW_W, FW_SQ, FW_SK, FW_IDX, FW_VAL, FW_COUNT };
 /* KL step buffers. */
 enum { KL_VAL = 0, KL_IDX, KL_TGT, KL_LOSS, KL_DY, KL_COUNT };
 #define KL_FIRST_OUTPUT KL_LOSS
-
-#define OP_MAX_BUFS 8
-#define OP_MAX_EXTRA 16
 
 typedef enum op_kind { OP_FORWARD = 0, OP_KL } op_kind;
 
@@ -49,27 +47,10 @@ void kl_free(klcase *kc);
 int kl_counted(const klcase *kc, int64_t i);
 void kl_describe(const klcase *kc, char *buf, size_t size);
 
-typedef struct op_inst {
-    op_kind kind;
-    int nbuf, first_output;
-    tbuf buf[OP_MAX_BUFS];
-    int present[OP_MAX_BUFS];
-    const lig_tensor *arg[OP_MAX_BUFS];
-    /* forward scalars */
-    const char *layout;
-    int64_t sparse_count, sparse_mode, pre_tokens, next_tokens;
-    /* protocol */
-    uint64_t workspace_size;
-    lig_executor *executor;
-    uint64_t *workspace_size_arg;
-    lig_executor **executor_arg;
-    lig_tensor *extra[OP_MAX_EXTRA];
-    int n_extra;
-    void *extra_mem[OP_MAX_EXTRA];
-    size_t extra_mem_bytes[OP_MAX_EXTRA];
-    int n_extra_mem;
-    char message[1024];
-} op_inst;
+/* buf/arg indexed by FW_* or KL_*; kind is an op_kind; forward scalars layout, sparse_count,
+ * sparse_mode, pre/next_tokens. The protocol (inst_phase1, inst_phase2, inst_all_unchanged,
+ * inst_gaps_ok, inst_teardown, inst_adopt, inst_alloc, inst_new_tensor) is inst.h's. */
+typedef inst op_inst;
 
 /* Forward: q/k/w/lengths from the tcase (tc->dtype, tc->in_strides; with TC_BROADCAST the
  * logical q/k/w are re-read from memory), sparse_indices [.., K] of tc->idx_dtype (short form
@@ -80,43 +61,16 @@ void fwd_setup(tcase *tc, int with_values, lig_dtype val_dtype, op_inst *oi);
  * TC_BROADCAST the logical values/indices/target are re-read from memory. */
 void kl_setup(klcase *kc, op_inst *oi);
 
-lig_status op_phase1(op_inst *oi);
-/* Phase 2 with a 0xAB-filled workspace of workspace_size + delta bytes; consumes the executor. */
-lig_status op_phase2(op_inst *oi, int64_t delta);
-/* Every buffer byte-identical to its state before phase 1 (extra memory included). */
-int op_all_unchanged(const op_inst *oi);
-/* Inputs unchanged, and output bytes outside the views unchanged. */
-int op_gaps_ok(const op_inst *oi);
-void op_teardown(op_inst *oi);
-
-lig_tensor *op_adopt(op_inst *oi, lig_tensor *t);
-void *op_alloc(op_inst *oi, size_t bytes); /* filled with TB_OUTPUT_FILL */
-lig_tensor *op_new_tensor(op_inst *oi, lig_dtype dtype, int ndim, const int64_t *shape);
-
 /* Forward outputs as logical [rows][N2][K] arrays; val may be NULL. */
 void fwd_read(const op_inst *oi, int64_t *idx, double *val);
 /* KL outputs: loss and dy [rows][K]. */
 void kl_read(const op_inst *oi, double *loss, double *dy);
 
-/* The whole protocol on one problem. */
-typedef struct op_result {
-    lig_status st1, st2;
-    int phase2_ran;
-    uint64_t workspace_size;
-    char message[1024];
-    int unchanged;                 /* after a failure: nothing written */
-    int gaps_ok;                   /* after success */
-    int executor_null_after_failure;
-    int64_t *idx;                  /* forward, after success */
-    double *val;                   /* forward (when with_values), after success */
-    double loss;                   /* KL, after success */
-    double *dy;                    /* KL, after success */
-    unsigned char *raw[2];         /* output buffers' bytes after success */
-    size_t raw_bytes[2];
-} op_result;
+/* The whole protocol on one problem: forward idx (and val), raw[0] idx bytes, raw[1] values
+ * bytes; KL loss and dy, raw[0] loss bytes, raw[1] dy bytes. */
+typedef inst_result op_result;
 
 void fwd_run(tcase *tc, int with_values, lig_dtype val_dtype, op_result *res);
 void kl_run(klcase *kc, op_result *res);
-void op_result_free(op_result *res);
 
 #endif /* LIG_TESTS_OP_RUNNER_H */

@@ -142,15 +142,15 @@ void test_api_destroy_executor(void)
     small_case(&tc, &r, LIG_BFLOAT16);
     run_inst ri;
     run_setup(&tc, &ri);
-    st = run_phase1(&ri);
+    st = inst_phase1(&ri);
     if (CHECK(st == LIG_SUCCESS, "phase 1 failed: %s", ri.message)) {
         CHECK(ri.executor != NULL, "phase 1 succeeded without an executor");
         /* Never run: destroying it must free everything (checked by LeakSanitizer in ASan builds). */
         CHECK(lig_destroy_executor(ri.executor) == LIG_SUCCESS, "destroying a never-run executor failed");
         ri.executor = NULL;
-        CHECK(run_all_unchanged(&ri), "destroying an executor wrote to a tensor");
+        CHECK(inst_all_unchanged(&ri), "destroying an executor wrote to a tensor");
     }
-    run_teardown(&ri);
+    inst_teardown(&ri);
     tc_free(&tc);
 }
 
@@ -177,7 +177,7 @@ static void null_data_for_empty(run_inst *ri)
         if (!ri->present[i] || tbuf_numel(b) != 0) {
             continue;
         }
-        ri->arg[i] = run_adopt(ri, lig_create_tensor(NULL, b->dtype, b->ndim, b->shape,
+        ri->arg[i] = inst_adopt(ri, lig_create_tensor(NULL, b->dtype, b->ndim, b->shape,
                                                      b->null_strides ? NULL : b->strides));
     }
 }
@@ -190,13 +190,13 @@ static void run_empty(tcase *tc, const char *what)
         if (variant == 1) {
             null_data_for_empty(&ri);
         }
-        lig_status st = run_phase1(&ri);
+        lig_status st = inst_phase1(&ri);
         if (CHECK(st == LIG_SUCCESS, "%s: phase 1 failed (%d): %s", what, (int)st, ri.message)) {
             CHECK(ri.workspace_size == 0, "%s: empty problem asks for %" PRIu64 " workspace bytes", what,
                   ri.workspace_size);
-            st = run_phase2(&ri, 0);
+            st = inst_phase2(&ri, 0);
             if (CHECK(st == LIG_SUCCESS, "%s: phase 2 failed (%d): %s", what, (int)st, ri.message)) {
-                CHECK(run_gaps_ok(&ri), "%s: wrote outside the outputs", what);
+                CHECK(inst_gaps_ok(&ri), "%s: wrote outside the outputs", what);
                 int nonzero = 0;
                 for (int o = RB_DQ; o <= RB_DW; o++) {
                     int64_t n = tbuf_numel(&ri.buf[o]);
@@ -208,7 +208,7 @@ static void run_empty(tcase *tc, const char *what)
                 CHECK(nonzero == 0, "%s: %d output elements not zero-filled", what, nonzero);
             }
         }
-        run_teardown(&ri);
+        inst_teardown(&ri);
     }
 }
 
@@ -264,9 +264,9 @@ void test_api_workspace_reuse_and_alignment(void)
     for (int variant = 0; variant < 3; variant++) {
         run_inst ri;
         run_setup(&tc, &ri);
-        lig_status st = run_phase1(&ri);
+        lig_status st = inst_phase1(&ri);
         if (!CHECK(st == LIG_SUCCESS, "phase 1 failed: %s", ri.message)) {
-            run_teardown(&ri);
+            inst_teardown(&ri);
             break;
         }
         size_t size = (size_t)ri.workspace_size;
@@ -288,7 +288,7 @@ void test_api_workspace_reuse_and_alignment(void)
                 }
             }
         }
-        run_teardown(&ri);
+        inst_teardown(&ri);
     }
     for (int o = 0; o < 3; o++) {
         free(first[o]);

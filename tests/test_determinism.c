@@ -73,7 +73,7 @@ void test_determinism_bitwise(void)
                 run_case(&tc, &res);
                 if (!CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "problem %zu, %d threads: failed: %s",
                            pi, threads[ti], res.message)) {
-                    run_result_free(&res);
+                    inst_result_free(&res);
                     continue;
                 }
                 if (!have_first) {
@@ -91,11 +91,11 @@ void test_determinism_bitwise(void)
                           "problem %zu: %s bytes differ with %d threads (run %d) from the first run", pi, names[o],
                           threads[ti], rep);
                 }
-                run_result_free(&res);
+                inst_result_free(&res);
             }
         }
         if (have_first) {
-            run_result_free(&first);
+            inst_result_free(&first);
         }
         tc_free(&tc);
     }

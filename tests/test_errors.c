@@ -10,13 +10,13 @@
  *   TND   query [4,4,8]    key [6,2,8]    sparse_indices/dy [4,2,3]    weights [4,4]
  *         cumulative ends query [2,3], key [4,5]
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "errtest.h"
 #include "gen.h"
 #include "half.h"
 #include "harness.h"
@@ -72,33 +72,15 @@ static void base_case(tcase *tc, ref_layout layout, const err_case *c)
     th_rng r = th_rng_make(99);
     gen_opts o;
     gen_opts_default(&o);
-    tc_init(tc);
-    tc->p.N1 = 4;
-    tc->p.N2 = 2;
-    tc->p.D = 8;
-    tc->p.K = 3;
-    tc->p.B = 2;
-    if (c != NULL && c->edit_dims != NULL) {
-        c->edit_dims(tc);
-    }
+    errtest_base_dims(tc, c != NULL ? c->edit_dims : NULL);
     if (layout == REF_BSND) {
-        tc->p.S1 = 3;
-        tc->p.S2 = 5;
-        tc->has_seq_q = tc->has_seq_k = 1;
-        gen_bsnd(&r, tc);
-        tc->seq_q[0] = 3;
-        tc->seq_q[1] = 2;
-        tc->seq_k[0] = 5;
-        tc->seq_k[1] = 3;
+        errtest_base_bsnd(&r, tc);
     } else {
         gen_tnd(&r, tc, 1, 1, 0, 0);
         tc->p.S1 = 4;
         tc->p.S2 = 6;
         tc_alloc(tc);
-        tc->seq_q[0] = 2;
-        tc->seq_q[1] = 3;
-        tc->seq_k[0] = 4;
-        tc->seq_k[1] = 5;
+        errtest_base_tnd_lengths(tc);
     }
     gen_data(&r, tc, &o);
     if (c != NULL && c->edit_data != NULL) {
@@ -106,83 +88,12 @@ static void base_case(tcase *tc, ref_layout layout, const err_case *c)
     }
 }
 
-/* Case-insensitive search. */
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (const char *p = hay; *p; p++) {
-        size_t i = 0;
-        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) {
-            i++;
-        }
-        if (i == n) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int is_ident(char ch)
-{
-    return isalnum((unsigned char)ch) || ch == '_';
-}
-
-/* `word` as a whole identifier ("query" does not match inside "d_query"). */
-static int contains_word(const char *msg, const char *word, size_t len)
-{
-    for (const char *p = msg; *p; p++) {
-        if (strncmp(p, word, len) == 0 && (p == msg || !is_ident(p[-1])) && !is_ident(p[len])) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int names_any(const char *msg, const char *names)
-{
-    const char *p = names;
-    while (*p) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (contains_word(msg, p, len)) {
-            return 1;
-        }
-        if (!bar) {
-            break;
-        }
-        p = bar + 1;
-    }
-    return 0;
-}
-
-/* Checks a failure message: names one of `names`, says what was expected and what was received. */
-static void check_message(const char *label, const char *msg, const char *names)
-{
-    CHECK(msg[0] != '\0', "%s: empty error message", label);
-    CHECK(names_any(msg, names), "%s: message does not name %s: \"%s\"", label, names, msg);
-    CHECK(contains_ci(msg, "expected"), "%s: message lacks \"expected\": \"%s\"", label, msg);
-    CHECK(contains_ci(msg, "got"), "%s: message lacks \"got\": \"%s\"", label, msg);
-}
-
 static void apply_edit(const err_case *c, run_inst *ri)
 {
     switch (c->kind) {
     case E_NULL_ARG: ri->arg[c->target] = NULL; break;
-    case E_REPLACE: {
-        const tbuf *b = &ri->buf[c->target];
-        lig_dtype dt = c->dtype < 0 ? b->dtype : (lig_dtype)c->dtype;
-        ri->arg[c->target] = c->ndim < 0 ? run_new_tensor(ri, dt, b->ndim, b->shape)
-                                         : run_new_tensor(ri, dt, c->ndim, c->shape);
-        break;
-    }
-    case E_ALIAS: {
-        const tbuf *t = &ri->buf[c->target];
-        const tbuf *s = &ri->buf[c->source];
-        unsigned char *data = s->base + (size_t)(s->offset) * th_dtype_size(s->dtype) +
-                              (size_t)c->shift * th_dtype_size(t->dtype);
-        ri->arg[c->target] = run_adopt(ri, lig_create_tensor(data, t->dtype, t->ndim, t->shape, NULL));
-        break;
-    }
+    case E_REPLACE: inst_replace_arg(ri, c->target, c->dtype, c->ndim, c->shape); break;
+    case E_ALIAS: inst_alias_arg(ri, c->target, c->source, c->shift); break;
     case E_LAYOUT: ri->layout = c->str; break;
     case E_HEAD_NUM: ri->head_num = c->value; break;
     case E_MODE: ri->sparse_mode = c->value; break;
@@ -206,34 +117,34 @@ static void run_error_case(const err_case *c)
     run_inst ri;
     run_setup(&tc, &ri);
     apply_edit(c, &ri);
-    lig_status st = run_phase1(&ri);
+    lig_status st = inst_phase1(&ri);
     if (c->phase == 1) {
         CHECK(status_ok(c, st), "%s: phase 1 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
               lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
         if (st != LIG_SUCCESS) {
             CHECK(ri.executor == NULL, "%s: a failed phase 1 left an executor behind", c->name);
             ri.executor = NULL; /* never free what a failed call handed back */
-            check_message(c->name, ri.message, c->names);
+            check_error_message(c->name, ri.message, c->names);
         }
     } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, ri.message)) {
         int skip = 0;
         switch (c->ws) {
-        case WS_EXACT: st = run_phase2(&ri, 0); break;
+        case WS_EXACT: st = inst_phase2(&ri, 0); break;
         case WS_SHORT:
         case WS_ZERO:
             if (ri.workspace_size == 0) {
                 th_note("%s: skipped, this problem needs no workspace", c->name);
                 skip = 1;
-                st = run_phase2(&ri, 0);
+                st = inst_phase2(&ri, 0);
             } else {
-                st = run_phase2(&ri, c->ws == WS_SHORT ? -1 : -(int64_t)ri.workspace_size);
+                st = inst_phase2(&ri, c->ws == WS_SHORT ? -1 : -(int64_t)ri.workspace_size);
             }
             break;
         case WS_NULL_PTR:
             if (ri.workspace_size == 0) {
                 th_note("%s: skipped, this problem needs no workspace", c->name);
                 skip = 1;
-                st = run_phase2(&ri, 0);
+                st = inst_phase2(&ri, 0);
             } else {
                 st = lig_indexer_grad(NULL, ri.workspace_size, ri.executor, NULL);
                 ri.executor = NULL;
@@ -243,20 +154,20 @@ static void run_error_case(const err_case *c)
         case WS_NULL_EXEC:
             st = lig_indexer_grad(NULL, 0, NULL, NULL);
             snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
-            break; /* the real executor is destroyed by run_teardown */
+            break; /* the real executor is destroyed by inst_teardown */
         }
         if (!skip) {
             CHECK(status_ok(c, st), "%s: phase 2 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
                   lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
             if (st != LIG_SUCCESS) {
-                check_message(c->name, ri.message, c->names);
+                check_error_message(c->name, ri.message, c->names);
             }
         }
     }
     if (st != LIG_SUCCESS) {
-        CHECK(run_all_unchanged(&ri), "%s: the failed call wrote to an input or output", c->name);
+        CHECK(inst_all_unchanged(&ri), "%s: the failed call wrote to an input or output", c->name);
     }
-    run_teardown(&ri);
+    inst_teardown(&ri);
     tc_free(&tc);
 }
 
@@ -610,8 +521,8 @@ void test_errors_message_shapes(void)
         run_inst ri;
         run_setup(&tc, &ri);
         const int64_t bad[4] = {2, 3, 4, 9};
-        ri.arg[RB_DQ] = run_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
-        lig_status st = run_phase1(&ri);
+        ri.arg[RB_DQ] = inst_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
+        lig_status st = inst_phase1(&ri);
         if (CHECK(st == LIG_ERR_PARAM_INVALID, "d_query shape mismatch accepted (%d)", (int)st)) {
             CHECK(strstr(ri.message, "d_query") != NULL, "message lacks d_query: \"%s\"", ri.message);
             CHECK(strstr(ri.message, "expected shape [2,3,4,8]") != NULL,
@@ -620,7 +531,7 @@ void test_errors_message_shapes(void)
                   ri.message);
         }
         ri.executor = NULL;
-        run_teardown(&ri);
+        inst_teardown(&ri);
         tc_free(&tc);
     }
     /* SPEC's own example: N2 = 1, sparse_indices [2,3,2048], dy [2,3,64,128] */
@@ -643,8 +554,8 @@ void test_errors_message_shapes(void)
         run_inst ri;
         run_setup(&tc, &ri);
         const int64_t bad[4] = {2, 3, 64, 128};
-        ri.arg[RB_DY] = run_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
-        lig_status st = run_phase1(&ri);
+        ri.arg[RB_DY] = inst_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
+        lig_status st = inst_phase1(&ri);
         if (CHECK(st == LIG_ERR_PARAM_INVALID, "dy [2,3,64,128] accepted (%d)", (int)st)) {
             CHECK(strstr(ri.message, "dy") != NULL, "message lacks dy: \"%s\"", ri.message);
             CHECK(strstr(ri.message, "expected shape [2,3,2048]") != NULL,
@@ -652,9 +563,9 @@ void test_errors_message_shapes(void)
             CHECK(strstr(ri.message, "got [2,3,64,128]") != NULL, "message lacks \"got [2,3,64,128]\": \"%s\"",
                   ri.message);
         }
-        CHECK(run_all_unchanged(&ri), "the failed call wrote somewhere");
+        CHECK(inst_all_unchanged(&ri), "the failed call wrote somewhere");
         ri.executor = NULL;
-        run_teardown(&ri);
+        inst_teardown(&ri);
         tc_free(&tc);
     }
 }

@@ -16,13 +16,13 @@
  * An executor handed to the wrong phase 2 must be refused and still consumed: nothing frees it
  * afterwards, so a leak would show up in the sanitizer run (LeakSanitizer).
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errtest.h"
 #include "gen.h"
 #include "half.h"
 #include "harness.h"
@@ -96,34 +96,16 @@ static void fwd_base(tcase *tc, ref_layout layout, const fe_case *c)
     th_rng r = th_rng_make(99);
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
-    tc_init(tc);
-    tc->p.N1 = 4;
-    tc->p.N2 = 2;
-    tc->p.D = 8;
-    tc->p.K = 3;
-    tc->p.B = 2;
-    if (c != NULL && c->edit_tc != NULL) {
-        c->edit_tc(tc);
-    }
+    errtest_base_dims(tc, c != NULL ? c->edit_tc : NULL);
     if (layout == REF_BSND) {
-        tc->p.S1 = 3;
-        tc->p.S2 = 5;
-        tc->has_seq_q = tc->has_seq_k = 1;
-        gen_bsnd(&r, tc);
-        tc->seq_q[0] = 3;
-        tc->seq_q[1] = 2;
-        tc->seq_k[0] = 5;
-        tc->seq_k[1] = 3;
+        errtest_base_bsnd(&r, tc);
     } else {
         tc->p.layout = REF_TND;
         tc->p.S1 = 4;
         tc->p.S2 = 6;
         tc->has_seq_q = tc->has_seq_k = 1;
         tc_alloc(tc);
-        tc->seq_q[0] = 2;
-        tc->seq_q[1] = 3;
-        tc->seq_k[0] = 4;
-        tc->seq_k[1] = 5;
+        errtest_base_tnd_lengths(tc);
     }
     fwd_gen_data(&r, tc, &o);
     if (c != NULL && c->edit_seq != NULL) {
@@ -153,59 +135,9 @@ static void kl_base(klcase *kc, const fe_case *c)
 
 /* ---- message checks ---- */
 
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (const char *p = hay; *p; p++) {
-        size_t i = 0;
-        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) {
-            i++;
-        }
-        if (i == n) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int is_ident(char ch)
-{
-    return isalnum((unsigned char)ch) || ch == '_';
-}
-
-static int contains_word(const char *msg, const char *word, size_t len)
-{
-    for (const char *p = msg; *p; p++) {
-        if (strncmp(p, word, len) == 0 && (p == msg || !is_ident(p[-1])) && !is_ident(p[len])) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int names_any(const char *msg, const char *names)
-{
-    const char *p = names;
-    while (*p) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (contains_word(msg, p, len)) {
-            return 1;
-        }
-        if (!bar) {
-            break;
-        }
-        p = bar + 1;
-    }
-    return 0;
-}
-
 static void check_message(const fe_case *c, const char *msg)
 {
-    CHECK(msg[0] != '\0', "%s: empty error message", c->name);
-    CHECK(names_any(msg, c->names), "%s: message does not name %s: \"%s\"", c->name, c->names, msg);
-    CHECK(contains_ci(msg, "expected"), "%s: message lacks \"expected\": \"%s\"", c->name, msg);
-    CHECK(contains_ci(msg, "got"), "%s: message lacks \"got\": \"%s\"", c->name, msg);
+    check_error_message(c->name, msg, c->names);
     for (int i = 0; i < 2; i++) {
         if (c->has[i] != NULL) {
             CHECK(strstr(msg, c->has[i]) != NULL, "%s: message lacks \"%s\": \"%s\"", c->name, c->has[i], msg);
@@ -219,28 +151,17 @@ static void apply_edit(const fe_case *c, op_inst *oi, const tcase *tc)
 {
     switch (c->kind) {
     case FE_NULL_ARG: oi->arg[c->target] = NULL; break;
-    case FE_REPLACE: {
-        const tbuf *b = &oi->buf[c->target];
-        lig_dtype dt = c->dtype < 0 ? b->dtype : (lig_dtype)c->dtype;
-        oi->arg[c->target] = c->ndim < 0 ? op_new_tensor(oi, dt, b->ndim, b->shape)
-                                         : op_new_tensor(oi, dt, c->ndim, c->shape);
-        break;
-    }
+    case FE_REPLACE: inst_replace_arg(oi, c->target, c->dtype, c->ndim, c->shape); break;
     case FE_ALIAS: {
-        const tbuf *t = &oi->buf[c->target];
-        tbuf *s = &oi->buf[c->source];
-        unsigned char *data = s->base + (size_t)s->offset * th_dtype_size(s->dtype) +
-                              (size_t)c->shift * th_dtype_size(t->dtype);
-        lig_tensor *view = op_adopt(oi, lig_create_tensor(data, t->dtype, t->ndim, t->shape, NULL));
-        oi->arg[c->target] = view;
+        unsigned char *data = inst_alias_arg(oi, c->target, c->source, c->shift);
         if (oi->kind == OP_FORWARD && (c->target == FW_SQ || c->target == FW_SK)) {
             /* a lengths array placed inside an output: give it valid contents, so that only the
              * overlap is wrong, and take the output's snapshot again */
             const int64_t *v = c->target == FW_SQ ? tc->seq_q : tc->seq_k;
             for (int64_t b = 0; b < tc->p.B; b++) {
-                th_store_int(data, t->dtype, b, v[b]);
+                th_store_int(data, oi->buf[c->target].dtype, b, v[b]);
             }
-            tbuf_snapshot(s);
+            tbuf_snapshot(&oi->buf[c->source]);
         }
         break;
     }
@@ -253,7 +174,7 @@ static void apply_edit(const fe_case *c, op_inst *oi, const tcase *tc)
             s *= t->shape[i];
         }
         strides[1] = 0;
-        oi->arg[c->target] = op_adopt(oi, lig_create_tensor(t->base, t->dtype, t->ndim, t->shape, strides));
+        oi->arg[c->target] = inst_adopt(oi, lig_create_tensor(t->base, t->dtype, t->ndim, t->shape, strides));
         break;
     }
     case FE_LAYOUT: oi->layout = c->str; break;
@@ -287,14 +208,14 @@ static int foreign_make(foreign *f, int kind)
     if (kind == 0) {
         fwd_base(&f->tc, REF_BSND, NULL);
         fwd_setup(&f->tc, 1, f->tc.dtype, &f->oi);
-        st = op_phase1(&f->oi);
+        st = inst_phase1(&f->oi);
         f->exec = f->oi.executor;
         f->ws = f->oi.workspace_size;
         f->oi.executor = NULL;
     } else if (kind == 1) {
         kl_base(&f->kc, NULL);
         kl_setup(&f->kc, &f->oi);
-        st = op_phase1(&f->oi);
+        st = inst_phase1(&f->oi);
         f->exec = f->oi.executor;
         f->ws = f->oi.workspace_size;
         f->oi.executor = NULL;
@@ -311,7 +232,7 @@ static int foreign_make(foreign *f, int kind)
         gen_bsnd(&r, &f->tc);
         gen_data(&r, &f->tc, &o);
         run_setup(&f->tc, &f->ri);
-        st = run_phase1(&f->ri);
+        st = inst_phase1(&f->ri);
         f->exec = f->ri.executor;
         f->ws = f->ri.workspace_size;
         f->ri.executor = NULL;
@@ -325,11 +246,11 @@ static int foreign_free(foreign *f)
 {
     int unchanged;
     if (f->kind == 2) {
-        unchanged = run_all_unchanged(&f->ri);
-        run_teardown(&f->ri);
+        unchanged = inst_all_unchanged(&f->ri);
+        inst_teardown(&f->ri);
     } else {
-        unchanged = op_all_unchanged(&f->oi);
-        op_teardown(&f->oi);
+        unchanged = inst_all_unchanged(&f->oi);
+        inst_teardown(&f->oi);
     }
     if (f->kind == 1) {
         kl_free(&f->kc);
@@ -351,14 +272,14 @@ static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
     lig_status st = LIG_SUCCESS;
     *skip = 0;
     switch (c->ws) {
-    case FW_EXACT: return op_phase2(oi, 0);
+    case FW_EXACT: return inst_phase2(oi, 0);
     case FW_SHORT:
     case FW_ZERO:
     case FW_NULL_PTR:
         if (oi->workspace_size == 0) {
             th_note("%s: skipped, this problem needs no workspace", c->name);
             *skip = 1;
-            return op_phase2(oi, 0);
+            return inst_phase2(oi, 0);
         }
         if (c->ws == FW_NULL_PTR) {
             st = run_phase2_of(oi->kind, NULL, oi->workspace_size, oi->executor, NULL);
@@ -366,11 +287,11 @@ static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
             snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
             return st;
         }
-        return op_phase2(oi, c->ws == FW_SHORT ? -1 : -(int64_t)oi->workspace_size);
+        return inst_phase2(oi, c->ws == FW_SHORT ? -1 : -(int64_t)oi->workspace_size);
     case FW_NULL_EXEC:
         st = run_phase2_of(oi->kind, NULL, 0, NULL, NULL);
         snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
-        return st; /* the real executor is destroyed by op_teardown */
+        return st; /* the real executor is destroyed by inst_teardown */
     case FW_STREAM: {
         void *ws = oi->workspace_size ? th_xmalloc((size_t)oi->workspace_size) : NULL;
         int dummy_stream = 0;
@@ -395,7 +316,7 @@ static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
         snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
         free(ws);
         CHECK(foreign_free(&f), "%s: the refused call wrote to the other operator's tensors", c->name);
-        return st; /* this operator's own executor is destroyed by op_teardown */
+        return st; /* this operator's own executor is destroyed by inst_teardown */
     }
     case FW_TO_GRAD: {
         const uint64_t size = oi->workspace_size + 4096;
@@ -423,7 +344,7 @@ static void run_fe_case(const fe_case *c)
         kl_setup(&kc, &oi);
     }
     apply_edit(c, &oi, c->op == OP_FORWARD ? &tc : NULL);
-    lig_status st = op_phase1(&oi);
+    lig_status st = inst_phase1(&oi);
     const int ok_status = st == c->want || (c->want_alt != LIG_SUCCESS && st == c->want_alt);
     if (c->phase == 1) {
         CHECK(ok_status, "%s: phase 1 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
@@ -446,9 +367,9 @@ static void run_fe_case(const fe_case *c)
         }
     }
     if (st != LIG_SUCCESS) {
-        CHECK(op_all_unchanged(&oi), "%s: the failed call wrote to an input or output", c->name);
+        CHECK(inst_all_unchanged(&oi), "%s: the failed call wrote to an input or output", c->name);
     }
-    op_teardown(&oi);
+    inst_teardown(&oi);
     if (c->op == OP_FORWARD) {
         tc_free(&tc);
     } else {

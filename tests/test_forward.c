@@ -197,42 +197,12 @@ void test_fwd_ref_self_consistency(void)
 static void matrix_case(th_rng *r, tcase *tc, fwd_gen_opts *o, ref_layout layout, lig_dtype dtype, int64_t mode,
                         lig_dtype idx_dtype, int64_t n2, int v)
 {
-    static const int64_t Ds[] = {1, 5, 13, 33, 64, 67, 8, 3, 17};
     static const int64_t Ks[] = {1, 3, 7, 16, 17, 5, 2, 40};
-    static const tc_strides ins[] = {TC_CONTIGUOUS, TC_PADDED, TC_EXPLICIT, TC_PERMUTED};
-    static const tc_strides outs[] = {TC_CONTIGUOUS, TC_PERMUTED, TC_PADDED, TC_EXPLICIT, TC_PADDED};
     fwd_gen_opts_default(o);
     o->tie_heavy = (v / 2) % 2;
     o->grid_den = (v / 7) % 2 ? 4 : 8;
     o->grid_range = o->grid_den == 4 ? 4 : 8;
-    tc_init(tc);
-    tc->dtype = dtype;
-    tc->idx_dtype = idx_dtype;
-    tc->p.sparse_mode = mode;
-    tc->p.N2 = n2;
-    tc->p.N1 = n2 * (1 + v % 3);
-    tc->p.D = Ds[v % 9];
-    tc->p.K = Ks[(v / 2) % 8];
-    tc->p.B = 1 + (v / 3) % 3;
-    tc->seq_dtype = ((v / 3) % 2) ? LIG_INT32 : LIG_INT64;
-    tc->short_form = n2 == 1 && (v / 5) % 2 == 1;
-    tc->in_strides = ins[v % 4];
-    tc->out_strides = outs[(v / 4) % 5];
-    if (v % 5 == 0) {
-        tc->p.pre_tokens = tc->p.next_tokens = INT64_MAX;
-    } else {
-        tc->p.pre_tokens = (v % 7 == 1) ? INT64_MAX : th_rng_range(r, 0, 4);
-        tc->p.next_tokens = (v % 7 == 2) ? INT64_MAX : th_rng_range(r, 0, 4);
-    }
-    if (layout == REF_BSND) {
-        tc->p.S1 = th_rng_range(r, 1, 9);
-        tc->p.S2 = th_rng_range(r, 1, 12);
-        tc->has_seq_q = (v % 3) != 0;
-        tc->has_seq_k = (v % 3) == 1 || (v % 6) == 0;
-        gen_bsnd(r, tc);
-    } else {
-        gen_tnd(r, tc, 6, 8, th_rng_range(r, 0, 2), th_rng_range(r, 0, 2));
-    }
+    gen_matrix_shape(r, tc, layout, dtype, mode, idx_dtype, n2, v, Ks, 8);
     fwd_gen_data(r, tc, o);
 }
 
@@ -309,14 +279,7 @@ void test_fwd_ties(void)
             tc.p.pre_tokens = 5;
             tc.p.next_tokens = 3;
         }
-        if ((v / 6) % 2) {
-            gen_tnd(&r, &tc, 14, 20, 2, 1);
-        } else {
-            tc.p.S1 = 14;
-            tc.p.S2 = 20;
-            tc.has_seq_q = tc.has_seq_k = v % 3 != 2;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, (v / 6) % 2, 14, 20, 2, 1, v % 3 != 2);
         fwd_gen_data(&r, &tc, &o);
         lig_dtype vd;
         const int with_values = values_choice(v + 1, tc.dtype, &vd);
@@ -410,14 +373,7 @@ void test_fwd_band_limits(void)
                 tc.p.D = 6;
                 tc.p.K = 1 + v % 8;
                 tc.p.B = 2;
-                if (v % 2) {
-                    gen_tnd(&r, &tc, 9, 12, 1, 0);
-                } else {
-                    tc.p.S1 = 9;
-                    tc.p.S2 = 12;
-                    tc.has_seq_q = tc.has_seq_k = 1;
-                    gen_bsnd(&r, &tc);
-                }
+                gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
                 fwd_gen_data(&r, &tc, &o);
                 fwd_check_case(&tc, 1, tc.dtype, "forward band");
                 tc_free(&tc);
@@ -454,14 +410,7 @@ void test_fwd_continuous_data(void)
                 tc.p.K = 9 + 12 * rep;
                 tc.p.B = 2;
                 tc.out_strides = rep == 2 ? TC_PADDED : TC_CONTIGUOUS;
-                if (layout) {
-                    gen_tnd(&r, &tc, 30, 60, 2, 1);
-                } else {
-                    tc.p.S1 = 30;
-                    tc.p.S2 = 60;
-                    tc.has_seq_q = tc.has_seq_k = rep > 0;
-                    gen_bsnd(&r, &tc);
-                }
+                gen_layout(&r, &tc, layout, 30, 60, 2, 1, rep > 0);
                 fwd_gen_data(&r, &tc, &o);
                 lig_dtype vd;
                 const int with_values = values_choice(v + 1, tc.dtype, &vd);
@@ -579,7 +528,7 @@ void test_fwd_trivial_cases(void)
                         }
                     }
                 }
-                op_result_free(&res);
+                inst_result_free(&res);
                 tc_free(&tc);
             }
         }
@@ -665,14 +614,7 @@ void test_fwd_feeds_backward(void)
         tc.p.K = 6;
         tc.p.B = 2;
         tc.short_form = tc.p.N2 == 1 && v % 4 == 0;
-        if (v % 3 == 2) {
-            gen_tnd(&r, &tc, 12, 16, 2, 1);
-        } else {
-            tc.p.S1 = 12;
-            tc.p.S2 = 16;
-            tc.has_seq_q = tc.has_seq_k = v % 3 == 1;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, v % 3 == 2, 12, 16, 2, 1, v % 3 == 1);
         fwd_gen_data(&r, &tc, &o);
         op_result res;
         fwd_run(&tc, 0, tc.dtype, &res);
@@ -690,7 +632,7 @@ void test_fwd_feeds_backward(void)
             snprintf(label, sizeof label, "forward -> backward case %d (backward)", v);
             check_case(&tc, label);
         }
-        op_result_free(&res);
+        inst_result_free(&res);
         tc_free(&tc);
     }
     const check_stats s = check_stats_get();
@@ -720,14 +662,7 @@ void test_fwd_determinism_threads(void)
         tc.p.D = 40;
         tc.p.K = 24;
         tc.p.B = 2;
-        if (pi >= 2) {
-            gen_tnd(&r, &tc, 150, 200, 3, 0);
-        } else {
-            tc.p.S1 = 150;
-            tc.p.S2 = 200;
-            tc.has_seq_q = tc.has_seq_k = pi == 1;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, pi >= 2, 150, 200, 3, 0, pi == 1);
         fwd_gen_data(&r, &tc, &o);
         const lig_dtype vd = pi % 2 ? LIG_FLOAT32 : tc.dtype;
         op_result first;
@@ -739,7 +674,7 @@ void test_fwd_determinism_threads(void)
                 fwd_run(&tc, 1, vd, &res);
                 if (!CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "problem %d, %d threads: %s", pi,
                            threads[ti], res.message)) {
-                    op_result_free(&res);
+                    inst_result_free(&res);
                     continue;
                 }
                 if (!have_first) {
@@ -756,11 +691,11 @@ void test_fwd_determinism_threads(void)
                               memcmp(res.raw[b], first.raw[b], first.raw_bytes[b]) == 0,
                           "problem %d: %s bytes differ with %d threads (run %d)", pi, names[b], threads[ti], rep);
                 }
-                op_result_free(&res);
+                inst_result_free(&res);
             }
         }
         if (have_first) {
-            op_result_free(&first);
+            inst_result_free(&first);
         }
         tc_free(&tc);
     }
@@ -916,7 +851,7 @@ void test_fwd_long_sequence(void)
             }
         }
         th_note("%s: library %.2f s, checks %.2f s", label, t1 - t0, th_now() - t1);
-        op_result_free(&res);
+        inst_result_free(&res);
         tc_free(&tc);
     }
 }
@@ -945,14 +880,7 @@ void test_fwd_nonfinite_inputs(void)
         tc.p.D = 1 + v % 5;
         tc.p.K = 3 + v % 7;
         tc.p.B = 2;
-        if (v % 3 == 2) {
-            gen_tnd(&r, &tc, 8, 12, 1, 1);
-        } else {
-            tc.p.S1 = 8;
-            tc.p.S2 = 12;
-            tc.has_seq_q = tc.has_seq_k = v % 3 == 1;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, v % 3 == 2, 8, 12, 1, 1, v % 3 == 1);
         fwd_gen_data(&r, &tc, &o);
         const int64_t nq = tc_numel_q(&tc), nk = tc_numel_k(&tc), nw = tc_numel_w(&tc);
         for (int64_t i = 0; i < nk; i++) {
@@ -1019,10 +947,10 @@ void test_fwd_threads_change_between_phases(void)
         op_inst oi;
         fwd_setup(&tc, 1, LIG_FLOAT32, &oi);
         lig_set_num_threads(pairs[i][0]);
-        lig_status st = op_phase1(&oi);
+        lig_status st = inst_phase1(&oi);
         lig_set_num_threads(pairs[i][1]);
         if (CHECK(st == LIG_SUCCESS, "phase 1: %s", oi.message)) {
-            st = op_phase2(&oi, 0);
+            st = inst_phase2(&oi, 0);
             if (CHECK(st == LIG_SUCCESS, "%d then %d threads: phase 2: %s", pairs[i][0], pairs[i][1], oi.message)) {
                 const int64_t slots = tc_numel_slots(&tc);
                 int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
@@ -1031,7 +959,7 @@ void test_fwd_threads_change_between_phases(void)
                 char label[64];
                 snprintf(label, sizeof label, "%d then %d threads", pairs[i][0], pairs[i][1]);
                 fwd_check_outputs(&tc, LIG_FLOAT32, idx, val, label);
-                CHECK(op_gaps_ok(&oi), "%s: wrote outside the views", label);
+                CHECK(inst_gaps_ok(&oi), "%s: wrote outside the views", label);
                 const tbuf *b = &oi.buf[FW_VAL];
                 if (first == NULL) {
                     first_bytes = b->bytes;
@@ -1045,7 +973,7 @@ void test_fwd_threads_change_between_phases(void)
                 free(val);
             }
         }
-        op_teardown(&oi);
+        inst_teardown(&oi);
     }
     free(first);
     tc_free(&tc);

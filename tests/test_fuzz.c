@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "fuzz_budget.h"
+#include "fuzz_util.h"
 #include "gen.h"
 #include "half.h"
 #include "harness.h"
@@ -24,7 +25,6 @@
 #include "tests.h"
 
 #define FUZZ_DEFAULT_SEED 20250917
-#define FUZZ_MAX_FAILING_ITERATIONS 10
 
 typedef struct fz_expect {
     int null_err;      /* a required pointer is NULL: phase 1 PARAM_NULLPTR */
@@ -55,24 +55,6 @@ typedef struct fz_stats {
     int64_t iterations, successes, refusals, nullptr_errors, invalid_errors, phase2_errors;
 } fz_stats;
 
-static void note_defect(fz_expect *ex, const char *s)
-{
-    size_t n = strlen(ex->what);
-    snprintf(ex->what + n, sizeof ex->what - n, "%s%s", n ? ", " : "", s);
-}
-
-static int64_t pick_band(th_rng *r)
-{
-    double u = th_rng_unit(r);
-    if (u < 0.5) {
-        return INT64_MAX;
-    }
-    if (u < 0.85) {
-        return th_rng_range(r, 0, 6);
-    }
-    return th_rng_chance(r, 0.5) ? INT64_MAX - 1 : (int64_t)1 << 40;
-}
-
 static void random_problem(th_rng *r, tcase *tc, fz_expect *ex)
 {
     static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
@@ -84,8 +66,8 @@ static void random_problem(th_rng *r, tcase *tc, fz_expect *ex)
     tc->seq_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     tc->deterministic = th_rng_chance(r, 0.5);
     tc->p.sparse_mode = th_rng_chance(r, 0.5) ? 0 : 3;
-    tc->p.pre_tokens = pick_band(r);
-    tc->p.next_tokens = pick_band(r);
+    tc->p.pre_tokens = fuzz_pick_band(r);
+    tc->p.next_tokens = fuzz_pick_band(r);
 
     int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 6) : -1;
     tc->p.B = zero == 0 ? 0 : th_rng_range(r, 1, 3);
@@ -153,13 +135,13 @@ static void defect_seq(th_rng *r, tcase *tc, fz_expect *ex)
         }
         tc_sync_seq(tc);
         seq[b] = th_rng_chance(r, 0.5) ? limit + th_rng_range(r, 1, 3) : -th_rng_range(r, 1, 3);
-        note_defect(ex, on_q ? "BSND query length out of range" : "BSND key length out of range");
+        fuzz_note_defect(ex->what, sizeof ex->what, on_q ? "BSND query length out of range" : "BSND key length out of range");
     } else if (b > 0 && seq[b - 1] > 0 && th_rng_chance(r, 0.5)) {
         seq[b] = seq[b - 1] - th_rng_range(r, 1, seq[b - 1]);
-        note_defect(ex, "TND ends decreasing");
+        fuzz_note_defect(ex->what, sizeof ex->what, "TND ends decreasing");
     } else {
         seq[p->B - 1] = limit + th_rng_range(r, 1, 3);
-        note_defect(ex, "TND end above T");
+        fuzz_note_defect(ex->what, sizeof ex->what, "TND end above T");
     }
     ex->invalid1 = 1;
 }
@@ -176,7 +158,7 @@ static void defect_tnd_missing(th_rng *r, tcase *tc, fz_expect *ex)
     }
     tc_sync_seq(tc);
     ex->invalid1 = 1;
-    note_defect(ex, "TND without a length array");
+    fuzz_note_defect(ex->what, sizeof ex->what, "TND without a length array");
 }
 
 static void defect_index(th_rng *r, tcase *tc, fz_expect *ex)
@@ -200,7 +182,7 @@ static void defect_index(th_rng *r, tcase *tc, fz_expect *ex)
         } while (v >= -1 && v < info.lk);
         tc->idx[s] = v;
         ex->invalid2 = 1;
-        note_defect(ex, "index out of range in a valid row");
+        fuzz_note_defect(ex->what, sizeof ex->what, "index out of range in a valid row");
         return;
     }
 }
@@ -215,40 +197,40 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         int which = k_tensor_slots[th_rng_range(r, 0, 7)];
         ri->arg[which] = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL tensor");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL tensor");
         break;
     }
     case P_LAYOUT_BAD:
         ri->layout = bad_layouts[th_rng_range(r, 0, 6)];
         ex->invalid1 = 1;
-        note_defect(ex, "bad layout string");
+        fuzz_note_defect(ex->what, sizeof ex->what, "bad layout string");
         break;
     case P_LAYOUT_NULL:
         ri->layout = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL layout");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL layout");
         break;
     case P_HEAD:
         ri->head_num = th_rng_chance(r, 0.5) ? tc->p.N1 + th_rng_range(r, 1, 4) : -th_rng_range(r, 1, 4);
         ex->invalid1 = 1;
-        note_defect(ex, "head_num");
+        fuzz_note_defect(ex->what, sizeof ex->what, "head_num");
         break;
     case P_MODE: {
         static const int64_t modes[] = {1, 2, 4, -1, 100};
         ri->sparse_mode = modes[th_rng_range(r, 0, 4)];
         ex->invalid1 = 1;
-        note_defect(ex, "sparse_mode");
+        fuzz_note_defect(ex->what, sizeof ex->what, "sparse_mode");
         break;
     }
     case P_PRE:
         ri->pre_tokens = th_rng_chance(r, 0.5) ? -1 : INT64_MIN;
         ex->invalid1 = 1;
-        note_defect(ex, "negative pre_tokens");
+        fuzz_note_defect(ex->what, sizeof ex->what, "negative pre_tokens");
         break;
     case P_NEXT:
         ri->next_tokens = -th_rng_range(r, 1, 1000);
         ex->invalid1 = 1;
-        note_defect(ex, "negative next_tokens");
+        fuzz_note_defect(ex->what, sizeof ex->what, "negative next_tokens");
         break;
     case P_DTYPE: {
         int which = (int)th_rng_range(r, 0, 8);
@@ -262,9 +244,9 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         } else {
             wrong = th_rng_chance(r, 0.3) ? LIG_INT32 : tc->dtype == LIG_FLOAT32 ? LIG_FLOAT16 : LIG_FLOAT32;
         }
-        ri->arg[slot] = run_new_tensor(ri, wrong, b->ndim, b->shape);
+        ri->arg[slot] = inst_new_tensor(ri, wrong, b->ndim, b->shape);
         ex->invalid1 = 1;
-        note_defect(ex, "wrong dtype");
+        fuzz_note_defect(ex->what, sizeof ex->what, "wrong dtype");
         break;
     }
     case P_SHAPE: {
@@ -274,9 +256,9 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         int64_t shape[LIG_MAX_DIMS];
         memcpy(shape, b->shape, sizeof shape);
         shape[b->ndim - 1] += 1; /* the last axis is tied to another tensor in every case */
-        ri->arg[slot] = run_new_tensor(ri, b->dtype, b->ndim, shape);
+        ri->arg[slot] = inst_new_tensor(ri, b->dtype, b->ndim, shape);
         ex->invalid1 = 1;
-        note_defect(ex, "wrong shape");
+        fuzz_note_defect(ex->what, sizeof ex->what, "wrong shape");
         break;
     }
     case P_OVERLAP: {
@@ -284,35 +266,31 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         if (tbuf_numel(q) == 0 || tc->in_strides == TC_BROADCAST) {
             break;
         }
-        ri->arg[RB_DQ] = run_adopt(ri, lig_create_tensor(q->base + (size_t)q->offset * th_dtype_size(q->dtype),
+        ri->arg[RB_DQ] = inst_adopt(ri, lig_create_tensor(q->base + (size_t)q->offset * th_dtype_size(q->dtype),
                                                          q->dtype, q->ndim, q->shape,
                                                          q->null_strides ? NULL : q->strides));
         ex->invalid1 = 1;
-        note_defect(ex, "d_query overlaps query");
+        fuzz_note_defect(ex->what, sizeof ex->what, "d_query overlaps query");
         break;
     }
     case P_NULL_WS_SIZE:
         ri->workspace_size_arg = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL workspace_size");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL workspace_size");
         break;
     case P_NULL_EXEC:
         ri->executor_arg = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL executor");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL executor");
         break;
     default: break;
     }
 }
 
-static int status_in(lig_status st, int allow_nullptr, int allow_invalid)
-{
-    return (allow_nullptr && st == LIG_ERR_PARAM_NULLPTR) || (allow_invalid && st == LIG_ERR_PARAM_INVALID);
-}
-
 /* Returns 1 when the iteration behaved. */
-static int fuzz_one(uint64_t seed, int64_t iter, fz_stats *stats)
+static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
 {
+    fz_stats *stats = arg;
     th_rng r = th_rng_make(seed ^ ((uint64_t)iter * 0x9E3779B97F4A7C15ull));
     if (th_rng_chance(&r, 0.3)) {
         lig_set_num_threads((int)th_rng_range(&r, 1, 4));
@@ -350,15 +328,15 @@ static int fuzz_one(uint64_t seed, int64_t iter, fz_stats *stats)
              ") [%s] defects: %s", iter, seed, iter, desc, ex.what[0] ? ex.what : "none");
     int before = th_current_failures();
 
-    lig_status st = run_phase1(&ri);
+    lig_status st = inst_phase1(&ri);
     int phase1_must_fail = ex.null_err || ex.invalid1;
     if (st != LIG_SUCCESS) {
         CHECK(ri.executor == NULL, "%s: failed phase 1 left an executor", label);
         ri.executor = NULL;
         CHECK(ri.message[0] != '\0', "%s: failure without a message", label);
-        CHECK(run_all_unchanged(&ri), "%s: failed phase 1 wrote to a tensor", label);
+        CHECK(inst_all_unchanged(&ri), "%s: failed phase 1 wrote to a tensor", label);
         if (phase1_must_fail) {
-            CHECK(status_in(st, ex.null_err, ex.invalid1 || ex.maybe_refused),
+            CHECK(fuzz_status_in(st, ex.null_err, ex.invalid1 || ex.maybe_refused),
                   "%s: phase 1 returned %d: %s", label, (int)st, ri.message);
             stats->nullptr_errors += st == LIG_ERR_PARAM_NULLPTR;
             stats->invalid_errors += st == LIG_ERR_PARAM_INVALID;
@@ -376,31 +354,31 @@ static int fuzz_one(uint64_t seed, int64_t iter, fz_stats *stats)
             CHECK(ri.workspace_size == 0, "%s: empty problem wants %" PRIu64 " workspace bytes", label,
                   ri.workspace_size);
         }
-        st = run_phase2(&ri, 0);
+        st = inst_phase2(&ri, 0);
         int may_fail2 = ex.invalid2;
         int must_fail2 = ex.invalid2 && !ex.empty; /* with a zero dimension the index error may be moot */
         if (st != LIG_SUCCESS) {
             CHECK(may_fail2 && st == LIG_ERR_PARAM_INVALID, "%s: phase 2 returned %d: %s", label, (int)st,
                   ri.message);
             CHECK(ri.message[0] != '\0', "%s: phase 2 failure without a message", label);
-            CHECK(run_all_unchanged(&ri), "%s: failed phase 2 wrote to a tensor", label);
+            CHECK(inst_all_unchanged(&ri), "%s: failed phase 2 wrote to a tensor", label);
             stats->phase2_errors++;
         } else if (must_fail2) {
             CHECK(0, "%s: out-of-range index accepted", label);
         } else {
             run_result res;
             memset(&res, 0, sizeof res);
-            res.gaps_ok = run_gaps_ok(&ri);
+            res.gaps_ok = inst_gaps_ok(&ri);
             res.dq = th_xmalloc((size_t)tc_numel_q(&tc) * sizeof(double));
             res.dk = th_xmalloc((size_t)tc_numel_k(&tc) * sizeof(double));
             res.dw = th_xmalloc((size_t)tc_numel_w(&tc) * sizeof(double));
             run_read_outputs(&ri, res.dq, res.dk, res.dw);
             check_result(&tc, &res, label);
-            run_result_free(&res);
+            inst_result_free(&res);
             stats->successes++;
         }
     }
-    run_teardown(&ri);
+    inst_teardown(&ri);
     tc_free(&tc);
     stats->iterations++;
     return th_current_failures() == before;
@@ -408,26 +386,9 @@ static int fuzz_one(uint64_t seed, int64_t iter, fz_stats *stats)
 
 void test_fuzz(void)
 {
-    const uint64_t seed = (uint64_t)th_env_int("LIG_FUZZ_SEED", FUZZ_DEFAULT_SEED);
-    const double seconds = th_fuzz_seconds(FUZZ_SHARE_BACKWARD);
-    const int64_t only = th_env_int("LIG_FUZZ_ITER", -1);
     fz_stats stats;
     memset(&stats, 0, sizeof stats);
-    th_note("fuzz seed %" PRIu64 " (LIG_FUZZ_SEED overrides), %.1f s budget (its share of LIG_FUZZ_SECONDS)", seed,
-            seconds);
-    int failing = 0;
-    if (only >= 0) {
-        fuzz_one(seed, only, &stats);
-    } else {
-        const double deadline = th_now() + seconds;
-        for (int64_t iter = 0; iter < 20 || th_now() < deadline; iter++) {
-            if (!fuzz_one(seed, iter, &stats) && ++failing >= FUZZ_MAX_FAILING_ITERATIONS) {
-                th_note("stopping after %d failing iterations", failing);
-                break;
-            }
-        }
-    }
-    lig_set_num_threads(0);
+    fuzz_drive(FUZZ_SHARE_BACKWARD, FUZZ_DEFAULT_SEED, 20, fuzz_one, &stats);
     th_note("%" PRId64 " iterations: %" PRId64 " matched the reference, %" PRId64 " refused strides, %" PRId64
             " NULLPTR, %" PRId64 " INVALID in phase 1, %" PRId64 " INVALID in phase 2",
             stats.iterations, stats.successes, stats.refusals, stats.nullptr_errors, stats.invalid_errors,

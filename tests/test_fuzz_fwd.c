@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fuzz_budget.h"
+#include "fuzz_util.h"
 #include "gen.h"
 #include "half.h"
 #include "harness.h"
@@ -28,7 +29,6 @@
 #include "tests.h"
 
 #define FUZZ_DEFAULT_SEED 20251130
-#define FUZZ_MAX_FAILING_ITERATIONS 10
 
 typedef struct ff_expect {
     int null_err;      /* phase 1 PARAM_NULLPTR */
@@ -42,24 +42,6 @@ typedef struct ff_expect {
 typedef struct ff_stats {
     int64_t iterations[2], successes[2], refusals[2], nullptr_errors[2], invalid1[2], invalid2[2];
 } ff_stats;
-
-static void note_defect(ff_expect *ex, const char *s)
-{
-    size_t n = strlen(ex->what);
-    snprintf(ex->what + n, sizeof ex->what - n, "%s%s", n ? ", " : "", s);
-}
-
-static int64_t pick_band(th_rng *r)
-{
-    double u = th_rng_unit(r);
-    if (u < 0.5) {
-        return INT64_MAX;
-    }
-    if (u < 0.85) {
-        return th_rng_range(r, 0, 6);
-    }
-    return th_rng_chance(r, 0.5) ? INT64_MAX - 1 : (int64_t)1 << 40;
-}
 
 static tc_strides pick_in_strides(th_rng *r, ff_expect *ex)
 {
@@ -101,8 +83,8 @@ static void random_forward(th_rng *r, ff_fwd *f, ff_expect *ex)
     f->with_values = th_rng_chance(r, 0.7);
     f->val_dtype = th_rng_chance(r, 0.5) ? LIG_FLOAT32 : tc->dtype;
     tc->p.sparse_mode = th_rng_chance(r, 0.5) ? 0 : 3;
-    tc->p.pre_tokens = pick_band(r);
-    tc->p.next_tokens = pick_band(r);
+    tc->p.pre_tokens = fuzz_pick_band(r);
+    tc->p.next_tokens = fuzz_pick_band(r);
     int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 5) : -1;
     tc->p.B = zero == 0 ? 0 : th_rng_range(r, 1, 3);
     tc->p.N2 = th_rng_range(r, 1, 3);
@@ -154,7 +136,7 @@ static void defect_seq(th_rng *r, tcase *tc, ff_expect *ex)
         }
         tc_sync_seq(tc);
         seq[b] = th_rng_chance(r, 0.5) ? limit + th_rng_range(r, 1, 3) : -th_rng_range(r, 1, 3);
-        note_defect(ex, "BSND length out of range");
+        fuzz_note_defect(ex->what, sizeof ex->what, "BSND length out of range");
     } else if (th_rng_chance(r, 0.3)) {
         if (on_q) {
             tc->has_seq_q = 0;
@@ -162,13 +144,13 @@ static void defect_seq(th_rng *r, tcase *tc, ff_expect *ex)
             tc->has_seq_k = 0;
         }
         tc_sync_seq(tc);
-        note_defect(ex, "TND without a length array");
+        fuzz_note_defect(ex->what, sizeof ex->what, "TND without a length array");
     } else if (b > 0 && seq[b - 1] > 0 && th_rng_chance(r, 0.5)) {
         seq[b] = seq[b - 1] - th_rng_range(r, 1, seq[b - 1]);
-        note_defect(ex, "TND ends decreasing");
+        fuzz_note_defect(ex->what, sizeof ex->what, "TND ends decreasing");
     } else {
         seq[p->B - 1] = limit + th_rng_range(r, 1, 3);
-        note_defect(ex, "TND end above T");
+        fuzz_note_defect(ex->what, sizeof ex->what, "TND end above T");
     }
     ex->invalid1 = 1;
 }
@@ -185,32 +167,32 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         static const int req[4] = {FW_Q, FW_K, FW_W, FW_IDX};
         oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL tensor");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL tensor");
         break;
     }
     case 1:
         oi->layout = bad_layouts[th_rng_range(r, 0, 6)];
         ex->invalid1 = 1;
-        note_defect(ex, "bad layout");
+        fuzz_note_defect(ex->what, sizeof ex->what, "bad layout");
         break;
     case 2:
         oi->layout = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL layout");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL layout");
         break;
     case 3: {
         const int64_t K = tc->p.K;
         const int64_t choices[4] = {0, -th_rng_range(r, 1, 5), K + 1, K > 1 ? K - 1 : INT64_MIN};
         oi->sparse_count = choices[th_rng_range(r, 0, 3)];
         ex->invalid1 = 1;
-        note_defect(ex, "sparse_count");
+        fuzz_note_defect(ex->what, sizeof ex->what, "sparse_count");
         break;
     }
     case 4: {
         static const int64_t modes[] = {1, 2, 4, -1, 100};
         oi->sparse_mode = modes[th_rng_range(r, 0, 4)];
         ex->invalid1 = 1;
-        note_defect(ex, "sparse_mode");
+        fuzz_note_defect(ex->what, sizeof ex->what, "sparse_mode");
         break;
     }
     case 5:
@@ -220,7 +202,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
             oi->next_tokens = -th_rng_range(r, 1, 1000);
         }
         ex->invalid1 = 1;
-        note_defect(ex, "negative band");
+        fuzz_note_defect(ex->what, sizeof ex->what, "negative band");
         break;
     case 6: { /* wrong dtype */
         int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
@@ -239,9 +221,9 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         } else {
             wrong = th_rng_chance(r, 0.3) ? LIG_INT32 : tc->dtype == LIG_FLOAT32 ? LIG_FLOAT16 : LIG_FLOAT32;
         }
-        oi->arg[slot] = op_new_tensor(oi, wrong, b->ndim, b->shape);
+        oi->arg[slot] = inst_new_tensor(oi, wrong, b->ndim, b->shape);
         ex->invalid1 = 1;
-        note_defect(ex, "wrong dtype");
+        fuzz_note_defect(ex->what, sizeof ex->what, "wrong dtype");
         break;
     }
     case 7: { /* wrong shape: the last axis is tied to another tensor or to sparse_count */
@@ -253,9 +235,9 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         int64_t shape[LIG_MAX_DIMS];
         memcpy(shape, b->shape, sizeof shape);
         shape[b->ndim - 1] += 1;
-        oi->arg[slot] = op_new_tensor(oi, b->dtype, b->ndim, shape);
+        oi->arg[slot] = inst_new_tensor(oi, b->dtype, b->ndim, shape);
         ex->invalid1 = 1;
-        note_defect(ex, "wrong shape");
+        fuzz_note_defect(ex->what, sizeof ex->what, "wrong shape");
         break;
     }
     case 8: { /* an output over an input or over the other output */
@@ -266,9 +248,9 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         if (oi->present[FW_VAL] && th_rng_chance(r, 0.5)) {
             /* values (2 or 4 bytes) over the indices (4 or 8 bytes), same shape: fits */
             const tbuf *v = &oi->buf[FW_VAL];
-            oi->arg[FW_VAL] = op_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset * th_dtype_size(out->dtype),
+            oi->arg[FW_VAL] = inst_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset * th_dtype_size(out->dtype),
                                                              v->dtype, v->ndim, v->shape, NULL));
-            note_defect(ex, "sparse_values over sparse_indices");
+            fuzz_note_defect(ex->what, sizeof ex->what, "sparse_values over sparse_indices");
         } else {
             const tbuf *q = &oi->buf[FW_Q];
             if (tbuf_numel(q) == 0) {
@@ -278,17 +260,17 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
             const size_t ibytes = (size_t)tbuf_numel(out) * th_dtype_size(out->dtype);
             if (qbytes <= out->bytes - (size_t)out->offset * th_dtype_size(out->dtype)) {
                 /* the query read from inside the output */
-                oi->arg[FW_Q] = op_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset *
+                oi->arg[FW_Q] = inst_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset *
                                                                    th_dtype_size(out->dtype),
                                                                q->dtype, q->ndim, q->shape, NULL));
             } else if (ibytes <= q->bytes - (size_t)q->offset * th_dtype_size(q->dtype)) {
                 /* the indices written over the query's first elements */
-                oi->arg[FW_IDX] = op_adopt(oi, lig_create_tensor(q->base + (size_t)q->offset * th_dtype_size(q->dtype),
+                oi->arg[FW_IDX] = inst_adopt(oi, lig_create_tensor(q->base + (size_t)q->offset * th_dtype_size(q->dtype),
                                                                  out->dtype, out->ndim, out->shape, NULL));
             } else {
                 break;
             }
-            note_defect(ex, "sparse_indices over query");
+            fuzz_note_defect(ex->what, sizeof ex->what, "sparse_indices over query");
         }
         ex->invalid1 = 1;
         break;
@@ -296,12 +278,12 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
     case 9:
         oi->workspace_size_arg = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL workspace_size");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL workspace_size");
         break;
     case 10:
         oi->executor_arg = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL executor");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL executor");
         break;
     default: break;
     }
@@ -363,7 +345,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
         static const int req[4] = {KL_VAL, KL_TGT, KL_LOSS, KL_DY};
         oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
         ex->null_err = 1;
-        note_defect(ex, "NULL tensor");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL tensor");
         break;
     }
     case 1:
@@ -373,7 +355,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
             oi->executor_arg = NULL;
         }
         ex->null_err = 1;
-        note_defect(ex, "NULL workspace_size / executor pointer");
+        fuzz_note_defect(ex->what, sizeof ex->what, "NULL workspace_size / executor pointer");
         break;
     case 2: { /* wrong dtype */
         int slot = k_kl_tensors[th_rng_range(r, 0, 4)];
@@ -390,9 +372,9 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
         } else {
             wrong = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
         }
-        oi->arg[slot] = op_new_tensor(oi, wrong, b->ndim, b->shape);
+        oi->arg[slot] = inst_new_tensor(oi, wrong, b->ndim, b->shape);
         ex->invalid1 = 1;
-        note_defect(ex, "wrong dtype");
+        fuzz_note_defect(ex->what, sizeof ex->what, "wrong dtype");
         break;
     }
     case 3: { /* wrong shape */
@@ -410,9 +392,9 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
         } else {
             shape[nd - 1] += 1;
         }
-        oi->arg[slot] = op_new_tensor(oi, b->dtype, nd, shape);
+        oi->arg[slot] = inst_new_tensor(oi, b->dtype, nd, shape);
         ex->invalid1 = 1;
-        note_defect(ex, "wrong shape");
+        fuzz_note_defect(ex->what, sizeof ex->what, "wrong shape");
         break;
     }
     case 4: { /* loss inside dy, or dy over target / values */
@@ -425,22 +407,22 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
         }
         if (th_rng_chance(r, 0.5)) {
             const tbuf *l = &oi->buf[KL_LOSS];
-            oi->arg[KL_LOSS] = op_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
+            oi->arg[KL_LOSS] = inst_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
                                                               LIG_FLOAT32, l->ndim, l->shape, NULL));
-            note_defect(ex, "loss inside dy");
+            fuzz_note_defect(ex->what, sizeof ex->what, "loss inside dy");
         } else {
             const int src = th_rng_chance(r, 0.5) ? KL_TGT : KL_VAL;
             const tbuf *s = &oi->buf[src];
             /* a contiguous dy view of the same shape fits inside a buffer of >= 2-byte elements only
              * when dy's elements are not wider: otherwise place the input inside dy */
             if (th_dtype_size(dy->dtype) <= th_dtype_size(s->dtype)) {
-                oi->arg[KL_DY] = op_adopt(oi, lig_create_tensor(s->base + (size_t)s->offset * th_dtype_size(s->dtype),
+                oi->arg[KL_DY] = inst_adopt(oi, lig_create_tensor(s->base + (size_t)s->offset * th_dtype_size(s->dtype),
                                                                 dy->dtype, dy->ndim, dy->shape, NULL));
             } else {
-                oi->arg[src] = op_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
+                oi->arg[src] = inst_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
                                                               s->dtype, s->ndim, s->shape, NULL));
             }
-            note_defect(ex, "dy over an input");
+            fuzz_note_defect(ex->what, sizeof ex->what, "dy over an input");
         }
         ex->invalid1 = 1;
         break;
@@ -451,13 +433,9 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
 
 /* ---- one iteration ---- */
 
-static int status_in(lig_status st, int allow_nullptr, int allow_invalid)
+static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
 {
-    return (allow_nullptr && st == LIG_ERR_PARAM_NULLPTR) || (allow_invalid && st == LIG_ERR_PARAM_INVALID);
-}
-
-static int fuzz_one(uint64_t seed, int64_t iter, ff_stats *stats)
-{
+    ff_stats *stats = arg;
     th_rng r = th_rng_make(seed ^ ((uint64_t)iter * 0x9E3779B97F4A7C15ull));
     const int op = (int)(iter % 2); /* 0 forward, 1 KL step */
     if (th_rng_chance(&r, 0.3)) {
@@ -537,15 +515,15 @@ static int fuzz_one(uint64_t seed, int64_t iter, ff_stats *stats)
     const int before = th_current_failures();
     stats->iterations[op]++;
 
-    lig_status st = op_phase1(&oi);
+    lig_status st = inst_phase1(&oi);
     const int phase1_must_fail = ex.null_err || ex.invalid1;
     if (st != LIG_SUCCESS) {
         CHECK(oi.executor == NULL, "%s: failed phase 1 left an executor", label);
         oi.executor = NULL;
         CHECK(oi.message[0] != '\0', "%s: failure without a message", label);
-        CHECK(op_all_unchanged(&oi), "%s: failed phase 1 wrote to a tensor", label);
+        CHECK(inst_all_unchanged(&oi), "%s: failed phase 1 wrote to a tensor", label);
         if (phase1_must_fail) {
-            CHECK(status_in(st, ex.null_err, ex.invalid1 || ex.maybe_refused), "%s: phase 1 returned %d: %s", label,
+            CHECK(fuzz_status_in(st, ex.null_err, ex.invalid1 || ex.maybe_refused), "%s: phase 1 returned %d: %s", label,
                   (int)st, oi.message);
             stats->nullptr_errors[op] += st == LIG_ERR_PARAM_NULLPTR;
             stats->invalid1[op] += st == LIG_ERR_PARAM_INVALID;
@@ -563,7 +541,7 @@ static int fuzz_one(uint64_t seed, int64_t iter, ff_stats *stats)
         }
         int want_fail2 = 0;
         if (phase2_defect == 1 && oi.workspace_size > 0) {
-            st = op_phase2(&oi, -(int64_t)th_rng_range(&r, 1, (int64_t)oi.workspace_size));
+            st = inst_phase2(&oi, -(int64_t)th_rng_range(&r, 1, (int64_t)oi.workspace_size));
             want_fail2 = 1;
         } else if (phase2_defect == 2) {
             void *ws = oi.workspace_size ? th_xmalloc((size_t)oi.workspace_size) : NULL;
@@ -577,38 +555,28 @@ static int fuzz_one(uint64_t seed, int64_t iter, ff_stats *stats)
             free(ws);
             want_fail2 = 1;
         } else {
-            st = op_phase2(&oi, 0);
+            st = inst_phase2(&oi, 0);
             want_fail2 = bad_target_live;
         }
         if (st != LIG_SUCCESS) {
             CHECK(want_fail2 && st == LIG_ERR_PARAM_INVALID, "%s: phase 2 returned %d: %s", label, (int)st,
                   oi.message);
             CHECK(oi.message[0] != '\0', "%s: phase 2 failure without a message", label);
-            CHECK(op_all_unchanged(&oi), "%s: failed phase 2 wrote to a tensor", label);
+            CHECK(inst_all_unchanged(&oi), "%s: failed phase 2 wrote to a tensor", label);
             stats->invalid2[op]++;
         } else if (want_fail2) {
             CHECK(0, "%s: phase 2 accepted a defective call", label);
         } else {
-            CHECK(op_gaps_ok(&oi), "%s: an input changed or an output byte outside the view was written", label);
+            CHECK(inst_gaps_ok(&oi), "%s: an input changed or an output byte outside the view was written", label);
             if (op == 0) {
-                const int64_t slots = tc_numel_slots(&f.tc);
-                int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
-                double *val = f.with_values ? th_xmalloc((size_t)slots * sizeof(double)) : NULL;
-                fwd_read(&oi, idx, val);
-                fwd_check_outputs(&f.tc, f.val_dtype, idx, val, label);
-                free(idx);
-                free(val);
+                fwd_check_inst(&oi, &f.tc, f.with_values, f.val_dtype, label);
             } else {
-                double loss;
-                double *dy = th_xmalloc((size_t)(kl_rows(&kc) * kl_K(&kc)) * sizeof(double));
-                kl_read(&oi, &loss, dy);
-                kl_check_outputs(&kc, loss, dy, label);
-                free(dy);
+                kl_check_inst(&oi, &kc, label);
             }
             stats->successes[op]++;
         }
     }
-    op_teardown(&oi);
+    inst_teardown(&oi);
     if (op == 0) {
         tc_free(&f.tc);
     } else {
@@ -619,27 +587,10 @@ static int fuzz_one(uint64_t seed, int64_t iter, ff_stats *stats)
 
 void test_fuzz_forward_kl(void)
 {
-    const uint64_t seed = (uint64_t)th_env_int("LIG_FUZZ_SEED", FUZZ_DEFAULT_SEED);
-    const double seconds = th_fuzz_seconds(FUZZ_SHARE_FORWARD_KL);
-    const int64_t only = th_env_int("LIG_FUZZ_ITER", -1);
     ff_stats stats;
     memset(&stats, 0, sizeof stats);
-    th_note("fuzz seed %" PRIu64 " (LIG_FUZZ_SEED overrides), %.1f s budget (its share of LIG_FUZZ_SECONDS)", seed,
-            seconds);
     fwd_check_stats_reset();
-    int failing = 0;
-    if (only >= 0) {
-        fuzz_one(seed, only, &stats);
-    } else {
-        const double deadline = th_now() + seconds;
-        for (int64_t iter = 0; iter < 40 || th_now() < deadline; iter++) {
-            if (!fuzz_one(seed, iter, &stats) && ++failing >= FUZZ_MAX_FAILING_ITERATIONS) {
-                th_note("stopping after %d failing iterations", failing);
-                break;
-            }
-        }
-    }
-    lig_set_num_threads(0);
+    fuzz_drive(FUZZ_SHARE_FORWARD_KL, FUZZ_DEFAULT_SEED, 40, fuzz_one, &stats);
     for (int op = 0; op < 2; op++) {
         th_note("%s: %" PRId64 " iterations: %" PRId64 " matched the reference, %" PRId64 " refused strides, %" PRId64
                 " NULLPTR, %" PRId64 " INVALID in phase 1, %" PRId64 " failures in phase 2",

@@ -27,43 +27,13 @@ static const int64_t k_modes[2] = {0, 3};
 static void matrix_case(th_rng *r, tcase *tc, ref_layout layout, lig_dtype dtype, int64_t mode,
                         lig_dtype idx_dtype, int64_t n2, int v)
 {
-    static const int64_t Ds[] = {1, 5, 13, 33, 64, 67, 8, 3, 17};
     static const int64_t Ks[] = {1, 3, 7, 16, 17, 5, 2};
-    static const tc_strides ins[] = {TC_CONTIGUOUS, TC_PADDED, TC_EXPLICIT, TC_PERMUTED};
-    static const tc_strides outs[] = {TC_CONTIGUOUS, TC_PERMUTED, TC_PADDED, TC_EXPLICIT, TC_PADDED};
     gen_opts o;
     gen_opts_default(&o);
-    tc_init(tc);
-    tc->dtype = dtype;
-    tc->idx_dtype = idx_dtype;
-    tc->p.sparse_mode = mode;
-    tc->p.N2 = n2;
-    tc->p.N1 = n2 * (1 + v % 3);
-    tc->p.D = Ds[v % 9];
-    tc->p.K = Ks[(v / 2) % 7];
-    tc->p.B = 1 + (v / 3) % 3;
+    gen_matrix_shape(r, tc, layout, dtype, mode, idx_dtype, n2, v, Ks, 7);
     tc->dw_dtype = (v % 2) ? LIG_FLOAT32 : dtype;
-    tc->seq_dtype = ((v / 3) % 2) ? LIG_INT32 : LIG_INT64;
     tc->deterministic = (v / 2) % 2 == 0;
-    tc->short_form = n2 == 1 && (v / 5) % 2 == 1;
     tc->head_num = (v % 4 == 3) ? 0 : tc->p.N1;
-    tc->in_strides = ins[v % 4];
-    tc->out_strides = outs[(v / 4) % 5];
-    if (v % 5 == 0) {
-        tc->p.pre_tokens = tc->p.next_tokens = INT64_MAX;
-    } else {
-        tc->p.pre_tokens = (v % 7 == 1) ? INT64_MAX : th_rng_range(r, 0, 4);
-        tc->p.next_tokens = (v % 7 == 2) ? INT64_MAX : th_rng_range(r, 0, 4);
-    }
-    if (layout == REF_BSND) {
-        tc->p.S1 = th_rng_range(r, 1, 9);
-        tc->p.S2 = th_rng_range(r, 1, 12);
-        tc->has_seq_q = (v % 3) != 0;
-        tc->has_seq_k = (v % 3) == 1 || (v % 6) == 0;
-        gen_bsnd(r, tc);
-    } else {
-        gen_tnd(r, tc, 6, 8, th_rng_range(r, 0, 2), th_rng_range(r, 0, 2));
-    }
     gen_data(r, tc, &o);
 }
 
@@ -191,14 +161,7 @@ void test_grad_band_limits(void)
                 tc.p.D = 6;
                 tc.p.K = 6;
                 tc.p.B = 2;
-                if (v % 2) {
-                    gen_tnd(&r, &tc, 9, 12, 1, 0);
-                } else {
-                    tc.p.S1 = 9;
-                    tc.p.S2 = 12;
-                    tc.has_seq_q = tc.has_seq_k = 1;
-                    gen_bsnd(&r, &tc);
-                }
+                gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
                 gen_data(&r, &tc, &o);
                 check_case(&tc, "band");
                 tc_free(&tc);
@@ -234,14 +197,7 @@ void test_grad_continuous_data(void)
                 tc.p.D = 31 + 16 * rep;
                 tc.p.K = 9 + 4 * rep;
                 tc.p.B = 2;
-                if (layout) {
-                    gen_tnd(&r, &tc, 12, 16, 2, 1);
-                } else {
-                    tc.p.S1 = 12;
-                    tc.p.S2 = 16;
-                    tc.has_seq_q = tc.has_seq_k = rep > 0;
-                    gen_bsnd(&r, &tc);
-                }
+                gen_layout(&r, &tc, layout, 12, 16, 2, 1, rep > 0);
                 gen_data(&r, &tc, &o);
                 check_case(&tc, "continuous");
                 tc_free(&tc);
@@ -275,14 +231,7 @@ void test_grad_poison_is_ignored(void)
         tc.p.D = 9;
         tc.p.K = 8;
         tc.p.B = 3;
-        if (v % 2) {
-            gen_tnd(&r, &tc, 7, 9, 3, 2);
-        } else {
-            tc.p.S1 = 7;
-            tc.p.S2 = 9;
-            tc.has_seq_q = tc.has_seq_k = 1;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, v % 2, 7, 9, 3, 2, 1);
         gen_data(&r, &tc, &o);
         check_case(&tc, "poison");
         tc_free(&tc);

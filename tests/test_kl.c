@@ -200,7 +200,7 @@ void test_kl_strides(void)
                     kl_check_outputs(&kc, res.loss, res.dy, "KL strides");
                     CHECK(res.gaps_ok, "KL strides: wrote outside the views");
                 }
-                op_result_free(&res);
+                inst_result_free(&res);
             } else {
                 kl_check_case(&kc, "KL strides");
             }
@@ -249,7 +249,7 @@ void test_kl_special_rows(void)
             }
             CHECK(isfinite(res.loss), "loss %g is not finite", res.loss);
         }
-        op_result_free(&res);
+        inst_result_free(&res);
         /* Only rows 0-2: loss exactly 0.25*log(0.25) (rounded to float). */
         kc.shape[0] = 3;
         kl_run(&kc, &res);
@@ -257,7 +257,7 @@ void test_kl_special_rows(void)
             CHECK(res.loss == th_round_f32(0.25 * log(0.25)), "rows 0-2: loss %.9g, expected %.9g", res.loss,
                   th_round_f32(0.25 * log(0.25)));
         }
-        op_result_free(&res);
+        inst_result_free(&res);
         kl_free(&kc);
     }
 }
@@ -297,7 +297,7 @@ void test_kl_large_logits(void)
             CHECK(isfinite(res.loss), "large logits %d: loss %g", v, res.loss);
             kl_check_outputs(&kc, res.loss, res.dy, "large logits");
         }
-        op_result_free(&res);
+        inst_result_free(&res);
         kl_free(&kc);
     }
 }
@@ -321,7 +321,7 @@ void test_kl_empty(void)
             CHECK(kl_rows(&kc) > 0 || res.workspace_size == 0, "empty %d: workspace %" PRIu64, i, res.workspace_size);
             CHECK(res.gaps_ok, "empty %d: wrote outside the views", i);
         }
-        op_result_free(&res);
+        inst_result_free(&res);
         kl_free(&kc);
     }
 }
@@ -355,7 +355,7 @@ void test_kl_determinism_threads(void)
             op_result res;
             kl_run(&kc, &res);
             if (!CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "problem %d: %s", pi, res.message)) {
-                op_result_free(&res);
+                inst_result_free(&res);
                 continue;
             }
             if (!have_first) {
@@ -368,10 +368,10 @@ void test_kl_determinism_threads(void)
                   "problem %d: loss %.9g with %d threads, %.9g with 1", pi, res.loss, threads[ti], first.loss);
             CHECK(memcmp(res.raw[1], first.raw[1], first.raw_bytes[1]) == 0, "problem %d: dy bytes differ with %d threads",
                   pi, threads[ti]);
-            op_result_free(&res);
+            inst_result_free(&res);
         }
         if (have_first) {
-            op_result_free(&first);
+            inst_result_free(&first);
         }
         kl_free(&kc);
     }
@@ -467,7 +467,7 @@ void test_kl_chain_forward_kl_backward(void)
         op_result fw;
         fwd_run(&tc, 1, LIG_FLOAT32, &fw);
         if (!CHECK(fw.st1 == LIG_SUCCESS && fw.st2 == LIG_SUCCESS, "%s: forward failed: %s", label, fw.message)) {
-            op_result_free(&fw);
+            inst_result_free(&fw);
             tc_free(&tc);
             continue;
         }
@@ -551,12 +551,12 @@ void test_kl_chain_forward_kl_backward(void)
                 free(scores);
                 free(dy_ref);
             }
-            run_result_free(&bw);
+            inst_result_free(&bw);
         }
-        op_result_free(&kl);
+        inst_result_free(&kl);
         free(counted);
         kl_free(&kc);
-        op_result_free(&fw);
+        inst_result_free(&fw);
         tc_free(&tc);
     }
 }
@@ -580,19 +580,15 @@ void test_kl_threads_change_between_phases(void)
         op_inst oi;
         kl_setup(&kc, &oi);
         lig_set_num_threads(pairs[i][0]);
-        lig_status st = op_phase1(&oi);
+        lig_status st = inst_phase1(&oi);
         lig_set_num_threads(pairs[i][1]);
         if (CHECK(st == LIG_SUCCESS, "phase 1: %s", oi.message)) {
-            st = op_phase2(&oi, 0);
+            st = inst_phase2(&oi, 0);
             if (CHECK(st == LIG_SUCCESS, "%d then %d threads: %s", pairs[i][0], pairs[i][1], oi.message)) {
-                double loss;
-                double *dy = th_xmalloc((size_t)(kl_rows(&kc) * kl_K(&kc)) * sizeof(double));
-                kl_read(&oi, &loss, dy);
-                kl_check_outputs(&kc, loss, dy, "KL, thread count changed between phases");
-                free(dy);
+                kl_check_inst(&oi, &kc, "KL, thread count changed between phases");
             }
         }
-        op_teardown(&oi);
+        inst_teardown(&oi);
     }
     kl_free(&kc);
     lig_set_num_threads(0);
@@ -696,7 +692,7 @@ void test_fwd_kl_concurrent_calls(void)
                     kl_check_outputs(&j->kc[i], res->loss, res->dy, label);
                 }
             }
-            op_result_free(res);
+            inst_result_free(res);
             if (i % 2 == 0) {
                 tc_free(&j->tc[i]);
             } else {
@@ -745,9 +741,9 @@ void test_fwd_kl_workspace_alignment(void)
             } else {
                 kl_setup(&kc, &oi);
             }
-            lig_status st = op_phase1(&oi);
+            lig_status st = inst_phase1(&oi);
             if (!CHECK(st == LIG_SUCCESS, "phase 1: %s", oi.message)) {
-                op_teardown(&oi);
+                inst_teardown(&oi);
                 continue;
             }
             const uint64_t size = oi.workspace_size;
@@ -761,22 +757,12 @@ void test_fwd_kl_workspace_alignment(void)
             snprintf(label, sizeof label, "%s, workspace at +%zu", op == 0 ? "forward" : "KL step", shifts[i]);
             if (CHECK(st == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
                 if (op == 0) {
-                    const int64_t slots = tc_numel_slots(&tc);
-                    int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
-                    double *val = th_xmalloc((size_t)slots * sizeof(double));
-                    fwd_read(&oi, idx, val);
-                    fwd_check_outputs(&tc, LIG_FLOAT32, idx, val, label);
-                    free(idx);
-                    free(val);
+                    fwd_check_inst(&oi, &tc, 1, LIG_FLOAT32, label);
                 } else {
-                    double loss;
-                    double *dy = th_xmalloc((size_t)(kl_rows(&kc) * kl_K(&kc)) * sizeof(double));
-                    kl_read(&oi, &loss, dy);
-                    kl_check_outputs(&kc, loss, dy, label);
-                    free(dy);
+                    kl_check_inst(&oi, &kc, label);
                 }
             }
-            op_teardown(&oi);
+            inst_teardown(&oi);
         }
     }
     tc_free(&tc);
