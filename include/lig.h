@@ -143,6 +143,23 @@ LIG_API lig_status lig_destroy_executor(lig_executor *executor);
 LIG_API void lig_set_num_threads(int n);
 LIG_API int lig_get_num_threads(void);
 
+/*
+ * CPU kernel sets. Each set is the micro-kernels of one ISA level ("scalar", "avx2", ...);
+ * phase 1 plans with the set in effect: the one forced with lig_set_kernel_set, else the
+ * environment variable LIG_ISA, else the widest set the CPU supports. Results are bitwise
+ * reproducible for a given set; two sets may differ in the last bits.
+ */
+/* The sets this build and CPU support, comma-separated, portable first, e.g. "scalar,avx2". */
+LIG_API const char *lig_kernel_sets(void);
+/* Forces a set for the plans made from now on; NULL or "" returns to automatic selection.
+ * LIG_ERR_PARAM_INVALID (nothing changed) for an unknown set or one the CPU lacks. */
+LIG_API lig_status lig_set_kernel_set(const char *name);
+/* The set new plans use; "" when LIG_ISA names a set this CPU cannot run (phase 1 then fails). */
+LIG_API const char *lig_get_kernel_set(void);
+/* The kernels a plan runs, e.g. "avx2" (a set can fall back to a narrower one for some
+ * dtypes); "" for NULL. */
+LIG_API const char *lig_executor_kernel_set(const lig_executor *executor);
+
 /* This thread's last failure message, "" if none. */
 LIG_API const char *lig_get_last_error(void);
 LIG_API const char *lig_status_string(lig_status status);

@@ -2,60 +2,71 @@
 
 #include <stdlib.h>
 
-#include "api/error.h"
+#include "core/error.h"
 
-lig_executor *lig_executor_create(lig_executor_kind kind, void *plan, void (*free_plan)(void *)) {
-    lig_executor *e = malloc(sizeof *e);
-    if (!e) {
-        free_plan(plan);
-        return NULL;
-    }
-    e->kind = kind;
-    e->plan = plan;
-    e->free_plan = free_plan;
-    return e;
-}
-
-const char *lig_executor_kind_maker(lig_executor_kind kind) {
-    switch (kind) {
-    case LIG_EXECUTOR_INDEXER_GRAD: return "lig_indexer_grad_get_workspace_size";
-    case LIG_EXECUTOR_INDEXER: return "lig_indexer_get_workspace_size";
-    case LIG_EXECUTOR_INDEXER_KL_GRAD: return "lig_indexer_kl_grad_get_workspace_size";
+/* Name of the phase-1 function that makes executors of `op`, for messages. */
+static const char *maker_of(lig_op op) {
+    switch (op) {
+    case LIG_OP_INDEXER_GRAD: return "lig_indexer_grad_get_workspace_size";
+    case LIG_OP_INDEXER: return "lig_indexer_get_workspace_size";
+    case LIG_OP_INDEXER_KL_GRAD: return "lig_indexer_kl_grad_get_workspace_size";
     }
     return "an unknown function";
 }
 
+lig_status lig_executor_publish(lig_op op, const lig_backend *backend, void *problem, void (*free_problem)(void *),
+                                lig_status planned, const lig_backend_plan *plan, uint64_t *workspace_size,
+                                lig_executor **executor) {
+    if (planned != LIG_SUCCESS) {
+        free_problem(problem);
+        return planned;
+    }
+    lig_executor *e = malloc(sizeof *e);
+    if (!e) {
+        plan->free(plan->plan);
+        free_problem(problem);
+        return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for an executor, got none");
+    }
+    *e = (lig_executor){.op = op, .backend = backend, .problem = problem, .free_problem = free_problem, .plan = *plan};
+    *workspace_size = plan->workspace_size;
+    *executor = e;
+    return LIG_SUCCESS;
+}
+
 lig_status lig_destroy_executor(lig_executor *executor) {
     if (!executor) return LIG_SUCCESS; /* like free(NULL) */
-    executor->free_plan(executor->plan);
+    executor->plan.free(executor->plan.plan);
+    executor->free_problem(executor->problem);
     free(executor);
     return LIG_SUCCESS;
 }
 
-void *lig_executor_plan(lig_executor *executor, lig_executor_kind expected, lig_status *status) {
-    if (!executor) {
-        *status = lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a plan from %s, got NULL",
-                           lig_executor_kind_maker(expected));
-        return NULL;
-    }
-    if (executor->kind != expected) {
-        *status = lig_fail(LIG_ERR_PARAM_INVALID, "executor: expected a plan from %s, got one from %s",
-                           lig_executor_kind_maker(expected), lig_executor_kind_maker(executor->kind));
-        return NULL;
-    }
-    *status = LIG_SUCCESS;
-    return executor->plan;
+const char *lig_executor_kernel_set(const lig_executor *executor) {
+    return executor ? executor->plan.kernel_set : "";
 }
 
-lig_status lig_check_run_args(void *workspace, uint64_t workspace_size, uint64_t needed, lig_executor_kind kind,
-                              void *stream) {
-    if (stream != NULL)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "stream: expected NULL (the CPU backend has no streams), got %p", stream);
+static lig_status check_run(const lig_executor *e, lig_op op, const void *workspace, uint64_t workspace_size,
+                            void *stream) {
+    if (!e) return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a plan from %s, got NULL", maker_of(op));
+    if (e->op != op)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "executor: expected a plan from %s, got one from %s", maker_of(op),
+                        maker_of(e->op));
+    lig_status st = e->backend->check_stream(stream);
+    if (st != LIG_SUCCESS) return st;
+    const uint64_t needed = e->plan.workspace_size;
     if (workspace_size < needed)
         return lig_fail(LIG_ERR_PARAM_INVALID, "workspace_size: expected at least %llu bytes (from %s), got %llu",
-                        (unsigned long long)needed, lig_executor_kind_maker(kind), (unsigned long long)workspace_size);
+                        (unsigned long long)needed, maker_of(op), (unsigned long long)workspace_size);
     if (needed > 0 && workspace == NULL)
         return lig_fail(LIG_ERR_PARAM_NULLPTR, "workspace: expected a buffer of %llu bytes, got NULL",
                         (unsigned long long)needed);
     return LIG_SUCCESS;
+}
+
+lig_status lig_executor_run(lig_executor *executor, lig_op op, void *workspace, uint64_t workspace_size,
+                            void *stream) {
+    lig_status st = check_run(executor, op, workspace, workspace_size, stream);
+    if (st == LIG_SUCCESS) st = executor->plan.run(executor->plan.plan, workspace, stream);
+    lig_destroy_executor(executor); /* consumed, success or not */
+    return st;
 }

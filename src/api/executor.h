@@ -1,36 +1,37 @@
-/* The opaque executor: a tagged plan, so phase 2 can tell which operator made it. */
+/* The opaque executor: which operator made it, the backend that planned it, the operator's
+ * problem (owned) and the backend's plan. Phase 2 of every operator is lig_executor_run. */
 #ifndef LIG_API_EXECUTOR_H
 #define LIG_API_EXECUTOR_H
 
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "lig.h"
 
-typedef enum lig_executor_kind {
+typedef enum lig_op {
     /* "lig" + n: not values a stray pointer tends to hold */
-    LIG_EXECUTOR_INDEXER_GRAD = 0x6c696701,
-    LIG_EXECUTOR_INDEXER = 0x6c696702,
-    LIG_EXECUTOR_INDEXER_KL_GRAD = 0x6c696703
-} lig_executor_kind;
+    LIG_OP_INDEXER_GRAD = 0x6c696701,
+    LIG_OP_INDEXER = 0x6c696702,
+    LIG_OP_INDEXER_KL_GRAD = 0x6c696703
+} lig_op;
 
 struct lig_executor {
-    lig_executor_kind kind;
-    void *plan;
-    void (*free_plan)(void *plan);
+    lig_op op;
+    const lig_backend *backend;
+    void *problem;
+    void (*free_problem)(void *problem);
+    lig_backend_plan plan;
 };
 
-/* Wraps `plan` (ownership moves in) or frees it and returns NULL when out of memory. */
-lig_executor *lig_executor_create(lig_executor_kind kind, void *plan, void (*free_plan)(void *));
+/* Phase 1's last step, after the backend planned `problem` with status `planned`: on success
+ * wraps problem and plan into a new executor and stores it with the workspace size; on any
+ * failure frees both and returns the failure. */
+lig_status lig_executor_publish(lig_op op, const lig_backend *backend, void *problem, void (*free_problem)(void *),
+                                lig_status planned, const lig_backend_plan *plan, uint64_t *workspace_size,
+                                lig_executor **executor);
 
-/* Name of the phase-1 function that makes executors of `kind`, for messages. */
-const char *lig_executor_kind_maker(lig_executor_kind kind);
-
-/* Phase 2's common start: checks the executor (NULLPTR / made by another operator) and
- * returns its plan, or NULL with the failure in *status. `expected` is the executor's kind. */
-void *lig_executor_plan(lig_executor *executor, lig_executor_kind expected, lig_status *status);
-
-/* Phase 2's argument checks: no stream on the CPU, a workspace of at least `needed` bytes. */
-lig_status lig_check_run_args(void *workspace, uint64_t workspace_size, uint64_t needed, lig_executor_kind kind,
-                              void *stream);
+/* Phase 2 of every operator: checks the executor (made by phase 1 of `op`), the stream (with
+ * its backend) and the workspace, runs the plan, and frees the executor whatever happened. */
+lig_status lig_executor_run(lig_executor *executor, lig_op op, void *workspace, uint64_t workspace_size, void *stream);
 
 #endif

@@ -2,8 +2,8 @@
 
 #include <string.h>
 
-#include "api/error.h"
-#include "api/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 lig_status lig_check_phase1_pointers(const lig_named_tensor *required, size_t n, bool check_layout, const char *layout,
                                      const uint64_t *workspace_size, lig_executor *const *executor) {
@@ -105,4 +105,23 @@ lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_
                                 outputs[i].name, outputs[j].name);
     }
     return LIG_SUCCESS;
+}
+
+lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const lig_backend **backend) {
+    const lig_named_tensor *first = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const lig_tensor *t = tensors[i].tensor;
+        if (!t) continue;
+        if (!first) {
+            first = &tensors[i];
+            continue;
+        }
+        if (t->device != first->tensor->device || t->device_index != first->tensor->device_index)
+            return lig_fail(LIG_ERR_PARAM_INVALID,
+                            "%s: expected a tensor on the device of %s (type %d, index %d), got type %d, index %d",
+                            tensors[i].name, first->name, (int)first->tensor->device, first->tensor->device_index,
+                            (int)t->device, t->device_index);
+    }
+    *backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_TYPE_HOST, first ? first->name : "query");
+    return *backend ? LIG_SUCCESS : LIG_ERR_PARAM_INVALID;
 }

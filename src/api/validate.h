@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "lig.h"
 
 typedef struct lig_named_tensor {
@@ -33,5 +34,9 @@ lig_status lig_check_mask_args(int64_t sparse_mode, int64_t pre_tokens, int64_t 
  * elements) itself. Byte ranges are compared conservatively: interleaved views are refused. */
 lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_outputs,
                                       const lig_named_tensor *inputs, size_t n_inputs);
+
+/* Every present tensor on one device (host tensors only mix with host tensors); returns the
+ * backend of that device. */
+lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const lig_backend **backend);
 
 #endif

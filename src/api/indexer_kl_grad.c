@@ -1,0 +1,83 @@
+/* lig_indexer_kl_grad: phase 1 validates and has the backend plan the step; phase 2 runs it.
+ * The step: the KL loss between a target distribution p and softmax(I)
+ * over the selected slots, and its gradient dy = softmax(I) * sum(p) - p. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/executor.h"
+#include "api/validate.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+static lig_slot_view slot_view(const lig_tensor *t) {
+    lig_slot_view v = {.data = t->data, .dtype = t->dtype, .esize = (int64_t)lig_dtype_size(t->dtype)};
+    memcpy(v.strides, t->strides, sizeof v.strides);
+    return v;
+}
+
+lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_values, const lig_tensor *sparse_indices,
+                                                  const lig_tensor *target, const lig_tensor *loss,
+                                                  const lig_tensor *dy, uint64_t *workspace_size,
+                                                  lig_executor **executor) {
+    lig_status st;
+    const lig_named_tensor required[] = {
+        {sparse_values, "sparse_values"}, {target, "target"}, {loss, "loss"}, {dy, "dy"}};
+    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], false, NULL, workspace_size,
+                                        executor)) != LIG_SUCCESS)
+        return st;
+
+    if (sparse_values->ndim < 1) {
+        char got[LIG_SHAPE_BUF];
+        return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_values: expected rank >= 1 ([..., K]), got rank 0 shape %s",
+                        lig_format_shape(got, sizeof got, 0, sparse_values->shape));
+    }
+    if ((st = lig_check_float_dtype(sparse_values, "sparse_values")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_float_dtype(target, "target")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_float_dtype(dy, "dy")) != LIG_SUCCESS) return st;
+    if (sparse_indices && (st = lig_check_index_dtype(sparse_indices, "sparse_indices")) != LIG_SUCCESS) return st;
+    const int64_t nd = sparse_values->ndim;
+    const int64_t *shape = sparse_values->shape;
+    if ((st = lig_check_shape(target, "target", nd, shape, "like sparse_values")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_shape(dy, "dy", nd, shape, "like sparse_values")) != LIG_SUCCESS) return st;
+    if (sparse_indices &&
+        (st = lig_check_shape(sparse_indices, "sparse_indices", nd, shape, "like sparse_values")) != LIG_SUCCESS)
+        return st;
+    if (loss->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected dtype FLOAT32, got %s", lig_dtype_name(loss->dtype));
+    if (lig_tensor_numel(loss) != 1) {
+        char got[LIG_SHAPE_BUF];
+        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected one element (shape [] or [1]), got shape %s",
+                        lig_format_shape(got, sizeof got, loss->ndim, loss->shape));
+    }
+    const lig_named_tensor inputs[] = {
+        {sparse_values, "sparse_values"}, {sparse_indices, "sparse_indices"}, {target, "target"}};
+    const lig_named_tensor outputs[] = {{loss, "loss"}, {dy, "dy"}};
+    if ((st = lig_check_outputs_disjoint(outputs, 2, inputs, 3)) != LIG_SUCCESS) return st;
+
+    const lig_named_tensor on_device[] = {{sparse_values, "sparse_values"}, {sparse_indices, "sparse_indices"},
+                                          {target, "target"}, {loss, "loss"}, {dy, "dy"}};
+    const lig_backend *backend;
+    if ((st = lig_check_backend(on_device, 5, &backend)) != LIG_SUCCESS) return st;
+
+    lig_kl_problem *pb = calloc(1, sizeof *pb);
+    if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    pb->ndim = nd;
+    memcpy(pb->shape, shape, sizeof pb->shape);
+    pb->K = shape[nd - 1];
+    pb->rows = 1;
+    for (int64_t d = 0; d + 1 < nd; d++) pb->rows *= shape[d];
+    pb->values = slot_view(sparse_values);
+    pb->target = slot_view(target);
+    pb->dy = slot_view(dy);
+    pb->has_indices = sparse_indices != NULL;
+    if (sparse_indices) pb->indices = slot_view(sparse_indices);
+    pb->loss = loss->data;
+
+    lig_backend_plan plan = {0};
+    st = backend->plan_indexer_kl_grad(pb, &plan);
+    return lig_executor_publish(LIG_OP_INDEXER_KL_GRAD, backend, pb, free, st, &plan, workspace_size, executor);
+}
+
+lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {
+    return lig_executor_run(executor, LIG_OP_INDEXER_KL_GRAD, workspace, workspace_size, stream);
+}

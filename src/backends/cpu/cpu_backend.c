@@ -1,0 +1,20 @@
+/* The CPU backend's registration: its planners (one per operator, in operators/). */
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/operators/indexer_grad_plan.h"
+#include "backends/cpu/operators/indexer_kl_grad_plan.h"
+#include "backends/cpu/operators/indexer_plan.h"
+#include "core/error.h"
+
+static lig_status check_stream(void *stream) {
+    if (stream == NULL) return LIG_SUCCESS;
+    return lig_fail(LIG_ERR_PARAM_INVALID, "stream: expected NULL (the CPU backend has no streams), got %p", stream);
+}
+
+const lig_backend lig_cpu_backend = {
+    .name = "cpu",
+    .device = LIG_DEVICE_TYPE_HOST,
+    .check_stream = check_stream,
+    .plan_indexer_grad = lig_cpu_plan_indexer_grad,
+    .plan_indexer = lig_cpu_plan_indexer,
+    .plan_indexer_kl_grad = lig_cpu_plan_indexer_kl_grad,
+};

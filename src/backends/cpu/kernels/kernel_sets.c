@@ -1,0 +1,131 @@
+/* The kernel-set table and its selection (see kernel_set.h). */
+#include "backends/cpu/kernels/kernel_set.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/runtime/cpu_features.h"
+#include "core/error.h"
+
+static bool always(void) { return true; }
+
+static const lig_kernel_set scalar_set = {
+    .name = "scalar",
+    .features = "nothing",
+    .cpu_supports = always,
+    .format = LIG_OPERANDS_F32,
+    .f32_gemm = {.mr = 4, .nr = 4, .ukernel = lig_f32_gemm_ukernel_4x4__scalar},
+    .grad_block = 48,
+    .fwd_block = 48,
+    .grad_gate = lig_grad_gate__scalar,
+    .fwd_scores = lig_fwd_scores__scalar,
+    .load_row = lig_load_row__scalar,
+    .store_row = lig_store_row__scalar,
+    .axpy_row = lig_axpy_row__scalar,
+};
+
+#if defined(LIG_HAVE_X86_KERNELS)
+static bool has_avx2(void) { return lig_cpu_features_get()->avx2_fma_f16c; }
+
+/* 6 x 16: 12 ymm accumulators + 2 B vectors + 1 broadcast. A last column tile of <= 8 (the
+ * scores of a group of 8 heads) takes 12 x 8, so that half of every FMA is not spent on
+ * masked-off lanes. Blocks of 48 = 8 x 6 = 4 x 12 slots. */
+static const lig_kernel_set avx2_set = {
+    .name = "avx2",
+    .features = "AVX2, FMA and F16C",
+    .cpu_supports = has_avx2,
+    .format = LIG_OPERANDS_F32,
+    .f32_gemm = {.mr = 6, .nr = 16, .ukernel = lig_f32_gemm_ukernel_6x16__avx2,
+                 .narrow_mr = 12, .narrow_nr = 8, .narrow_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
+    .grad_block = 48,
+    .fwd_block = 48,
+    .grad_gate = lig_grad_gate__avx2,
+    .fwd_scores = lig_fwd_scores__avx2,
+    .load_row = lig_load_row__avx2,
+    .store_row = lig_store_row__avx2,
+    .axpy_row = lig_axpy_row__avx2,
+};
+#endif
+
+static const lig_kernel_set *const table[] = {
+    &scalar_set,
+#if defined(LIG_HAVE_X86_KERNELS)
+    &avx2_set,
+#endif
+};
+enum { TABLE_SIZE = sizeof table / sizeof table[0] };
+
+const lig_kernel_set *const *lig_kernel_set_table(int *count) {
+    *count = TABLE_SIZE;
+    return table;
+}
+
+static const lig_kernel_set *find(const char *name) {
+    for (int i = 0; i < TABLE_SIZE; i++)
+        if (strcmp(table[i]->name, name) == 0) return table[i];
+    return NULL;
+}
+
+static char supported_list[128];
+static const lig_kernel_set *widest;
+static const char *env_isa; /* LIG_ISA, or NULL */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Atomic(const lig_kernel_set *) forced;
+
+static void init(void) {
+    for (int i = 0; i < TABLE_SIZE; i++) {
+        if (!table[i]->cpu_supports()) continue;
+        widest = table[i];
+        if (supported_list[0]) strcat(supported_list, ",");
+        strcat(supported_list, table[i]->name);
+    }
+    const char *v = getenv("LIG_ISA");
+    env_isa = v && *v ? v : NULL;
+    /* LIG_DISABLE_SIMD=1 is the older spelling of LIG_ISA=scalar */
+    const char *off = getenv("LIG_DISABLE_SIMD");
+    if (!env_isa && off && *off && strcmp(off, "0") != 0) env_isa = "scalar";
+}
+
+/* The set called `name` when the CPU supports it; otherwise fails naming `setting`. */
+static lig_status lookup(const char *setting, const char *name, const lig_kernel_set **set) {
+    const lig_kernel_set *ks = find(name);
+    if (!ks)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a kernel set this CPU supports (%s), got \"%.32s\", which this build does not have",
+                        setting, supported_list, name);
+    if (!ks->cpu_supports())
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a kernel set this CPU supports (%s), got \"%s\", which needs %s",
+                        setting, supported_list, ks->name, ks->features);
+    *set = ks;
+    return LIG_SUCCESS;
+}
+
+lig_status lig_kernel_set_current(const lig_kernel_set **set) {
+    pthread_once(&once, init);
+    const lig_kernel_set *f = atomic_load(&forced);
+    if (f) {
+        *set = f;
+        return LIG_SUCCESS;
+    }
+    if (env_isa) return lookup("LIG_ISA", env_isa, set);
+    *set = widest;
+    return LIG_SUCCESS;
+}
+
+lig_status lig_kernel_set_force(const char *name) {
+    pthread_once(&once, init);
+    if (!name || !*name) {
+        atomic_store(&forced, NULL);
+        return LIG_SUCCESS;
+    }
+    const lig_kernel_set *ks;
+    lig_status st = lookup("name", name, &ks);
+    if (st == LIG_SUCCESS) atomic_store(&forced, ks);
+    return st;
+}
+
+const char *lig_kernel_sets_supported(void) {
+    pthread_once(&once, init);
+    return supported_list;
+}

@@ -1,0 +1,58 @@
+/* Every micro-kernel of the CPU backend, named <operation>_<tile>__<isa>, and their
+ * signatures. kernel_set.h groups them into one configuration per ISA. */
+#ifndef LIG_CPU_KERNELS_KERNELS_H
+#define LIG_CPU_KERNELS_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lig.h"
+
+/* fp32 GEMM micro-kernel: the top-left mr x nr part (mr <= MR, nr <= NR) of one MR x NR tile,
+ *   C[i][j] (+)= sum_{k < kc} a[i*a_rs + k*a_cs] * b[k*ldb + j]
+ * `a` is read by broadcasts, so any strides work (a matrix or its transpose, never copied);
+ * rows of B and C are unit-stride. Every C element is one chain of fused or separate
+ * multiply-adds in k order, so its value does not depend on the tiling. */
+typedef void (*lig_f32_gemm_ukernel_fn)(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
+                                        int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                        bool accumulate);
+
+/* The backward's ReLU gate over a block of scores S^T (nb x G, in place):
+ *   dw[h] += S > 0 ? S * dy[n] : 0;   S^T[n][h] <- S > 0 ? w[h] * dy[n] : 0   (= A^T)
+ * a select, never a product with 0, so a non-finite dy of a gated slot adds nothing. */
+typedef void (*lig_grad_gate_fn)(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
+
+/* The forward's index scores of a block: score[n] = sum_h w[h] * ReLU(st[n][h]), ReLU as the
+ * select s > 0 ? s : 0. The order of the sum over h is fixed per ISA. */
+typedef void (*lig_fwd_scores_fn)(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+
+/* dst[0..n) = src[i*stride] converted to fp32 */
+typedef void (*lig_load_row_fn)(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+/* dst[i*stride] = src[i] rounded to nearest even into dtype */
+typedef void (*lig_store_row_fn)(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
+/* dst[i] = fma(a, x[i], dst[i]) for i < n: one rounding per element (a = 1 is an exact add) */
+typedef void (*lig_axpy_row_fn)(float *dst, float a, const float *x, int64_t n);
+
+/* scalar: portable C, the reference every other set is tested against */
+void lig_f32_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
+                                      const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_grad_gate__scalar(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
+void lig_fwd_scores__scalar(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+void lig_load_row__scalar(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+void lig_store_row__scalar(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
+void lig_axpy_row__scalar(float *dst, float a, const float *x, int64_t n);
+
+#if defined(LIG_HAVE_X86_KERNELS)
+/* avx2: AVX2 + FMA + F16C */
+void lig_f32_gemm_ukernel_6x16__avx2(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
+                                     const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_f32_gemm_ukernel_12x8__avx2(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
+                                     const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
+void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+void lig_store_row__avx2(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
+void lig_axpy_row__avx2(float *dst, float a, const float *x, int64_t n);
+#endif
+
+#endif

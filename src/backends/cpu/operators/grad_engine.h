@@ -1,0 +1,44 @@
+/* The backward's block engines: how one unit's products are computed on a kernel set. The
+ * operator (indexer_grad.c) walks a unit's slots, hands the engine blocks of counted slots and
+ * routes the dK contributions the engine writes to the accumulator; the engine owns the
+ * formats (fp32, bf16 pairs, tiles), the packing and its part of the thread's scratch. */
+#ifndef LIG_CPU_OPERATORS_GRAD_ENGINE_H
+#define LIG_CPU_OPERATORS_GRAD_ENGINE_H
+
+#include <stdint.h>
+
+#include "backends/cpu/kernels/kernel_set.h"
+#include "lig.h"
+
+/* What an engine needs to know of a plan: sizes, dtypes and element strides. */
+typedef struct lig_grad_ctx {
+    const lig_kernel_set *ks;
+    int64_t G, D;
+    int64_t block;                /* counted slots per block */
+    lig_dtype dtype;              /* q, k, w and dy */
+    int64_t q_head, q_dim;        /* query: between heads, between elements */
+    int64_t w_head, k_dim;
+    lig_dtype dq_dtype, dw_dtype;
+    int64_t dq_head, dq_dim, dw_head;
+} lig_grad_ctx;
+
+typedef struct lig_grad_engine {
+    const char *name;
+    /* Bytes of thread scratch the engine uses (64-byte aligned base). */
+    uint64_t (*scratch_bytes)(const lig_grad_ctx *c);
+    /* Loads the unit's G query heads (q points at the first, w at its weight) and clears the
+     * unit's dQ and dW accumulators. */
+    void (*begin_unit)(const lig_grad_ctx *c, char *scratch, const char *q, const char *w);
+    /* One block of n <= c->block counted slots with key rows key[i] and gradients dy[i]:
+     * accumulates dQ and dW, and writes contrib[i][0..D) and scale[i] such that the key row of
+     * slot i receives dK += scale[i] * contrib[i]. */
+    void (*block)(const lig_grad_ctx *c, char *scratch, int64_t n, const char *const *key, const float *dy,
+                  float *contrib, float *scale);
+    /* Stores the unit's dQ rows (dq at the first head) and dW, each rounded once. */
+    void (*end_unit)(const lig_grad_ctx *c, char *scratch, char *dq, char *dw);
+} lig_grad_engine;
+
+/* Every operand converted to fp32; the set's fp32 GEMM, gate and conversion kernels. */
+extern const lig_grad_engine lig_grad_engine_f32;
+
+#endif

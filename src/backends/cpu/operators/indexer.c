@@ -1,0 +1,109 @@
+/* LightningIndexer phase 2 on the CPU (SPEC 1.1): for each unit (batch, valid row, key head)
+ * stream the visible keys in blocks, have the plan's engine score them,
+ * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count in a heap. Nothing of size
+ * S1 x S2 is ever held; each unit's result is independent of the others, so the output is
+ * the same for any thread count. */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "backends/cpu/operators/fill.h"
+#include "backends/cpu/operators/indexer_plan.h"
+#include "backends/cpu/operators/topk.h"
+#include "backends/cpu/runtime/threadpool.h"
+#include "core/dtype_convert.h"
+#include "core/workspace.h"
+
+typedef struct fwd_run {
+    const lig_cpu_fwd_plan *p;
+    char *ws;
+    atomic_llong next_unit;
+} fwd_run;
+
+static void store_index(lig_dtype dtype, char *dst, int64_t v) {
+    if (dtype == LIG_INT32) {
+        const int32_t x = (int32_t)v;
+        memcpy(dst, &x, sizeof x);
+    } else {
+        memcpy(dst, &v, sizeof v);
+    }
+}
+
+/* Writes one unit's K slots: the n selected candidates, then -1 / -inf. */
+static void write_slots(const lig_fwd_problem *pb, const lig_unit *x, const lig_candidate *c, int64_t n) {
+    const lig_problem *pr = &pb->pr;
+    char *ip = lig_q_row_ptr(&pb->idx, pr, x->b, x->t, x->g);
+    const int64_t istep = pb->idx.dim * (int64_t)pb->idx.esize;
+    for (int64_t j = 0; j < pr->K; j++, ip += istep) store_index(pb->idx.dtype, ip, j < n ? c[j].key : -1);
+    if (!pb->has_values) return;
+    char *vp = lig_q_row_ptr(&pb->val, pr, x->b, x->t, x->g);
+    const int64_t vstep = pb->val.dim * (int64_t)pb->val.esize;
+    for (int64_t j = 0; j < pr->K; j++, vp += vstep) lig_store_float(pb->val.dtype, vp, j < n ? c[j].score : -INFINITY);
+}
+
+/* D, N1 or S2 is 0: every visible key scores exactly 0, so the first visible keys win. */
+static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
+    const lig_problem *pr = &pb->pr;
+    const lig_unit x = lig_unit_decode(pr, u);
+    char *ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g);
+    char *vp = pb->has_values ? lig_q_row_ptr(&pb->val, pr, x.b, x.t, x.g) : NULL;
+    for (int64_t j = 0; j < pr->K; j++) {
+        const bool taken = x.lo + j <= x.hi;
+        store_index(pb->idx.dtype, ip + (size_t)(j * pb->idx.dim) * pb->idx.esize, taken ? x.lo + j : -1);
+        if (vp) lig_store_float(pb->val.dtype, vp + (size_t)(j * pb->val.dim) * pb->val.esize, taken ? 0.0f : -INFINITY);
+    }
+}
+
+static void run_unit(const fwd_run *r, char *s, int64_t u) {
+    const lig_cpu_fwd_plan *p = r->p;
+    const lig_fwd_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    const lig_fwd_scratch_layout *L = &p->scratch;
+    const char **key = (const char **)(void *)(s + L->key);
+    float *score = (float *)(void *)(s + L->score);
+    const lig_unit x = lig_unit_decode(pr, u);
+
+    const int64_t h0 = x.g * pr->G;
+    p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
+                          lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
+    const int64_t visible = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
+    lig_topk top = {.heap = (lig_candidate *)(void *)(s + L->heap), .size = 0, .cap = visible < pr->K ? visible : pr->K};
+    for (int64_t s0 = x.lo; s0 <= x.hi; s0 += p->ctx.block) {
+        const int64_t nb = x.hi - s0 + 1 < p->ctx.block ? x.hi - s0 + 1 : p->ctx.block;
+        for (int64_t n = 0; n < nb; n++) key[n] = lig_k_row_ptr(&pb->k, pr, x.b, s0 + n, x.g);
+        p->engine->score_block(&p->ctx, s + L->engine, nb, key, score);
+        for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
+    }
+    lig_topk_sort(&top);
+    write_slots(pb, &x, top.heap, top.size);
+}
+
+static void units_task(void *ctx, int tid, int n) {
+    fwd_run *r = ctx;
+    (void)n;
+    char *s = r->ws + (uint64_t)tid * r->p->scratch.total;
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+        if (u >= r->p->pb->pr.units) break;
+        run_unit(r, s, u);
+    }
+}
+
+lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
+    const lig_cpu_fwd_plan *p = plan;
+    const lig_fwd_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    (void)stream;
+    /* rows that no unit writes: past each batch's valid length (BSND) or the last end (TND) */
+    lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
+    if (pb->has_values) lig_fill_query_rows(pr, &pb->val, pr->N2, pr->K, -INFINITY, false);
+    if (p->trivial) {
+        for (int64_t u = 0; u < pr->units; u++) run_trivial_unit(pb, u);
+    } else if (pr->units > 0) {
+        fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
+        atomic_init(&r.next_unit, 0);
+        const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
+        lig_parallel(lig_threads_for(flops, p->threads), units_task, &r);
+    }
+    return LIG_SUCCESS;
+}

@@ -1,0 +1,247 @@
+/* LightningIndexerGrad phase 2 on the CPU (SPEC section 1.2).
+ *
+ * Work is split into units, one per (batch, valid query row, key head), taken by the threads
+ * in order from a shared counter. A unit's counted slots go to the plan's engine in blocks;
+ * its dQ and dW belong to it alone and are stored once. dK is a scatter-add across units,
+ * accumulated in fp32 in the workspace:
+ *   deterministic: every block of a unit is a chunk with a sequence number fixed by the input
+ *     (the index pass numbers each unit's chunks). The engine writes a chunk's contributions
+ *     into ring buffer seq % ring_chunks, once the chunk that used that buffer before is
+ *     committed; buffers are committed (added into the accumulator) strictly in sequence order,
+ *     slot by slot, by whichever thread finds the next one ready. Every dK sum thus has one
+ *     order, fixed by the input alone, whatever the thread count or ring capacity, and no
+ *     thread waits at a barrier, only when the ring is full. A unit of any size streams
+ *     through the same ring.
+ *   non-deterministic: each block's contributions are added straight into the accumulator
+ *     under a spin lock per key row: same updates, order left to the scheduler.
+ */
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "backends/cpu/operators/fill.h"
+#include "backends/cpu/operators/indexer_grad_plan.h"
+#include "backends/cpu/runtime/threadpool.h"
+#include "core/dtype_convert.h"
+#include "core/error.h"
+#include "core/workspace.h"
+
+typedef struct grad_run {
+    const lig_cpu_grad_plan *p;
+    char *ws; /* aligned workspace base */
+    float *acc;
+    atomic_llong next_unit;
+    /* non-deterministic */
+    atomic_uint *locks;
+    /* deterministic: the commit ring */
+    const int64_t *chunk_base; /* [units + 1] */
+    int64_t chunks;            /* chunk_base[units]: every chunk of the problem */
+    float *ring;               /* [ring_chunks][block][D] contributions */
+    float *ring_scale;         /* [ring_chunks][block] */
+    int64_t *ring_key;         /* [ring_chunks][block] accumulator rows */
+    int64_t *ring_count;       /* [ring_chunks] slots written */
+    atomic_llong *ring_ready;  /* [ring_chunks] the sequence number a buffer holds, once complete */
+    atomic_llong committed;    /* chunks [0, committed) are in the accumulator */
+    atomic_int committing;     /* held by the one thread adding buffers */
+} grad_run;
+
+/* One step of a wait loop: a pause while the wait is short, then giving the core away, so
+ * that a thread we wait for can run when the machine has more threads than cores. */
+static inline void backoff(int *spins) {
+    if (++*spins > 64) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void lock_row(atomic_uint *l) {
+    int spins = 0;
+    while (atomic_exchange_explicit(l, 1u, memory_order_acquire)) {
+        while (atomic_load_explicit(l, memory_order_relaxed)) backoff(&spins);
+    }
+}
+
+static void unlock_row(atomic_uint *l) { atomic_store_explicit(l, 0u, memory_order_release); }
+
+/* Adds every ready buffer into the accumulator, in sequence order, unless another thread is
+ * already doing so. Every accumulator write happens under `committing` (acquired on entry,
+ * released on exit), so successive committers see each other's sums. Rechecks after letting
+ * go, so a chunk finished meanwhile is not left waiting for the next caller. */
+static void try_commit(grad_run *r) {
+    const lig_cpu_grad_plan *p = r->p;
+    const int64_t D = p->pb->pr.D, nb = p->ctx.block, R = p->ring_chunks;
+    for (;;) {
+        if (atomic_exchange_explicit(&r->committing, 1, memory_order_acquire)) return;
+        int64_t c = atomic_load_explicit(&r->committed, memory_order_relaxed); /* written only under the flag */
+        while (c < r->chunks && atomic_load_explicit(&r->ring_ready[c % R], memory_order_acquire) == c) {
+            const int64_t b = c % R, n = r->ring_count[b];
+            const float *src = r->ring + b * nb * D, *scale = r->ring_scale + b * nb;
+            const int64_t *key = r->ring_key + b * nb;
+            for (int64_t i = 0; i < n; i++) p->ctx.ks->axpy_row(r->acc + key[i] * D, scale[i], src + i * D, D);
+            /* release: the producer that reuses buffer b reads this before writing into it */
+            atomic_store_explicit(&r->committed, ++c, memory_order_release);
+        }
+        atomic_store_explicit(&r->committing, 0, memory_order_release);
+        if (c >= r->chunks || atomic_load_explicit(&r->ring_ready[c % R], memory_order_acquire) != c) return;
+    }
+}
+
+/* Waits (helping to commit) until chunks [0, seq) are in the accumulator. */
+static void wait_committed(grad_run *r, int64_t seq) {
+    int spins = 0;
+    while (atomic_load_explicit(&r->committed, memory_order_acquire) < seq) {
+        try_commit(r);
+        backoff(&spins);
+    }
+}
+
+/* Hands one block of nb gathered slots to the engine and routes its contributions: chunk
+ * `seq` of the ring (deterministic) or locked adds from the thread's scratch. */
+static void emit_block(grad_run *r, char *s, int64_t nb, int64_t seq) {
+    const lig_cpu_grad_plan *p = r->p;
+    const lig_grad_scratch_layout *L = &p->scratch;
+    const int64_t D = p->pb->pr.D, block = p->ctx.block;
+    const char *const *key = (const char *const *)(void *)(s + L->key);
+    const float *dy = (const float *)(s + L->dy);
+    const int64_t *acc_row = (const int64_t *)(s + L->acc_row);
+    if (p->pb->deterministic) {
+        const int64_t b = seq % p->ring_chunks;
+        wait_committed(r, seq - p->ring_chunks + 1); /* buffer b's previous chunk is committed */
+        p->engine->block(&p->ctx, s + L->engine, nb, key, dy, r->ring + b * block * D, r->ring_scale + b * block);
+        memcpy(r->ring_key + b * block, acc_row, sizeof(int64_t) * (size_t)nb);
+        r->ring_count[b] = nb;
+        atomic_store_explicit(&r->ring_ready[b], seq, memory_order_release);
+        try_commit(r);
+        return;
+    }
+    float *contrib = (float *)(s + L->contrib), *scale = (float *)(s + L->scale);
+    p->engine->block(&p->ctx, s + L->engine, nb, key, dy, contrib, scale);
+    for (int64_t n = 0; n < nb; n++) {
+        lock_row(&r->locks[acc_row[n]]);
+        p->ctx.ks->axpy_row(r->acc + acc_row[n] * D, scale[n], contrib + n * D, D);
+        unlock_row(&r->locks[acc_row[n]]);
+    }
+}
+
+/* Runs unit u in the thread's scratch s. */
+static void run_unit(grad_run *r, char *s, int64_t u) {
+    const lig_cpu_grad_plan *p = r->p;
+    const lig_grad_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    const lig_grad_scratch_layout *L = &p->scratch;
+    const lig_unit x = lig_unit_decode(pr, u);
+    const char **key = (const char **)(void *)(s + L->key);
+    float *dy = (float *)(s + L->dy);
+    int64_t *acc_row = (int64_t *)(s + L->acc_row);
+
+    const int64_t h0 = x.g * pr->G;
+    p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
+                          lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
+    const char *ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g);
+    const char *yp = lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g);
+    const int64_t istep = pb->idx.dim * (int64_t)pb->idx.esize, ystep = pb->dy.dim * (int64_t)pb->dy.esize;
+    const int64_t acc_row0 = (x.b * pr->key_batch + pr->bt.k_base[x.b]) * pr->N2 + x.g;
+    int64_t nb = 0, seq = r->chunk_base ? r->chunk_base[u] : 0;
+    for (int64_t j = 0; j < pr->K; j++, ip += istep, yp += ystep) {
+        const int64_t sk = lig_load_int(pb->idx.dtype, ip);
+        if (sk < x.lo || sk > x.hi) continue; /* padding (-1) or outside the visible range */
+        key[nb] = lig_k_row_ptr(&pb->k, pr, x.b, sk, x.g);
+        dy[nb] = lig_load_float(pb->dy.dtype, yp);
+        acc_row[nb] = acc_row0 + sk * pr->N2;
+        if (++nb == p->ctx.block) {
+            emit_block(r, s, nb, seq++);
+            nb = 0;
+        }
+    }
+    if (nb) emit_block(r, s, nb, seq);
+    p->engine->end_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->dq, pr, x.b, x.t, h0),
+                        lig_q_row_ptr(&pb->dw, pr, x.b, x.t, h0));
+}
+
+static void units_task(void *ctx, int tid, int n) {
+    grad_run *r = ctx;
+    const lig_cpu_grad_plan *p = r->p;
+    (void)n;
+    char *s = r->ws + p->ws.scratch + (uint64_t)tid * p->ws.scratch_stride;
+    for (;;) {
+        const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+        if (u >= p->pb->pr.units) break;
+        run_unit(r, s, u);
+    }
+    if (p->pb->deterministic) wait_committed(r, r->chunks); /* leaves only when every chunk is in */
+}
+
+/* Key rows of the output: BSND rows are (b, s) with s < S2, TND rows are global. */
+static char *dk_row_ptr(const lig_grad_problem *pb, int64_t row, int64_t g) {
+    const int64_t b = pb->pr.tnd ? 0 : row / pb->pr.S2, s = pb->pr.tnd ? row : row - b * pb->pr.S2;
+    return lig_view_row_ptr(&pb->dk, b, s, g);
+}
+
+static void zero_acc_task(void *ctx, int tid, int n) {
+    const grad_run *r = ctx;
+    const lig_problem *pr = &r->p->pb->pr;
+    const int64_t total = pr->key_rows * pr->N2 * pr->D;
+    const int64_t a = total * tid / n, b = total * (tid + 1) / n;
+    memset(r->acc + a, 0, sizeof(float) * (size_t)(b - a));
+}
+
+static void store_dk_task(void *ctx, int tid, int n) {
+    const grad_run *r = ctx;
+    const lig_grad_problem *pb = r->p->pb;
+    const int64_t rows = pb->pr.key_rows * pb->pr.N2, D = pb->pr.D;
+    for (int64_t i = rows * tid / n; i < rows * (tid + 1) / n; i++) {
+        const int64_t row = i / pb->pr.N2, g = i - row * pb->pr.N2;
+        r->p->ctx.ks->store_row(r->acc + i * D, D, pb->dk.dtype, dk_row_ptr(pb, row, g), pb->dk.dim);
+    }
+}
+
+lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
+    const lig_cpu_grad_plan *p = plan;
+    const lig_grad_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    (void)stream;
+    /* at most the threads the scratch exists for; few for a small problem */
+    const int threads = lig_threads_for(6.0 * (double)pr->units * (double)pr->K * (double)(pr->G * pr->D), p->threads);
+
+    grad_run r = {.p = p};
+    if (p->empty) {
+        lig_status st = lig_grad_index_pass(p, threads, NULL);
+        if (st != LIG_SUCCESS) return st;
+        lig_fill_query_rows(pr, &pb->dq, pr->N1, pr->D, 0.0, true);
+        lig_fill_query_rows(pr, &pb->dw, pr->N1, 1, 0.0, true);
+        lig_fill_key_rows(pr, &pb->dk, pr->N2, pr->D, 0.0);
+        return LIG_SUCCESS;
+    }
+
+    r.ws = lig_ws_base(workspace);
+    r.acc = (float *)(void *)(r.ws + p->ws.dk_acc);
+    int64_t *chunk_base = pb->deterministic ? (int64_t *)(void *)(r.ws + p->ws.chunk_base) : NULL;
+    lig_status st = lig_grad_index_pass(p, threads, chunk_base);
+    if (st != LIG_SUCCESS) return st; /* nothing has been written */
+
+    lig_fill_query_rows(pr, &pb->dq, pr->N1, pr->D, 0.0, false);
+    lig_fill_query_rows(pr, &pb->dw, pr->N1, 1, 0.0, false);
+    lig_parallel(threads, zero_acc_task, &r);
+    atomic_init(&r.next_unit, 0);
+    if (pb->deterministic) {
+        r.chunk_base = chunk_base;
+        r.chunks = chunk_base[pr->units];
+        r.ring = (float *)(void *)(r.ws + p->ws.ring);
+        r.ring_scale = (float *)(void *)(r.ws + p->ws.ring_scale);
+        r.ring_key = (int64_t *)(void *)(r.ws + p->ws.ring_key);
+        r.ring_count = (int64_t *)(void *)(r.ws + p->ws.ring_count);
+        r.ring_ready = (atomic_llong *)(void *)(r.ws + p->ws.ring_ready);
+        for (int64_t b = 0; b < p->ring_chunks; b++) atomic_init(&r.ring_ready[b], -1);
+        atomic_init(&r.committed, 0);
+        atomic_init(&r.committing, 0);
+    } else {
+        r.locks = (atomic_uint *)(void *)(r.ws + p->ws.locks);
+        memset((void *)r.locks, 0, sizeof(uint32_t) * (size_t)(pr->key_rows * pr->N2));
+    }
+    lig_parallel(threads, units_task, &r);
+    lig_parallel(threads, store_dk_task, &r);
+    return LIG_SUCCESS;
+}

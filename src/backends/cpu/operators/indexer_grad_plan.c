@@ -1,0 +1,105 @@
+/* Planning the CPU backward: the kernel set and engine for the problem's dtype, the thread
+ * count, and a workspace layout that phase 2 fills without allocating (a caller can reuse one
+ * workspace across calls). */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "backends/cpu/operators/indexer_grad_plan.h"
+#include "core/error.h"
+#include "core/settings.h"
+#include "core/workspace.h"
+
+static atomic_llong ring_chunks_override;
+
+void lig_cpu_grad_set_ring_chunks(int64_t chunks) { atomic_store(&ring_chunks_override, chunks < 0 ? 0 : chunks); }
+
+/* Chunks in the commit ring: room for every thread to run two whole units ahead of the commit
+ * cursor (so that threads rarely wait for each other), within a 256 MiB budget, and never
+ * fewer than two per thread. A smaller ring only makes threads wait more: any capacity >= 1
+ * computes the same result. */
+static int64_t ring_capacity(const lig_cpu_grad_plan *p) {
+    const int64_t forced = atomic_load(&ring_chunks_override);
+    if (forced > 0) return forced;
+    const lig_problem *pr = &p->pb->pr;
+    int64_t longest = 0;
+    for (int64_t b = 0; b < pr->B; b++)
+        if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
+    const int64_t counted = pr->K < longest ? pr->K : longest;
+    const int64_t per_unit = counted / p->ctx.block + 1;
+    const int64_t chunk_bytes = p->ctx.block * (pr->D * 4 + 12);
+    const int64_t budget = ((int64_t)256 << 20) / chunk_bytes;
+    int64_t chunks = (2 * (int64_t)p->threads + 2) * per_unit;
+    if (chunks > budget) chunks = budget;
+    if (chunks < 2 * (int64_t)p->threads) chunks = 2 * (int64_t)p->threads;
+    return chunks;
+}
+
+static lig_grad_scratch_layout scratch_layout(const lig_cpu_grad_plan *p) {
+    lig_grad_scratch_layout l;
+    uint64_t at = 0;
+    const uint64_t nb = (uint64_t)p->ctx.block;
+    l.key = lig_ws_take(&at, sizeof(const char *) * nb);
+    l.dy = lig_ws_take(&at, sizeof(float) * nb);
+    l.acc_row = lig_ws_take(&at, sizeof(int64_t) * nb);
+    const bool own_contrib = !p->pb->deterministic;
+    l.contrib = lig_ws_take(&at, own_contrib ? sizeof(float) * nb * (uint64_t)p->ctx.D : 0);
+    l.scale = lig_ws_take(&at, own_contrib ? sizeof(float) * nb : 0);
+    l.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
+    l.total = at;
+    return l;
+}
+
+static void size_workspace(lig_cpu_grad_plan *p) {
+    const lig_problem *pr = &p->pb->pr;
+    lig_grad_workspace_layout *ws = &p->ws;
+    *ws = (lig_grad_workspace_layout){0};
+    p->ring_chunks = 0;
+    if (p->empty) return; /* only index checks and zero fills: no scratch at all */
+
+    const uint64_t acc_rows = (uint64_t)(pr->key_rows * pr->N2), nb = (uint64_t)p->ctx.block;
+    uint64_t at = 0;
+    ws->dk_acc = lig_ws_take(&at, sizeof(float) * acc_rows * (uint64_t)pr->D);
+    if (p->pb->deterministic) {
+        p->ring_chunks = ring_capacity(p);
+        const uint64_t chunks = (uint64_t)p->ring_chunks;
+        ws->chunk_base = lig_ws_take(&at, sizeof(int64_t) * ((uint64_t)pr->units + 1));
+        ws->ring = lig_ws_take(&at, sizeof(float) * chunks * nb * (uint64_t)pr->D);
+        ws->ring_scale = lig_ws_take(&at, sizeof(float) * chunks * nb);
+        ws->ring_key = lig_ws_take(&at, sizeof(int64_t) * chunks * nb);
+        ws->ring_count = lig_ws_take(&at, sizeof(int64_t) * chunks);
+        ws->ring_ready = lig_ws_take(&at, sizeof(int64_t) * chunks);
+    } else {
+        ws->locks = lig_ws_take(&at, sizeof(uint32_t) * acc_rows);
+    }
+    ws->scratch_stride = p->scratch.total;
+    ws->scratch = lig_ws_take(&at, ws->scratch_stride * (uint64_t)p->threads);
+    ws->total = at + LIG_WS_ALIGN; /* room to align whatever base pointer the caller passes */
+}
+
+static void free_plan(void *plan) { free(plan); }
+
+lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
+    const lig_kernel_set *ks;
+    lig_status st = lig_kernel_set_current(&ks);
+    if (st != LIG_SUCCESS) return st;
+    lig_cpu_grad_plan *p = calloc(1, sizeof *p);
+    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    const lig_problem *pr = &pb->pr;
+    p->pb = pb;
+    p->engine = &lig_grad_engine_f32;
+    p->ctx = (lig_grad_ctx){
+        .ks = ks, .G = pr->G, .D = pr->D, .block = ks->grad_block, .dtype = pb->q.dtype,
+        .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim,
+        .dq_dtype = pb->dq.dtype, .dw_dtype = pb->dw.dtype, .dq_head = pb->dq.head, .dq_dim = pb->dq.dim,
+        .dw_head = pb->dw.head,
+    };
+    /* any zero extent: nothing to multiply (SPEC 5: workspace 0, zero-filled outputs) */
+    p->empty = pr->units == 0 || pr->K == 0 || pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
+    const int threads = lig_settings_threads();
+    p->threads = threads < 1 ? 1 : threads;
+    p->scratch = scratch_layout(p);
+    size_workspace(p);
+    *out = (lig_backend_plan){.plan = p, .workspace_size = p->ws.total, .kernel_set = ks->name,
+                              .run = lig_cpu_run_indexer_grad, .free = free_plan};
+    return LIG_SUCCESS;
+}

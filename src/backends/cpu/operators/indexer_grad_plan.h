@@ -1,0 +1,66 @@
+/* The CPU backward's plan: everything phase 1 decided (kernel set, engine, thread count, ring
+ * capacity, workspace layout), in a form phase 2 runs without re-deriving anything. */
+#ifndef LIG_CPU_OPERATORS_INDEXER_GRAD_PLAN_H
+#define LIG_CPU_OPERATORS_INDEXER_GRAD_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/operators/grad_engine.h"
+#include "core/problem.h"
+
+/* Byte offsets of the workspace regions (after aligning its base to 64 bytes). */
+typedef struct lig_grad_workspace_layout {
+    uint64_t dk_acc;      /* float[key_rows * N2 * D]: dK accumulated in fp32 */
+    /* deterministic: the commit ring (see indexer_grad.c) */
+    uint64_t chunk_base;  /* int64[units + 1]: the ring sequence number of each unit's first chunk */
+    uint64_t ring;        /* float[ring_chunks][block][D]: per-slot dK contributions */
+    uint64_t ring_scale;  /* float[ring_chunks][block]: their scales */
+    uint64_t ring_key;    /* int64[ring_chunks][block]: accumulator row of each slot */
+    uint64_t ring_count;  /* int64[ring_chunks]: slots in each chunk */
+    uint64_t ring_ready;  /* int64[ring_chunks]: the sequence number a buffer holds, once complete */
+    /* non-deterministic */
+    uint64_t locks;       /* uint32[key_rows * N2]: per key-row spin locks */
+    uint64_t scratch;     /* per-thread scratch, scratch_stride bytes each */
+    uint64_t scratch_stride;
+    uint64_t total;       /* what phase 1 reports; 0 for an empty problem */
+} lig_grad_workspace_layout;
+
+/* Byte offsets inside one thread's scratch: the operator's block lists, then the engine's. */
+typedef struct lig_grad_scratch_layout {
+    uint64_t key;     /* const char *[block]: key rows of the block's slots */
+    uint64_t dy;      /* float[block] */
+    uint64_t acc_row; /* int64[block]: accumulator rows of the block's slots */
+    uint64_t contrib; /* float[block][D]: contributions (non-deterministic; the ring otherwise) */
+    uint64_t scale;   /* float[block] (non-deterministic) */
+    uint64_t engine;
+    uint64_t total;
+} lig_grad_scratch_layout;
+
+typedef struct lig_cpu_grad_plan {
+    const lig_grad_problem *pb;
+    lig_grad_ctx ctx;
+    const lig_grad_engine *engine;
+    bool empty;          /* nothing to multiply: outputs are zeros after the index checks */
+    int threads;         /* thread count the scratch was sized for */
+    int64_t ring_chunks; /* deterministic: chunk buffers in the commit ring */
+    lig_grad_scratch_layout scratch;
+    lig_grad_workspace_layout ws;
+} lig_cpu_grad_plan;
+
+lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *problem, lig_backend_plan *out);
+
+/* Phase 2 (indexer_grad.c). */
+lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream);
+
+/* The index pass (indexer_grad_index_pass.c): reads every index of every valid row and fails,
+ * naming the lowest bad slot, on a value < -1 or >= Lk; nothing is written before it passes.
+ * With chunk_base (deterministic), also numbers every unit's chunks of counted slots:
+ * chunk_base[u] is the sequence number of unit u's first chunk, chunk_base[units] the total. */
+lig_status lig_grad_index_pass(const lig_cpu_grad_plan *p, int threads, int64_t *chunk_base);
+
+/* Tests: the commit ring's capacity in chunks for new plans (0 = automatic). */
+void lig_cpu_grad_set_ring_chunks(int64_t chunks);
+
+#endif

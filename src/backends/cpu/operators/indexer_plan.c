@@ -1,0 +1,44 @@
+/* Planning the CPU forward: per-thread scratch only, bounded by K and one block of keys, never
+ * by the [S1, S2] score matrix. */
+#include <stdlib.h>
+
+#include "backends/cpu/operators/indexer_plan.h"
+#include "backends/cpu/operators/topk.h"
+#include "core/error.h"
+#include "core/settings.h"
+#include "core/workspace.h"
+
+static void free_plan(void *plan) { free(plan); }
+
+lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out) {
+    const lig_kernel_set *ks;
+    lig_status st = lig_kernel_set_current(&ks);
+    if (st != LIG_SUCCESS) return st;
+    lig_cpu_fwd_plan *p = calloc(1, sizeof *p);
+    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    const lig_problem *pr = &pb->pr;
+    p->pb = pb;
+    p->engine = &lig_fwd_engine_f32;
+    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .block = ks->fwd_block, .dtype = pb->q.dtype,
+                           .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
+    int64_t longest = 0;
+    for (int64_t b = 0; b < pr->B; b++)
+        if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
+    p->heap_cap = pr->K < longest ? pr->K : longest;
+    const int threads = lig_settings_threads();
+    p->threads = threads < 1 ? 1 : threads;
+    p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
+    if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (SPEC 5) */
+        uint64_t at = 0;
+        const uint64_t nb = (uint64_t)p->ctx.block;
+        p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);
+        p->scratch.score = lig_ws_take(&at, sizeof(float) * nb);
+        p->scratch.heap = lig_ws_take(&at, sizeof(lig_candidate) * (uint64_t)p->heap_cap);
+        p->scratch.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
+        p->scratch.total = at;
+        p->workspace_size = at * (uint64_t)p->threads + LIG_WS_ALIGN;
+    }
+    *out = (lig_backend_plan){.plan = p, .workspace_size = p->workspace_size, .kernel_set = ks->name,
+                              .run = lig_cpu_run_indexer, .free = free_plan};
+    return LIG_SUCCESS;
+}

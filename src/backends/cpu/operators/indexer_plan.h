@@ -1,0 +1,36 @@
+/* The CPU forward's plan (LightningIndexer: scores + top-k, SPEC 1.1). */
+#ifndef LIG_CPU_OPERATORS_INDEXER_PLAN_H
+#define LIG_CPU_OPERATORS_INDEXER_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/operators/fwd_engine.h"
+#include "core/problem.h"
+
+/* Byte offsets inside one thread's scratch: the operator's block list and heap, then the
+ * engine's. */
+typedef struct lig_fwd_scratch_layout {
+    uint64_t key;   /* const char *[block]: the block's key rows */
+    uint64_t score; /* float[block]: I of the block's keys */
+    uint64_t heap;  /* lig_candidate[heap_cap]: the best keys so far */
+    uint64_t engine;
+    uint64_t total;
+} lig_fwd_scratch_layout;
+
+typedef struct lig_cpu_fwd_plan {
+    const lig_fwd_problem *pb;
+    lig_fwd_ctx ctx;
+    const lig_fwd_engine *engine;
+    bool trivial;        /* D, N1 or S2 is 0: every visible score is exactly 0 */
+    int64_t heap_cap;    /* min(K, longest key length): no unit keeps more */
+    int threads;         /* thread count the scratch was sized for */
+    lig_fwd_scratch_layout scratch;
+    uint64_t workspace_size; /* 0 when there is no valid row or the problem is trivial */
+} lig_cpu_fwd_plan;
+
+lig_status lig_cpu_plan_indexer(const lig_fwd_problem *problem, lig_backend_plan *out);
+lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream);
+
+#endif

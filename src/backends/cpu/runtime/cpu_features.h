@@ -1,0 +1,19 @@
+/* What the processor (and the operating system, for the register state it must save) lets
+ * lig use, read once with CPUID and XGETBV. */
+#ifndef LIG_CPU_RUNTIME_CPU_FEATURES_H
+#define LIG_CPU_RUNTIME_CPU_FEATURES_H
+
+#include <stdbool.h>
+
+typedef struct lig_cpu_features {
+    bool avx2_fma_f16c;  /* AVX2, FMA3, F16C with YMM state enabled */
+    bool avx512;         /* AVX512 F, BW, DQ, VL with ZMM and opmask state enabled */
+    bool avx512_bf16;    /* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
+    bool gfni;
+    bool amx_bf16;       /* AMX-TILE and AMX-BF16 with tile state enabled, and the kernel's permission
+                            to use it granted to this process */
+} lig_cpu_features;
+
+const lig_cpu_features *lig_cpu_features_get(void);
+
+#endif

@@ -1,0 +1,126 @@
+/* Sequence lengths (actual_seq_lengths_query / _key) into their per-batch normal form, and the
+ * rest of the problem that follows from them. */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/problem.h"
+#include "core/tensor.h"
+
+/* Checks a lengths array's descriptor: 1-D, integer, `expect_b` entries (or any when < 0). */
+static lig_status check_descriptor(const lig_tensor *t, const char *name, int64_t expect_b) {
+    char got[LIG_SHAPE_BUF];
+    if (t->ndim != 1)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a 1-D tensor [B], got shape %s", name,
+                        lig_format_shape(got, sizeof got, t->ndim, t->shape));
+    if (!lig_dtype_is_index(t->dtype))
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype INT32 or INT64, got %s", name,
+                        lig_dtype_name(t->dtype));
+    if (expect_b >= 0 && t->shape[0] != expect_b)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected shape [%lld] (B), got %s", name,
+                        (long long)expect_b, lig_format_shape(got, sizeof got, t->ndim, t->shape));
+    return LIG_SUCCESS;
+}
+
+/* BSND lengths: each in [0, extent]; a missing array means full length. */
+static lig_status read_lengths(const lig_tensor *t, const char *name, int64_t B, int64_t extent,
+                               int64_t *len) {
+    for (int64_t b = 0; b < B; b++) {
+        int64_t v = t ? lig_tensor_read_int_1d(t, b) : extent;
+        if (v < 0 || v > extent)
+            return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected values in [0, %lld], got %lld at [%lld]", name,
+                            (long long)extent, (long long)v, (long long)b);
+        len[b] = v;
+    }
+    return LIG_SUCCESS;
+}
+
+/* TND cumulative ends: non-decreasing, >= 0, last <= extent; turned into bases and lengths. */
+static lig_status read_ends(const lig_tensor *t, const char *name, int64_t B, int64_t extent,
+                            int64_t *base, int64_t *len) {
+    int64_t prev = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t v = lig_tensor_read_int_1d(t, b);
+        if (v < prev)
+            return lig_fail(LIG_ERR_PARAM_INVALID,
+                            "%s: expected non-decreasing cumulative ends >= 0, got %lld at [%lld] after %lld", name,
+                            (long long)v, (long long)b, (long long)prev);
+        if (v > extent)
+            return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected cumulative ends <= %lld (rows of the tensor), got %lld at [%lld]",
+                            name, (long long)extent, (long long)v, (long long)b);
+        base[b] = prev;
+        len[b] = v - prev;
+        prev = v;
+    }
+    return LIG_SUCCESS;
+}
+
+lig_status lig_batches_resolve(bool tnd, int64_t B, int64_t S1, int64_t S2, const lig_tensor *aq,
+                               const lig_tensor *ak, lig_batches *out) {
+    static const char *nq = "actual_seq_lengths_query", *nk = "actual_seq_lengths_key";
+    lig_status st;
+    out->lq = NULL;
+    if (tnd) {
+        if (!aq) return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a [B] tensor of cumulative ends (required for TND), got NULL", nq);
+        if (!ak) return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a [B] tensor of cumulative ends (required for TND), got NULL", nk);
+        if ((st = check_descriptor(aq, nq, -1)) != LIG_SUCCESS) return st;
+        B = aq->shape[0];
+        if ((st = check_descriptor(ak, nk, B)) != LIG_SUCCESS) return st;
+    } else {
+        if (aq && (st = check_descriptor(aq, nq, B)) != LIG_SUCCESS) return st;
+        if (ak && (st = check_descriptor(ak, nk, B)) != LIG_SUCCESS) return st;
+    }
+    int64_t *mem = malloc(sizeof(int64_t) * (size_t)(5 * B + 1));
+    if (!mem) return lig_fail(LIG_ERR_RUNTIME, "%s: expected memory for %lld batches, got none", nq, (long long)B);
+    out->B = B;
+    out->lq = mem;
+    out->lk = mem + B;
+    out->q_base = mem + 2 * B;
+    out->k_base = mem + 3 * B;
+    out->row_prefix = mem + 4 * B;
+    if (tnd) {
+        st = read_ends(aq, nq, B, S1, out->q_base, out->lq);
+        if (st == LIG_SUCCESS) st = read_ends(ak, nk, B, S2, out->k_base, out->lk);
+    } else {
+        st = read_lengths(aq, nq, B, S1, out->lq);
+        if (st == LIG_SUCCESS) st = read_lengths(ak, nk, B, S2, out->lk);
+        for (int64_t b = 0; b < B; b++) out->q_base[b] = out->k_base[b] = 0;
+    }
+    if (st != LIG_SUCCESS) {
+        lig_batches_free(out);
+        return st;
+    }
+    out->row_prefix[0] = 0;
+    for (int64_t b = 0; b < B; b++) out->row_prefix[b + 1] = out->row_prefix[b] + out->lq[b];
+    return LIG_SUCCESS;
+}
+
+void lig_batches_free(lig_batches *batches) {
+    free(batches->lq);
+    batches->lq = NULL;
+}
+
+lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                               const lig_tensor *aq, const lig_tensor *ak) {
+    p->sparse_mode = sparse_mode;
+    p->pre_tokens = pre_tokens;
+    p->next_tokens = next_tokens;
+    lig_status st = lig_batches_resolve(p->tnd, p->B, p->S1, p->S2, aq, ak, &p->bt);
+    if (st != LIG_SUCCESS) return st;
+    p->B = p->bt.B;
+    p->units = p->bt.row_prefix[p->B] * p->N2;
+    p->key_rows = p->tnd ? p->S2 : p->B * p->S2;
+    p->key_batch = p->tnd ? 0 : p->S2;
+    return LIG_SUCCESS;
+}
+
+void lig_problem_free(lig_problem *p) { lig_batches_free(&p->bt); }
+
+lig_view4 lig_problem_view(const lig_problem *p, const lig_tensor *t, bool has_head, bool has_dim) {
+    lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
+    int64_t i = 0;
+    v.batch = p->tnd ? 0 : t->strides[i++];
+    v.row = t->strides[i++];
+    v.head = has_head ? t->strides[i++] : 0;
+    v.dim = has_dim ? t->strides[i] : 0;
+    return v;
+}

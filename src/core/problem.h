@@ -1,0 +1,165 @@
+/* The backend-neutral problem: what phase 1 hands a backend after validation (SPEC
+ * sections 1-3). Geometry, per-batch sequence lengths (batches), the normalised addressing of
+ * both layouts (views), the units of work and the visibility rule, and one descriptor per
+ * operator. Backends read these; none of them depends on a backend.
+ *
+ * Addressing: element (b, t, h, d) of a query-row tensor lives at
+ *   b * batch + (q_base[b] + t) * row + h * head + d * dim        (strides in elements)
+ * and key rows likewise with k_base; BSND has bases 0, TND has batch stride 0. */
+#ifndef LIG_CORE_PROBLEM_H
+#define LIG_CORE_PROBLEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lig.h"
+
+/* ---- sequence lengths ---------------------------------------------------------------- */
+
+typedef struct lig_batches {
+    int64_t B;
+    /* One allocation of 5*B + 1 values: per batch the valid query and key lengths and the
+     * first query/key row (TND; 0 for BSND), then the valid query rows before each batch. */
+    int64_t *lq, *lk, *q_base, *k_base, *row_prefix;
+} lig_batches;
+
+/* BSND: B, S1, S2 from the shapes; the arrays are optional lengths (0..S).
+ * TND: B comes from the arrays (required cumulative ends), S1/S2 are T1/T2.
+ * Reads the host arrays, validates them (messages name the arrays), fills *out (free with
+ * lig_batches_free). */
+lig_status lig_batches_resolve(bool tnd, int64_t B, int64_t S1, int64_t S2,
+                               const lig_tensor *actual_seq_lengths_query,
+                               const lig_tensor *actual_seq_lengths_key, lig_batches *out);
+void lig_batches_free(lig_batches *batches);
+
+/* ---- geometry, views, units ---------------------------------------------------------- */
+
+typedef struct lig_view4 {
+    char *data;
+    lig_dtype dtype;
+    size_t esize;
+    int64_t batch, row, head, dim;
+} lig_view4;
+
+typedef struct lig_problem {
+    bool tnd;
+    int64_t B, N1, N2, G, D, K; /* K: selected slots per (b, t, g) */
+    int64_t S1, S2;             /* BSND extents; TND: T1, T2 */
+    int64_t sparse_mode, pre_tokens, next_tokens;
+    lig_batches bt;             /* per-batch lengths and row bases */
+    int64_t units;              /* (b, valid t, g) triples, enumerated batch-major */
+    int64_t key_rows;           /* rows of the key tensor: B*S2 (BSND) or T2 (TND) */
+    int64_t key_batch;          /* key row of (b, s) = b * key_batch + k_base[b] + s */
+} lig_problem;
+
+/* Stores the mask arguments and resolves the sequence lengths into rows and units. On
+ * failure nothing needs freeing; on success free with lig_problem_free. */
+lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                               const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
+void lig_problem_free(lig_problem *p);
+
+/* The normalised view of a query- or key-row tensor; `has_head` is false for the short slot
+ * forms ([B,S1,K] / [T1,K]), `has_dim` false for weights. */
+lig_view4 lig_problem_view(const lig_problem *p, const lig_tensor *t, bool has_head, bool has_dim);
+
+/* One unit of work: a (batch, valid query row, key head) triple and its visible keys. */
+typedef struct lig_unit {
+    int64_t b, t, g;
+    int64_t lo, hi; /* keys lo..hi (inclusive) are visible and exist; none when lo > hi */
+} lig_unit;
+
+/* Batch of valid row r: the last b with row_prefix[b] <= r, found by bisection. */
+static inline int64_t lig_batch_of_row(const lig_problem *p, int64_t r) {
+    int64_t lo = 0, hi = p->B - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (p->bt.row_prefix[mid] <= r) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static inline lig_unit lig_unit_decode(const lig_problem *p, int64_t u) {
+    lig_unit x;
+    const int64_t r = u / p->N2;
+    x.g = u - r * p->N2;
+    x.b = lig_batch_of_row(p, r);
+    x.t = r - p->bt.row_prefix[x.b];
+    const int64_t lq = p->bt.lq[x.b], lk = p->bt.lk[x.b];
+    int64_t lo, hi;
+    if (p->sparse_mode == 0) {
+        /* t - pre <= s <= t + next, written so that INT64_MAX bands cannot overflow */
+        lo = p->pre_tokens >= x.t ? 0 : x.t - p->pre_tokens;
+        hi = p->next_tokens >= lk ? lk - 1 : x.t + p->next_tokens;
+    } else {
+        /* right-down causal: diag - pre <= s <= diag with diag = Lk - Lq + t */
+        const int64_t diag = lk - lq + x.t;
+        hi = diag;
+        lo = diag < 0 || p->pre_tokens >= diag ? 0 : diag - p->pre_tokens;
+    }
+    x.lo = lo;
+    x.hi = hi < lk - 1 ? hi : lk - 1;
+    return x;
+}
+
+static inline char *lig_q_row_ptr(const lig_view4 *v, const lig_problem *p, int64_t b, int64_t t, int64_t head) {
+    return v->data + (size_t)(b * v->batch + (p->bt.q_base[b] + t) * v->row + head * v->head) * v->esize;
+}
+
+static inline char *lig_k_row_ptr(const lig_view4 *v, const lig_problem *p, int64_t b, int64_t s, int64_t head) {
+    return v->data + (size_t)(b * v->batch + (p->bt.k_base[b] + s) * v->row + head * v->head) * v->esize;
+}
+
+/* Element (b, row, head, 0) of a view addressed by the tensor's own row index (no base):
+ * the rows no unit owns, e.g. those past a batch's valid length. */
+static inline char *lig_view_row_ptr(const lig_view4 *v, int64_t b, int64_t row, int64_t head) {
+    return v->data + (size_t)(b * v->batch + row * v->row + head * v->head) * v->esize;
+}
+
+/* ---- the operators' problems ----------------------------------------------------------- */
+
+/* LightningIndexerGrad (SPEC 1.2). */
+typedef struct lig_grad_problem {
+    lig_problem pr;
+    bool deterministic;
+    lig_view4 q, k, w, dy, idx, dq, dk, dw;
+} lig_grad_problem;
+
+/* LightningIndexer (SPEC 1.1): pr.K = sparse_count. */
+typedef struct lig_fwd_problem {
+    lig_problem pr;
+    lig_view4 q, k, w, idx, val;
+    bool has_values;
+} lig_fwd_problem;
+
+/* The fused KL step: rows of K slots along the last axis of same-shaped tensors of any rank
+ * (sparse_values, the target p, dy, optionally sparse_indices). */
+typedef struct lig_slot_view {
+    char *data;
+    lig_dtype dtype;
+    int64_t esize;
+    int64_t strides[LIG_MAX_DIMS]; /* in elements; the last one walks the slots */
+} lig_slot_view;
+
+typedef struct lig_kl_problem {
+    int64_t ndim;                /* >= 1 */
+    int64_t shape[LIG_MAX_DIMS];
+    int64_t rows, K;             /* rows = product of all extents but the last */
+    lig_slot_view values, target, dy, indices;
+    bool has_indices;
+    char *loss;                  /* one FLOAT32 */
+} lig_kl_problem;
+
+/* Element offset of slot j of row r in a slot view. */
+static inline int64_t lig_slot_offset(const lig_kl_problem *p, const lig_slot_view *v, int64_t r, int64_t j) {
+    int64_t off = j * v->strides[p->ndim - 1];
+    for (int64_t d = p->ndim - 2; d >= 0; d--) {
+        const int64_t i = r % p->shape[d];
+        r /= p->shape[d];
+        off += i * v->strides[d];
+    }
+    return off;
+}
+
+#endif
