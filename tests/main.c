@@ -3,7 +3,11 @@
  * Environment: LIG_FUZZ_SECONDS (default 20, shared by the fuzz tests), LIG_FUZZ_SEED, LIG_FUZZ_ITER,
  * LIG_TEST_QUICK=1.
  */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "harness.h"
+#include "lig.h"
 #include "tests.h"
 
 static const th_test all_tests[] = {
@@ -20,6 +24,12 @@ static const th_test all_tests[] = {
     {"ref_hand_example", test_ref_hand_example},
     {"ref_backward_matches_finite_differences", test_ref_backward_matches_finite_differences},
     {"ref_generator_mix", test_ref_generator_mix},
+    /* every micro-kernel of every kernel set against the scalar set */
+    {"kernels_sets_reported", test_kernels_sets_reported},
+    {"kernels_f32_gemm_ukernels", test_kernels_f32_gemm_ukernels},
+    {"kernels_f32_gemm_driver", test_kernels_f32_gemm_driver},
+    {"kernels_gate_and_scores", test_kernels_gate_and_scores},
+    {"kernels_rows", test_kernels_rows},
     /* API basics */
     {"api_version", test_api_version},
     {"api_status_strings", test_api_status_strings},
@@ -54,6 +64,7 @@ static const th_test all_tests[] = {
     /* determinism */
     {"determinism_bitwise_across_runs_and_threads", test_determinism_bitwise},
     {"determinism_off_loses_no_update", test_determinism_off_loses_no_update},
+    {"determinism_commit_ring_capacity", test_commit_ring_capacity},
     /* beyond CANN's limits */
     {"large_bsnd_128k_causal", test_large_bsnd_128k},
     {"large_tnd_128k_varlen", test_large_tnd_128k},
@@ -115,7 +126,16 @@ static const th_test all_tests[] = {
     {"fuzz_forward_kl", test_fuzz_forward_kl},
 };
 
+/* ctest's SKIP_RETURN_CODE: the run asked for a kernel set this CPU cannot run */
+#define EXIT_SKIPPED 77
+
 int main(int argc, char **argv)
 {
+    const char *isa = getenv("LIG_ISA");
+    if (lig_get_kernel_set()[0] == '\0') {
+        printf("SKIPPED: LIG_ISA=%s: %s\n", isa ? isa : "", lig_get_last_error());
+        return EXIT_SKIPPED;
+    }
+    printf("kernel set: %s (this CPU supports %s)\n", lig_get_kernel_set(), lig_kernel_sets());
     return th_run_tests(all_tests, sizeof all_tests / sizeof all_tests[0], argc, argv);
 }

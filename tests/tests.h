@@ -121,4 +121,14 @@ void test_errors_kl_target(void);
 /* test_fuzz_fwd.c */
 void test_fuzz_forward_kl(void);
 
+/* test_kernels.c (white-box) */
+void test_kernels_sets_reported(void);
+void test_kernels_f32_gemm_ukernels(void);
+void test_kernels_f32_gemm_driver(void);
+void test_kernels_gate_and_scores(void);
+void test_kernels_rows(void);
+
+/* test_commit_ring.c (white-box) */
+void test_commit_ring_capacity(void);
+
 #endif /* LIG_TESTS_TESTS_H */

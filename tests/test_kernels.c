@@ -1,0 +1,249 @@
+/*
+ * Every micro-kernel of every kernel set this CPU supports, against the scalar set (the
+ * portable reference), white-box through the kernel-set table: edge sizes from 1 to past two
+ * tiles, strided and transposed operands, partial tiles, accumulate on and off, special float
+ * values. Data on a coarse grid makes every product and partial sum exact, so any two correct
+ * kernels agree bit for bit whatever their summation order. Sets the CPU lacks are reported
+ * as skipped, by name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels/kernel_set.h"
+#include "harness.h"
+#include "lig.h"
+#include "rng.h"
+#include "tcase.h"
+#include "tests.h"
+
+static const lig_kernel_set *scalar_set(void) {
+    int n;
+    const lig_kernel_set *const *t = lig_kernel_set_table(&n);
+    return t[0];
+}
+
+/* The sets to test (all but scalar); reports the ones this CPU lacks. */
+static int sets_under_test(const lig_kernel_set **out, int report) {
+    int n, m = 0;
+    const lig_kernel_set *const *t = lig_kernel_set_table(&n);
+    for (int i = 1; i < n; i++) {
+        if (t[i]->cpu_supports()) out[m++] = t[i];
+        else if (report) th_note("kernel set %s: skipped, this CPU lacks %s", t[i]->name, t[i]->features);
+    }
+    return m;
+}
+
+/* Multiples of 1/8 in [-2, 2]: products are multiples of 2^-6, sums exact below 2^18. */
+static float grid_value(th_rng *r) { return (float)th_rng_range(r, -16, 16) / 8.0f; }
+
+static void fill_grid(th_rng *r, float *v, size_t n) {
+    for (size_t i = 0; i < n; i++) v[i] = grid_value(r);
+}
+
+void test_kernels_sets_reported(void) {
+    int n;
+    const lig_kernel_set *const *t = lig_kernel_set_table(&n);
+    const char *supported = lig_kernel_sets();
+    CHECK(strcmp(t[0]->name, "scalar") == 0, "the first set is %s, expected scalar", t[0]->name);
+    for (int i = 0; i < n; i++) {
+        const int listed = strstr(supported, t[i]->name) != NULL;
+        CHECK(listed == (int)t[i]->cpu_supports(), "set %s: listed %d in \"%s\", supported %d", t[i]->name, listed,
+              supported, (int)t[i]->cpu_supports());
+        th_note("kernel set %-10s %s", t[i]->name, t[i]->cpu_supports() ? "supported" : "not supported by this CPU");
+        const lig_status st = lig_set_kernel_set(t[i]->name);
+        if (t[i]->cpu_supports()) {
+            CHECK(st == LIG_SUCCESS && strcmp(lig_get_kernel_set(), t[i]->name) == 0, "forcing %s: %s", t[i]->name,
+                  lig_get_last_error());
+        } else {
+            CHECK(st == LIG_ERR_PARAM_INVALID && strstr(lig_get_last_error(), t[i]->name) != NULL,
+                  "forcing unsupported %s: status %d, message \"%s\"", t[i]->name, (int)st, lig_get_last_error());
+        }
+    }
+    const char *before = lig_get_kernel_set();
+    CHECK(lig_set_kernel_set("no-such-set") == LIG_ERR_PARAM_INVALID, "an unknown set was accepted");
+    CHECK(strstr(lig_get_last_error(), "no-such-set") != NULL && strstr(lig_get_last_error(), "scalar") != NULL,
+          "message: %s", lig_get_last_error());
+    CHECK(strcmp(lig_get_kernel_set(), before) == 0, "a refused set changed the selection");
+    CHECK(lig_set_kernel_set(NULL) == LIG_SUCCESS, "returning to automatic selection failed");
+}
+
+/* One micro-kernel call against the scalar micro-kernel on the same operands; C carries a
+ * sentinel border that must stay untouched. */
+static void check_ukernel(const char *set, const char *which, lig_f32_gemm_ukernel_fn uk, int64_t mr, int64_t nr,
+                          int64_t kc, int transposed, int accumulate, th_rng *r) {
+    const int64_t pad = 3, lda_major = (transposed ? mr : kc) + pad;
+    const int64_t ldb = nr + pad, ldc = nr + pad;
+    const int64_t a_rs = transposed ? 1 : lda_major, a_cs = transposed ? lda_major : 1;
+    const size_t a_n = (size_t)(lda_major * (transposed ? kc : mr) + pad), b_n = (size_t)(ldb * kc + pad);
+    const size_t c_n = (size_t)(ldc * (mr + 1));
+    float *a = th_xmalloc(sizeof(float) * a_n), *b = th_xmalloc(sizeof(float) * b_n);
+    float *c = th_xmalloc(sizeof(float) * c_n), *ref = th_xmalloc(sizeof(float) * c_n);
+    fill_grid(r, a, a_n);
+    fill_grid(r, b, b_n);
+    for (size_t i = 0; i < c_n; i++) c[i] = ref[i] = (i % (size_t)ldc) < (size_t)nr && i < (size_t)(ldc * mr)
+                                                          ? grid_value(r) : -12345.0f;
+    uk(mr, nr, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
+    /* the scalar reference, one 4 x 4 tile at a time */
+    for (int64_t i0 = 0; i0 < mr; i0 += 4)
+        for (int64_t j0 = 0; j0 < nr; j0 += 4)
+            lig_f32_gemm_ukernel_4x4__scalar(mr - i0 < 4 ? mr - i0 : 4, nr - j0 < 4 ? nr - j0 : 4, kc, a + i0 * a_rs,
+                                             a_rs, a_cs, b + j0, ldb, ref + i0 * ldc + j0, ldc, accumulate);
+    int64_t bad = -1;
+    for (size_t i = 0; i < c_n && bad < 0; i++)
+        if (memcmp(&c[i], &ref[i], sizeof(float)) != 0) bad = (int64_t)i;
+    CHECK(bad < 0, "%s %s mr=%lld nr=%lld kc=%lld %s accumulate=%d: C[%lld] = %g, scalar %g", set, which,
+          (long long)mr, (long long)nr, (long long)kc, transposed ? "A^T" : "A", accumulate,
+          (long long)bad, bad >= 0 ? c[bad] : 0.0, bad >= 0 ? ref[bad] : 0.0);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
+}
+
+void test_kernels_f32_gemm_ukernels(void) {
+    static const int64_t kcs[] = {1, 2, 3, 7, 16, 33, 128};
+    const lig_kernel_set *sets[8];
+    const int m = sets_under_test(sets, 1);
+    th_rng r = th_rng_make(0x6b65726eu);
+    int64_t calls = 0;
+    for (int s = 0; s < m; s++) {
+        const lig_f32_gemm_config *cfg = &sets[s]->f32_gemm;
+        for (int which = 0; which < 2; which++) {
+            const lig_f32_gemm_ukernel_fn uk = which ? cfg->narrow_ukernel : cfg->ukernel;
+            const int64_t MR = which ? cfg->narrow_mr : cfg->mr, NR = which ? cfg->narrow_nr : cfg->nr;
+            if (!uk) continue;
+            for (int64_t mr = 1; mr <= MR; mr++)
+                for (int64_t nr = 1; nr <= NR; nr++)
+                    for (size_t k = 0; k < sizeof kcs / sizeof kcs[0]; k++) {
+                        check_ukernel(sets[s]->name, which ? "narrow" : "main", uk, mr, nr, kcs[k], (int)(k % 2),
+                                      (int)((mr + nr + k) % 2), &r);
+                        calls++;
+                    }
+        }
+    }
+    th_note("%lld micro-kernel calls compared with the scalar set", (long long)calls);
+}
+
+/* The tiled driver over each set's micro-kernels against the scalar set's, M, N, K from 1 to
+ * past two tiles. */
+void test_kernels_f32_gemm_driver(void) {
+    const lig_kernel_set *sets[8];
+    const int m = sets_under_test(sets, 1);
+    const lig_kernel_set *ref_set = scalar_set();
+    th_rng r = th_rng_make(0x64726976u);
+    for (int s = 0; s < m; s++) {
+        const lig_f32_gemm_config *cfg = &sets[s]->f32_gemm;
+        const int64_t maxm = 2 * (cfg->mr > cfg->narrow_mr ? cfg->mr : cfg->narrow_mr) + 1, maxn = 2 * cfg->nr + 1;
+        for (int64_t M = 1; M <= maxm; M += 1 + M / 5)
+            for (int64_t N = 1; N <= maxn; N += 1 + N / 6)
+                for (int64_t K = 1; K <= 70; K += 23) {
+                    const int transposed = (int)((M + N) % 2);
+                    const int64_t a_rs = transposed ? 1 : K, a_cs = transposed ? M : 1, ldb = N + 1, ldc = N + 2;
+                    float *a = th_xmalloc(sizeof(float) * (size_t)(M * K));
+                    float *b = th_xmalloc(sizeof(float) * (size_t)(K * ldb));
+                    float *c = th_xmalloc(sizeof(float) * (size_t)(M * ldc));
+                    float *ref = th_xmalloc(sizeof(float) * (size_t)(M * ldc));
+                    fill_grid(&r, a, (size_t)(M * K));
+                    fill_grid(&r, b, (size_t)(K * ldb));
+                    fill_grid(&r, c, (size_t)(M * ldc));
+                    memcpy(ref, c, sizeof(float) * (size_t)(M * ldc));
+                    const bool acc = (K % 2) == 1;
+                    lig_f32_gemm(cfg, M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, acc);
+                    lig_f32_gemm(&ref_set->f32_gemm, M, N, K, a, a_rs, a_cs, b, ldb, ref, ldc, acc);
+                    CHECK(memcmp(c, ref, sizeof(float) * (size_t)(M * ldc)) == 0,
+                          "%s driver M=%lld N=%lld K=%lld: differs from the scalar set", sets[s]->name, (long long)M,
+                          (long long)N, (long long)K);
+                    free(a);
+                    free(b);
+                    free(c);
+                    free(ref);
+                }
+    }
+}
+
+/* The backward's gate and the forward's score sum: grid scores (exact products and sums),
+ * zeros and negatives; non-finite dy and weights where the gate is closed must add nothing. */
+void test_kernels_gate_and_scores(void) {
+    const lig_kernel_set *sets[8];
+    const int m = sets_under_test(sets, 1);
+    const lig_kernel_set *ref_set = scalar_set();
+    th_rng r = th_rng_make(0x67617465u);
+    for (int s = 0; s < m; s++) {
+        for (int64_t G = 1; G <= 40; G += 1 + G / 4)
+            for (int64_t nb = 1; nb <= 50; nb += 7) {
+                float *st = th_xmalloc(sizeof(float) * (size_t)(nb * G)), *st2 = th_xmalloc(sizeof(float) * (size_t)(nb * G));
+                float *w = th_xmalloc(sizeof(float) * (size_t)G), *dy = th_xmalloc(sizeof(float) * (size_t)nb);
+                float dw[40], dw2[40], score[50], score2[50];
+                for (int64_t i = 0; i < nb * G; i++) {
+                    const int64_t k = th_rng_range(&r, 0, 9);
+                    st[i] = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? NAN : grid_value(&r);
+                }
+                for (int64_t h = 0; h < G; h++) {
+                    w[h] = grid_value(&r);
+                    dw[h] = dw2[h] = grid_value(&r);
+                }
+                for (int64_t n = 0; n < nb; n++) dy[n] = grid_value(&r);
+                /* a slot whose scores are all closed may carry a non-finite dy */
+                for (int64_t h = 0; h < G; h++) st[h] = -1.0f;
+                dy[0] = INFINITY;
+                memcpy(st2, st, sizeof(float) * (size_t)(nb * G));
+                sets[s]->fwd_scores(st, nb, G, w, score);
+                ref_set->fwd_scores(st, nb, G, w, score2);
+                CHECK(memcmp(score, score2, sizeof(float) * (size_t)nb) == 0, "%s fwd_scores G=%lld nb=%lld differs",
+                      sets[s]->name, (long long)G, (long long)nb);
+                sets[s]->grad_gate(st, nb, G, w, dy, dw);
+                ref_set->grad_gate(st2, nb, G, w, dy, dw2);
+                CHECK(memcmp(st, st2, sizeof(float) * (size_t)(nb * G)) == 0 && memcmp(dw, dw2, sizeof(float) * (size_t)G) == 0,
+                      "%s grad_gate G=%lld nb=%lld differs", sets[s]->name, (long long)G, (long long)nb);
+                for (int64_t h = 0; h < G; h++) CHECK(isfinite(dw[h]), "%s grad_gate: a closed slot's Inf dy reached dW",
+                                                      sets[s]->name);
+                free(st);
+                free(st2);
+                free(w);
+                free(dy);
+            }
+    }
+}
+
+/* Row conversions: every dtype, strides, lengths 0..70, special values (NaN, Inf, subnormals,
+ * rounding ties), and axpy against fmaf. */
+void test_kernels_rows(void) {
+    static const lig_dtype dtypes[] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3e-39f, 6e-8f, 65520.0f,
+                                     1.00390625f, 1.01171875f, 3.4e38f, 5.9604645e-8f, 0x1.002p0f};
+    const lig_kernel_set *sets[8];
+    const int m = sets_under_test(sets, 1);
+    const lig_kernel_set *ref_set = scalar_set();
+    th_rng r = th_rng_make(0x726f7773u);
+    for (int s = 0; s < m; s++)
+        for (size_t di = 0; di < 3; di++)
+            for (int64_t stride = 1; stride <= 5; stride += 2)
+                for (int64_t n = 0; n <= 70; n += 1 + n / 8) {
+                    float src[71], back[71], back2[71];
+                    unsigned char raw[71 * 5 * 4], raw2[71 * 5 * 4];
+                    for (int64_t i = 0; i < n; i++) {
+                        const int64_t k = th_rng_range(&r, 0, 3);
+                        src[i] = k == 0 ? specials[th_rng_range(&r, 0, (int64_t)(sizeof specials / sizeof specials[0]) - 1)]
+                                        : (float)((th_rng_unit(&r) * 2.0 - 1.0) * pow(2.0, (double)th_rng_range(&r, -30, 20)));
+                    }
+                    memset(raw, 0x5a, sizeof raw);
+                    memset(raw2, 0x5a, sizeof raw2);
+                    sets[s]->store_row(src, n, dtypes[di], raw, stride);
+                    ref_set->store_row(src, n, dtypes[di], raw2, stride);
+                    CHECK(memcmp(raw, raw2, sizeof raw) == 0, "%s store_row dtype %d stride %lld n %lld differs",
+                          sets[s]->name, (int)dtypes[di], (long long)stride, (long long)n);
+                    sets[s]->load_row(dtypes[di], raw, stride, n, back);
+                    ref_set->load_row(dtypes[di], raw, stride, n, back2);
+                    CHECK(memcmp(back, back2, sizeof(float) * (size_t)n) == 0, "%s load_row dtype %d stride %lld n %lld differs",
+                          sets[s]->name, (int)dtypes[di], (long long)stride, (long long)n);
+                    float acc[71], acc2[71];
+                    const float a = di == 0 ? 1.0f : (float)grid_value(&r) + 0.375f;
+                    for (int64_t i = 0; i < n; i++) acc[i] = acc2[i] = (float)th_rng_unit(&r);
+                    sets[s]->axpy_row(acc, a, back, n);
+                    for (int64_t i = 0; i < n; i++) acc2[i] = fmaf(a, back[i], acc2[i]);
+                    CHECK(memcmp(acc, acc2, sizeof(float) * (size_t)n) == 0, "%s axpy_row a=%g n %lld differs from fmaf",
+                          sets[s]->name, (double)a, (long long)n);
+                }
+}
