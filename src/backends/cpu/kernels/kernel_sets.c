@@ -47,12 +47,33 @@ static const lig_kernel_set avx2_set = {
     .store_row = lig_store_row__avx2,
     .axpy_row = lig_axpy_row__avx2,
 };
+
+static bool has_avx512(void) { return lig_cpu_features_get()->avx512; }
+
+/* 12 x 32: 24 zmm accumulators; a last column tile of <= 16 (groups of up to 16 heads) takes
+ * 24 x 16. Blocks of 48 = 4 x 12 = 2 x 24 slots. */
+static const lig_kernel_set avx512_set = {
+    .name = "avx512",
+    .features = "AVX-512 F, BW, DQ and VL",
+    .cpu_supports = has_avx512,
+    .format = LIG_OPERANDS_F32,
+    .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
+                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
+    .grad_block = 48,
+    .fwd_block = 48,
+    .grad_gate = lig_grad_gate__avx512,
+    .fwd_scores = lig_fwd_scores__avx512,
+    .load_row = lig_load_row__avx512,
+    .store_row = lig_store_row__avx512,
+    .axpy_row = lig_axpy_row__avx512,
+};
 #endif
 
 static const lig_kernel_set *const table[] = {
     &scalar_set,
 #if defined(LIG_HAVE_X86_KERNELS)
     &avx2_set,
+    &avx512_set,
 #endif
 };
 enum { TABLE_SIZE = sizeof table / sizeof table[0] };

@@ -53,6 +53,19 @@ void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t G, const float *w
 void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__avx2(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_axpy_row__avx2(float *dst, float a, const float *x, int64_t n);
+
+/* avx512: AVX-512 F, BW, DQ, VL (fp32 FMA, 16 lanes) */
+void lig_f32_gemm_ukernel_12x32__avx512(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
+                                        int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                        bool accumulate);
+void lig_f32_gemm_ukernel_24x16__avx512(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
+                                        int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                        bool accumulate);
+void lig_grad_gate__avx512(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
+void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+void lig_load_row__avx512(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+void lig_store_row__avx512(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
+void lig_axpy_row__avx512(float *dst, float a, const float *x, int64_t n);
 #endif
 
 #endif
