@@ -27,11 +27,20 @@ typedef struct lig_f32_gemm_config {
     lig_f32_gemm_ukernel_fn narrow_ukernel;
 } lig_f32_gemm_config;
 
+typedef struct lig_bf16_gemm_config {
+    int64_t mr, nr;                  /* the micro-kernel's tile */
+    int64_t kr;                      /* the reduction it takes at full speed: a multiple of kr */
+    lig_bf16_gemm_ukernel_fn ukernel;
+    void (*thread_begin)(void);      /* per-thread setup the micro-kernel needs (tile configuration), or NULL */
+    void (*thread_end)(void);
+} lig_bf16_gemm_config;
+
 typedef struct lig_kernel_set {
     const char *name;     /* the LIG_ISA value, e.g. "avx2" */
     const char *features; /* what the CPU must have, for messages */
     bool (*cpu_supports)(void);
-    lig_operand_format format;
+    lig_operand_format format; /* of the widest engine the set drives */
+    const char *f32_name;      /* the set whose fp32 kernels these are (the name plans of fp32 engines report) */
     lig_f32_gemm_config f32_gemm;
     int64_t grad_block;   /* slots per block of the backward's fp32 engine (a multiple of every mr) */
     int64_t fwd_block;    /* keys per block of the forward's fp32 engine */
@@ -40,6 +49,11 @@ typedef struct lig_kernel_set {
     lig_load_row_fn load_row;
     lig_store_row_fn store_row;
     lig_axpy_row_fn axpy_row;
+    /* the bf16 engines' kernels; bf16_gemm.ukernel is NULL for a set without them */
+    lig_bf16_gemm_config bf16_gemm;
+    lig_bf16_pack_pairs_fn bf16_pack_pairs;
+    lig_bf16_gate_fn bf16_gate;
+    lig_bf16_open_rows_fn bf16_open_rows;
 } lig_kernel_set;
 
 /* Every set this build has, from portable to widest; *count receives how many. */
@@ -60,5 +74,9 @@ const char *lig_kernel_sets_supported(void);
  * config's micro-kernels: columns outermost so that a B panel stays in L1 across row tiles. */
 void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
                   int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+
+/* The same for a bf16 product (see lig_bf16_gemm_ukernel_fn): K even; ldb in pair words. */
+void lig_bf16_gemm(const lig_bf16_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
+                   const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
 
 #endif

@@ -16,6 +16,7 @@ static const lig_kernel_set scalar_set = {
     .features = "nothing",
     .cpu_supports = always,
     .format = LIG_OPERANDS_F32,
+    .f32_name = "scalar",
     .f32_gemm = {.mr = 4, .nr = 4, .ukernel = lig_f32_gemm_ukernel_4x4__scalar},
     .grad_block = 48,
     .fwd_block = 48,
@@ -37,6 +38,7 @@ static const lig_kernel_set avx2_set = {
     .features = "AVX2, FMA and F16C",
     .cpu_supports = has_avx2,
     .format = LIG_OPERANDS_F32,
+    .f32_name = "avx2",
     .f32_gemm = {.mr = 6, .nr = 16, .ukernel = lig_f32_gemm_ukernel_6x16__avx2,
                  .narrow_mr = 12, .narrow_nr = 8, .narrow_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
@@ -57,6 +59,7 @@ static const lig_kernel_set avx512_set = {
     .features = "AVX-512 F, BW, DQ and VL",
     .cpu_supports = has_avx512,
     .format = LIG_OPERANDS_F32,
+    .f32_name = "avx512",
     .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
                  .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
     .grad_block = 48,
@@ -67,6 +70,60 @@ static const lig_kernel_set avx512_set = {
     .store_row = lig_store_row__avx512,
     .axpy_row = lig_axpy_row__avx512,
 };
+
+static bool has_avx512bf16(void) {
+    const lig_cpu_features *f = lig_cpu_features_get();
+    return f->avx512_bf16 && f->avx512_vbmi && f->gfni;
+}
+
+/* bf16 inputs: bf16 pairs into fp32 with vdpbf16ps (12 x 32 register tiles); every other dtype
+ * runs the avx512 set's fp32 kernels. */
+static const lig_kernel_set avx512bf16_set = {
+    .name = "avx512bf16",
+    .features = "AVX-512 F, BW, DQ, VL, AVX512_BF16, AVX512_VBMI and GFNI",
+    .cpu_supports = has_avx512bf16,
+    .format = LIG_OPERANDS_BF16_PAIRS,
+    .f32_name = "avx512",
+    .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
+                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
+    .grad_block = 48,
+    .fwd_block = 48,
+    .grad_gate = lig_grad_gate__avx512,
+    .fwd_scores = lig_fwd_scores__avx512,
+    .load_row = lig_load_row__avx512,
+    .store_row = lig_store_row__avx512,
+    .axpy_row = lig_axpy_row__avx512,
+    .bf16_gemm = {.mr = 12, .nr = 32, .kr = 2, .ukernel = lig_bf16_gemm_ukernel_12x32__avx512bf16},
+    .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
+    .bf16_gate = lig_bf16_gate__avx512bf16,
+    .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
+};
+
+static bool has_amx(void) { return has_avx512bf16() && lig_cpu_features_get()->amx_bf16; }
+
+/* bf16 inputs: AMX tiles (32 x 32 blocks of four accumulator tiles); the operand packing and
+ * the gate are the avx512bf16 set's; every other dtype runs the avx512 set's fp32 kernels. */
+static const lig_kernel_set amx_set = {
+    .name = "amx-bf16",
+    .features = "AMX-TILE and AMX-BF16 (with the kernel's permission), and what avx512bf16 needs",
+    .cpu_supports = has_amx,
+    .format = LIG_OPERANDS_BF16_TILES,
+    .f32_name = "avx512",
+    .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
+                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
+    .grad_block = 48,
+    .fwd_block = 48,
+    .grad_gate = lig_grad_gate__avx512,
+    .fwd_scores = lig_fwd_scores__avx512,
+    .load_row = lig_load_row__avx512,
+    .store_row = lig_store_row__avx512,
+    .axpy_row = lig_axpy_row__avx512,
+    .bf16_gemm = {.mr = 32, .nr = 32, .kr = 32, .ukernel = lig_bf16_gemm_ukernel_32x32__amx,
+                  .thread_begin = lig_amx_tiles_begin, .thread_end = lig_amx_tiles_end},
+    .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
+    .bf16_gate = lig_bf16_gate__avx512bf16,
+    .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
+};
 #endif
 
 static const lig_kernel_set *const table[] = {
@@ -74,6 +131,8 @@ static const lig_kernel_set *const table[] = {
 #if defined(LIG_HAVE_X86_KERNELS)
     &avx2_set,
     &avx512_set,
+    &avx512bf16_set,
+    &amx_set,
 #endif
 };
 enum { TABLE_SIZE = sizeof table / sizeof table[0] };

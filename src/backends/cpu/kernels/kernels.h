@@ -33,6 +33,34 @@ typedef void (*lig_store_row_fn)(const float *src, int64_t n, lig_dtype dtype, v
 /* dst[i] = fma(a, x[i], dst[i]) for i < n: one rounding per element (a = 1 is an exact add) */
 typedef void (*lig_axpy_row_fn)(float *dst, float a, const float *x, int64_t n);
 
+/* bf16 GEMM micro-kernel: the top-left mr x nr part (mr <= MR, nr <= NR) of one MR x NR tile,
+ *   C[i][j] (+)= sum_{k < kc} A[i][k] * B[k][j]      (kc even)
+ * A: bf16 bits, row-major, lda elements per row. B: the VNNI layout, pairs along k: pair row
+ * p holds, for every column j, the pair B[2p][j], B[2p+1][j] as one 32-bit word, ldb words per
+ * pair row. C: fp32, ldc per row. Every product of two bf16 values is exact in fp32; sums are
+ * fp32, in an order fixed per micro-kernel. The bf16 units treat subnormal inputs as zero and
+ * flush subnormal results. */
+typedef void (*lig_bf16_gemm_ukernel_fn)(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
+                                         const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+
+/* Interleaves row pairs into the VNNI layout: out[(p*cols + j)*2 + e] = src[(2p + e)*ld + j]
+ * for p < npairs, j < cols (bf16 bits). */
+typedef void (*lig_bf16_pack_pairs_fn)(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
+
+/* The bf16 engines' ReLU gate over a block of scores S^T (nb x gp, fp32), nb a multiple of
+ * 64, gp of 32; for every slot n and head h, open = S^T[n][h] > 0:
+ *   dw[h] += open ? S^T[n][h] * dy[n] : 0            (fp32, slots in order)
+ *   a_dk[n][h] = open ? w[h] : 0                      (bf16 bits: the dK operand)
+ *   bit h%64 of open_bits[(h/64)*nb + n] = open       (for the dQ operand, see below)
+ *   bit h%64 of head_open[h/64] |= open               (heads open for some slot, accumulated) */
+typedef void (*lig_bf16_gate_fn)(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w,
+                                 float *dw, uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
+
+/* The dQ operand from the gate's bits, transposed: a_dq[h][n] = open(n, h) ? dy[n] : 0 for
+ * h < gp, n < nb (nb a multiple of 64; dy as bf16 bits, a_dq rows of nb elements). */
+typedef void (*lig_bf16_open_rows_fn)(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+                                      uint16_t *a_dq);
+
 /* scalar: portable C, the reference every other set is tested against */
 void lig_f32_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
                                       const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
@@ -41,6 +69,14 @@ void lig_fwd_scores__scalar(const float *st, int64_t nb, int64_t G, const float 
 void lig_load_row__scalar(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__scalar(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_axpy_row__scalar(float *dst, float a, const float *x, int64_t n);
+/* references of the bf16 engines' kernels (the scalar set has no bf16 engine) */
+void lig_bf16_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
+                                       const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_bf16_pack_pairs__scalar(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
+void lig_bf16_gate__scalar(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w, float *dw,
+                           uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
+void lig_bf16_open_rows__scalar(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+                                uint16_t *a_dq);
 
 #if defined(LIG_HAVE_X86_KERNELS)
 /* avx2: AVX2 + FMA + F16C */
@@ -66,6 +102,21 @@ void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t G, const float 
 void lig_load_row__avx512(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__avx512(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_axpy_row__avx512(float *dst, float a, const float *x, int64_t n);
+
+/* avx512bf16: avx512 + AVX512_BF16 (vdpbf16ps) + AVX512_VBMI + GFNI */
+void lig_bf16_gemm_ukernel_12x32__avx512bf16(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
+                                             const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_bf16_pack_pairs__avx512bf16(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
+void lig_bf16_gate__avx512bf16(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w, float *dw,
+                               uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
+void lig_bf16_open_rows__avx512bf16(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+                                    uint16_t *a_dq);
+
+/* amx-bf16: AMX-TILE + AMX-BF16 tiles of 16 rows x 64 bytes, configured once per thread */
+void lig_bf16_gemm_ukernel_32x32__amx(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
+                                      const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+void lig_amx_tiles_begin(void); /* loads the tile configuration the AMX micro-kernels use */
+void lig_amx_tiles_end(void);   /* releases the tile state */
 #endif
 
 #endif

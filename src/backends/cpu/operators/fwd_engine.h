@@ -19,8 +19,14 @@ typedef struct lig_fwd_ctx {
 } lig_fwd_ctx;
 
 typedef struct lig_fwd_engine {
-    const char *name;
+    /* The kernels a plan with this engine runs: the set's name or its fp32 kernels' name. */
+    const char *(*kernels_name)(const lig_fwd_ctx *c);
+    /* Sets c->block (the rest of *c is filled). */
+    void (*configure)(lig_fwd_ctx *c);
     uint64_t (*scratch_bytes)(const lig_fwd_ctx *c);
+    /* Around each thread's units (e.g. the tile configuration); NULL when nothing is needed. */
+    void (*thread_begin)(const lig_fwd_ctx *c);
+    void (*thread_end)(const lig_fwd_ctx *c);
     /* Loads the unit's G query heads (q points at the first, w at its weight). */
     void (*begin_unit)(const lig_fwd_ctx *c, char *scratch, const char *q, const char *w);
     /* score[i] = sum_h w_h * ReLU(q_h . k_i) for the n <= c->block key rows key[i]. */
@@ -28,5 +34,7 @@ typedef struct lig_fwd_engine {
 } lig_fwd_engine;
 
 extern const lig_fwd_engine lig_fwd_engine_f32;
+/* bf16 inputs on a set with bf16 kernels (fwd_engine_bf16.c). */
+extern const lig_fwd_engine lig_fwd_engine_bf16;
 
 #endif

@@ -50,8 +50,13 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nb, const char *c
     ks->fwd_scores(a, nb, G, w, score); /* I[n] = sum_h w_h ReLU(S[n][h]) */
 }
 
+static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32_name; }
+
+static void configure(lig_fwd_ctx *c) { c->block = c->ks->fwd_block; }
+
 const lig_fwd_engine lig_fwd_engine_f32 = {
-    .name = "f32",
+    .kernels_name = kernels_name,
+    .configure = configure,
     .scratch_bytes = scratch_bytes,
     .begin_unit = begin_unit,
     .score_block = score_block,

@@ -14,7 +14,8 @@
 typedef struct lig_grad_ctx {
     const lig_kernel_set *ks;
     int64_t G, D;
-    int64_t block;                /* counted slots per block */
+    int64_t block;                /* counted slots per block (the engine's choice) */
+    int64_t contrib_ld;           /* floats between two slots' contributions (the engine's choice) */
     lig_dtype dtype;              /* q, k, w and dy */
     int64_t q_head, q_dim;        /* query: between heads, between elements */
     int64_t w_head, k_dim;
@@ -23,9 +24,15 @@ typedef struct lig_grad_ctx {
 } lig_grad_ctx;
 
 typedef struct lig_grad_engine {
-    const char *name;
+    /* The kernels a plan with this engine runs: the set's name or its fp32 kernels' name. */
+    const char *(*kernels_name)(const lig_grad_ctx *c);
+    /* Sets c->block and c->contrib_ld (the rest of *c is filled). */
+    void (*configure)(lig_grad_ctx *c);
     /* Bytes of thread scratch the engine uses (64-byte aligned base). */
     uint64_t (*scratch_bytes)(const lig_grad_ctx *c);
+    /* Around each thread's units (e.g. the tile configuration); NULL when nothing is needed. */
+    void (*thread_begin)(const lig_grad_ctx *c);
+    void (*thread_end)(const lig_grad_ctx *c);
     /* Loads the unit's G query heads (q points at the first, w at its weight) and clears the
      * unit's dQ and dW accumulators. */
     void (*begin_unit)(const lig_grad_ctx *c, char *scratch, const char *q, const char *w);
@@ -40,5 +47,7 @@ typedef struct lig_grad_engine {
 
 /* Every operand converted to fp32; the set's fp32 GEMM, gate and conversion kernels. */
 extern const lig_grad_engine lig_grad_engine_f32;
+/* bf16 inputs on a set with bf16 kernels (grad_engine_bf16.c). */
+extern const lig_grad_engine lig_grad_engine_bf16;
 
 #endif

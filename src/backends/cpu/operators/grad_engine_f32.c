@@ -79,8 +79,16 @@ static void end_unit(const lig_grad_ctx *c, char *s, char *dq_rows, char *dw_ele
     }
 }
 
+static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->f32_name; }
+
+static void configure(lig_grad_ctx *c) {
+    c->block = c->ks->grad_block;
+    c->contrib_ld = c->D;
+}
+
 const lig_grad_engine lig_grad_engine_f32 = {
-    .name = "f32",
+    .kernels_name = kernels_name,
+    .configure = configure,
     .scratch_bytes = scratch_bytes,
     .begin_unit = begin_unit,
     .block = block,

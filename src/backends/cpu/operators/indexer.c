@@ -81,12 +81,15 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
 static void units_task(void *ctx, int tid, int n) {
     fwd_run *r = ctx;
     (void)n;
-    char *s = r->ws + (uint64_t)tid * r->p->scratch.total;
+    const lig_cpu_fwd_plan *p = r->p;
+    char *s = r->ws + (uint64_t)tid * p->scratch.total;
+    if (p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
     for (;;) {
         const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
-        if (u >= r->p->pb->pr.units) break;
+        if (u >= p->pb->pr.units) break;
         run_unit(r, s, u);
     }
+    if (p->engine->thread_end) p->engine->thread_end(&p->ctx);
 }
 
 lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {

@@ -36,7 +36,7 @@ typedef struct grad_run {
     /* deterministic: the commit ring */
     const int64_t *chunk_base; /* [units + 1] */
     int64_t chunks;            /* chunk_base[units]: every chunk of the problem */
-    float *ring;               /* [ring_chunks][block][D] contributions */
+    float *ring;               /* [ring_chunks][block][contrib_ld] contributions */
     float *ring_scale;         /* [ring_chunks][block] */
     int64_t *ring_key;         /* [ring_chunks][block] accumulator rows */
     int64_t *ring_count;       /* [ring_chunks] slots written */
@@ -72,15 +72,15 @@ static void unlock_row(atomic_uint *l) { atomic_store_explicit(l, 0u, memory_ord
  * go, so a chunk finished meanwhile is not left waiting for the next caller. */
 static void try_commit(grad_run *r) {
     const lig_cpu_grad_plan *p = r->p;
-    const int64_t D = p->pb->pr.D, nb = p->ctx.block, R = p->ring_chunks;
+    const int64_t D = p->pb->pr.D, ld = p->ctx.contrib_ld, nb = p->ctx.block, R = p->ring_chunks;
     for (;;) {
         if (atomic_exchange_explicit(&r->committing, 1, memory_order_acquire)) return;
         int64_t c = atomic_load_explicit(&r->committed, memory_order_relaxed); /* written only under the flag */
         while (c < r->chunks && atomic_load_explicit(&r->ring_ready[c % R], memory_order_acquire) == c) {
             const int64_t b = c % R, n = r->ring_count[b];
-            const float *src = r->ring + b * nb * D, *scale = r->ring_scale + b * nb;
+            const float *src = r->ring + b * nb * ld, *scale = r->ring_scale + b * nb;
             const int64_t *key = r->ring_key + b * nb;
-            for (int64_t i = 0; i < n; i++) p->ctx.ks->axpy_row(r->acc + key[i] * D, scale[i], src + i * D, D);
+            for (int64_t i = 0; i < n; i++) p->ctx.ks->axpy_row(r->acc + key[i] * D, scale[i], src + i * ld, D);
             /* release: the producer that reuses buffer b reads this before writing into it */
             atomic_store_explicit(&r->committed, ++c, memory_order_release);
         }
@@ -103,14 +103,14 @@ static void wait_committed(grad_run *r, int64_t seq) {
 static void emit_block(grad_run *r, char *s, int64_t nb, int64_t seq) {
     const lig_cpu_grad_plan *p = r->p;
     const lig_grad_scratch_layout *L = &p->scratch;
-    const int64_t D = p->pb->pr.D, block = p->ctx.block;
+    const int64_t D = p->pb->pr.D, ld = p->ctx.contrib_ld, block = p->ctx.block;
     const char *const *key = (const char *const *)(void *)(s + L->key);
     const float *dy = (const float *)(s + L->dy);
     const int64_t *acc_row = (const int64_t *)(s + L->acc_row);
     if (p->pb->deterministic) {
         const int64_t b = seq % p->ring_chunks;
         wait_committed(r, seq - p->ring_chunks + 1); /* buffer b's previous chunk is committed */
-        p->engine->block(&p->ctx, s + L->engine, nb, key, dy, r->ring + b * block * D, r->ring_scale + b * block);
+        p->engine->block(&p->ctx, s + L->engine, nb, key, dy, r->ring + b * block * ld, r->ring_scale + b * block);
         memcpy(r->ring_key + b * block, acc_row, sizeof(int64_t) * (size_t)nb);
         r->ring_count[b] = nb;
         atomic_store_explicit(&r->ring_ready[b], seq, memory_order_release);
@@ -121,7 +121,7 @@ static void emit_block(grad_run *r, char *s, int64_t nb, int64_t seq) {
     p->engine->block(&p->ctx, s + L->engine, nb, key, dy, contrib, scale);
     for (int64_t n = 0; n < nb; n++) {
         lock_row(&r->locks[acc_row[n]]);
-        p->ctx.ks->axpy_row(r->acc + acc_row[n] * D, scale[n], contrib + n * D, D);
+        p->ctx.ks->axpy_row(r->acc + acc_row[n] * D, scale[n], contrib + n * ld, D);
         unlock_row(&r->locks[acc_row[n]]);
     }
 }
@@ -166,11 +166,13 @@ static void units_task(void *ctx, int tid, int n) {
     const lig_cpu_grad_plan *p = r->p;
     (void)n;
     char *s = r->ws + p->ws.scratch + (uint64_t)tid * p->ws.scratch_stride;
+    if (p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
     for (;;) {
         const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
         if (u >= p->pb->pr.units) break;
         run_unit(r, s, u);
     }
+    if (p->engine->thread_end) p->engine->thread_end(&p->ctx);
     if (p->pb->deterministic) wait_committed(r, r->chunks); /* leaves only when every chunk is in */
 }
 

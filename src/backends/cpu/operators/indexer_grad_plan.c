@@ -26,7 +26,7 @@ static int64_t ring_capacity(const lig_cpu_grad_plan *p) {
         if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
     const int64_t counted = pr->K < longest ? pr->K : longest;
     const int64_t per_unit = counted / p->ctx.block + 1;
-    const int64_t chunk_bytes = p->ctx.block * (pr->D * 4 + 12);
+    const int64_t chunk_bytes = p->ctx.block * (p->ctx.contrib_ld * 4 + 12);
     const int64_t budget = ((int64_t)256 << 20) / chunk_bytes;
     int64_t chunks = (2 * (int64_t)p->threads + 2) * per_unit;
     if (chunks > budget) chunks = budget;
@@ -42,7 +42,7 @@ static lig_grad_scratch_layout scratch_layout(const lig_cpu_grad_plan *p) {
     l.dy = lig_ws_take(&at, sizeof(float) * nb);
     l.acc_row = lig_ws_take(&at, sizeof(int64_t) * nb);
     const bool own_contrib = !p->pb->deterministic;
-    l.contrib = lig_ws_take(&at, own_contrib ? sizeof(float) * nb * (uint64_t)p->ctx.D : 0);
+    l.contrib = lig_ws_take(&at, own_contrib ? sizeof(float) * nb * (uint64_t)p->ctx.contrib_ld : 0);
     l.scale = lig_ws_take(&at, own_contrib ? sizeof(float) * nb : 0);
     l.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
     l.total = at;
@@ -63,7 +63,7 @@ static void size_workspace(lig_cpu_grad_plan *p) {
         p->ring_chunks = ring_capacity(p);
         const uint64_t chunks = (uint64_t)p->ring_chunks;
         ws->chunk_base = lig_ws_take(&at, sizeof(int64_t) * ((uint64_t)pr->units + 1));
-        ws->ring = lig_ws_take(&at, sizeof(float) * chunks * nb * (uint64_t)pr->D);
+        ws->ring = lig_ws_take(&at, sizeof(float) * chunks * nb * (uint64_t)p->ctx.contrib_ld);
         ws->ring_scale = lig_ws_take(&at, sizeof(float) * chunks * nb);
         ws->ring_key = lig_ws_take(&at, sizeof(int64_t) * chunks * nb);
         ws->ring_count = lig_ws_take(&at, sizeof(int64_t) * chunks);
@@ -86,20 +86,23 @@ lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_pla
     if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
-    p->engine = &lig_grad_engine_f32;
+    /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32 */
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL;
+    p->engine = bf16 ? &lig_grad_engine_bf16 : &lig_grad_engine_f32;
     p->ctx = (lig_grad_ctx){
-        .ks = ks, .G = pr->G, .D = pr->D, .block = ks->grad_block, .dtype = pb->q.dtype,
+        .ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype,
         .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim,
         .dq_dtype = pb->dq.dtype, .dw_dtype = pb->dw.dtype, .dq_head = pb->dq.head, .dq_dim = pb->dq.dim,
         .dw_head = pb->dw.head,
     };
+    p->engine->configure(&p->ctx);
     /* any zero extent: nothing to multiply (SPEC 5: workspace 0, zero-filled outputs) */
     p->empty = pr->units == 0 || pr->K == 0 || pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     p->scratch = scratch_layout(p);
     size_workspace(p);
-    *out = (lig_backend_plan){.plan = p, .workspace_size = p->ws.total, .kernel_set = ks->name,
+    *out = (lig_backend_plan){.plan = p, .workspace_size = p->ws.total, .kernel_set = p->engine->kernels_name(&p->ctx),
                               .run = lig_cpu_run_indexer_grad, .free = free_plan};
     return LIG_SUCCESS;
 }

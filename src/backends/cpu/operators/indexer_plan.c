@@ -18,9 +18,12 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
-    p->engine = &lig_fwd_engine_f32;
-    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .block = ks->fwd_block, .dtype = pb->q.dtype,
-                           .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
+    /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32 */
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL;
+    p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
+    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype, .q_head = pb->q.head,
+                           .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
+    p->engine->configure(&p->ctx);
     int64_t longest = 0;
     for (int64_t b = 0; b < pr->B; b++)
         if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
@@ -38,7 +41,7 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
         p->scratch.total = at;
         p->workspace_size = at * (uint64_t)p->threads + LIG_WS_ALIGN;
     }
-    *out = (lig_backend_plan){.plan = p, .workspace_size = p->workspace_size, .kernel_set = ks->name,
+    *out = (lig_backend_plan){.plan = p, .workspace_size = p->workspace_size, .kernel_set = p->engine->kernels_name(&p->ctx),
                               .run = lig_cpu_run_indexer, .free = free_plan};
     return LIG_SUCCESS;
 }

@@ -52,6 +52,7 @@ static void detect(void) {
     features.avx512 = features.avx2_fma_f16c && zmm_state && avx512;
     features.avx512_bf16 = features.avx512 && (a71 & (1u << 5));
     features.gfni = c7 & (1u << 8);
+    features.avx512_vbmi = features.avx512 && (c7 & (1u << 1));
     const bool amx = (d7 & (1u << 22)) && (d7 & (1u << 24));
     features.amx_bf16 = features.avx512_bf16 && amx && tile_state && amx_permission();
 }

@@ -9,7 +9,8 @@ typedef struct lig_cpu_features {
     bool avx2_fma_f16c;  /* AVX2, FMA3, F16C with YMM state enabled */
     bool avx512;         /* AVX512 F, BW, DQ, VL with ZMM and opmask state enabled */
     bool avx512_bf16;    /* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
-    bool gfni;
+    bool avx512_vbmi;    /* byte permutes (vpermb, vpermt2b) */
+    bool gfni;           /* Galois-field affine bytes (used as 8x8 bit transposes) */
     bool amx_bf16;       /* AMX-TILE and AMX-BF16 with tile state enabled, and the kernel's permission
                             to use it granted to this process */
 } lig_cpu_features;

@@ -1,4 +1,4 @@
-/* The macro loop over a set's fp32 GEMM micro-kernels (see kernel_set.h). */
+/* The macro loops over a set's GEMM micro-kernels (see kernel_set.h). */
 #include "backends/cpu/kernels/kernel_set.h"
 
 void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
@@ -11,5 +11,15 @@ void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t 
         for (int64_t m0 = 0; m0 < M; m0 += mr)
             ukernel(M - m0 < mr ? M - m0 : mr, nr, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc,
                     accumulate);
+    }
+}
+
+void lig_bf16_gemm(const lig_bf16_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
+                   const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate) {
+    for (int64_t n0 = 0; n0 < N; n0 += cfg->nr) {
+        const int64_t nr = N - n0 < cfg->nr ? N - n0 : cfg->nr;
+        for (int64_t m0 = 0; m0 < M; m0 += cfg->mr)
+            cfg->ukernel(M - m0 < cfg->mr ? M - m0 : cfg->mr, nr, K, a + m0 * lda, lda, b + 2 * n0, ldb,
+                         c + m0 * ldc + n0, ldc, accumulate);
     }
 }

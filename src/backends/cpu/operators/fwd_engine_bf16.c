@@ -1,0 +1,105 @@
+/* The forward's bf16 engine (see fwd_engine.h), for bf16 inputs on a set with bf16 kernels
+ * (vdpbf16ps pairs or AMX tiles): per unit the query heads are packed as Q^T pairs (pairs
+ * along D) once; per block of 64 keys the key rows are copied and S^T = K Q^T runs on the
+ * set's bf16 micro-kernels (exact products, fp32 sums), then the set's score kernel sums
+ * w_h ReLU(S) over the heads. Heads and D are padded to multiples of 32 with zeros, which
+ * add nothing (a padded head has S = 0: closed). */
+#include <string.h>
+
+#include "backends/cpu/operators/fwd_engine.h"
+#include "core/dtype_convert.h"
+#include "core/workspace.h"
+
+#define NB 64
+
+typedef struct layout {
+    int64_t gp, dp;
+    uint64_t qrow; /* bf16[gp][dp] */
+    uint64_t qt;   /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout */
+    uint64_t wf;   /* float[gp] */
+    uint64_t kb;   /* bf16[NB][dp] */
+    uint64_t st;   /* float[NB][gp] */
+    uint64_t total;
+} layout;
+
+static int64_t round32(int64_t x) { return (x + 31) / 32 * 32; }
+
+static layout layout_for(const lig_fwd_ctx *c) {
+    layout l;
+    uint64_t at = 0;
+    l.gp = round32(c->G);
+    l.dp = round32(c->D);
+    const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp;
+    l.qrow = lig_ws_take(&at, 2 * gp * dp);
+    l.qt = lig_ws_take(&at, 2 * gp * dp);
+    l.wf = lig_ws_take(&at, 4 * gp);
+    l.kb = lig_ws_take(&at, 2 * NB * dp);
+    l.st = lig_ws_take(&at, 4 * NB * gp);
+    l.total = at;
+    return l;
+}
+
+static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->name; }
+
+static void configure(lig_fwd_ctx *c) { c->block = NB; }
+
+static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
+
+static void thread_begin(const lig_fwd_ctx *c) {
+    if (c->ks->bf16_gemm.thread_begin) c->ks->bf16_gemm.thread_begin();
+}
+
+static void thread_end(const lig_fwd_ctx *c) {
+    if (c->ks->bf16_gemm.thread_end) c->ks->bf16_gemm.thread_end();
+}
+
+/* n elements of bf16 bits at src (stride in elements) into dst, zeros up to `padded`. */
+static void copy_row(uint16_t *dst, const char *src, int64_t stride, int64_t n, int64_t padded) {
+    if (stride == 1) memcpy(dst, src, sizeof(uint16_t) * (size_t)n);
+    else
+        for (int64_t i = 0; i < n; i++) memcpy(dst + i, src + 2 * i * stride, sizeof(uint16_t));
+    memset(dst + n, 0, sizeof(uint16_t) * (size_t)(padded - n));
+}
+
+static void begin_unit(const lig_fwd_ctx *c, char *s, const char *q_rows, const char *w_elems) {
+    const layout L = layout_for(c);
+    const int64_t gp = L.gp, dp = L.dp;
+    uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow);
+    uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
+    const uint32_t *qwords = (const uint32_t *)(const void *)qrow;
+    float *wf = (float *)(void *)(s + L.wf);
+    for (int64_t h = 0; h < gp; h++) {
+        if (h < c->G) {
+            copy_row(qrow + h * dp, q_rows + 2 * h * c->q_head, c->q_dim, c->D, dp);
+            wf[h] = lig_load_float(LIG_BFLOAT16, w_elems + 2 * h * c->w_head);
+        } else {
+            memset(qrow + h * dp, 0, sizeof(uint16_t) * (size_t)dp);
+            wf[h] = 0.0f;
+        }
+    }
+    for (int64_t h = 0; h < gp; h++)
+        for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + h] = qwords[h * (dp / 2) + p];
+}
+
+static void score_block(const lig_fwd_ctx *c, char *s, int64_t nb, const char *const *key, float *score) {
+    const layout L = layout_for(c);
+    const int64_t gp = L.gp, dp = L.dp;
+    uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
+    float *st = (float *)(void *)(s + L.st);
+    for (int64_t n = 0; n < nb; n++) copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
+    const int64_t rows = (nb + 31) / 32 * 32; /* whole tiles: the padding rows are zero keys */
+    if (nb < rows) memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((rows - nb) * dp));
+    lig_bf16_gemm(&c->ks->bf16_gemm, rows, gp, dp, kb, dp, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,
+                  false);
+    c->ks->fwd_scores(st, nb, gp, (const float *)(const void *)(s + L.wf), score);
+}
+
+const lig_fwd_engine lig_fwd_engine_bf16 = {
+    .kernels_name = kernels_name,
+    .configure = configure,
+    .scratch_bytes = scratch_bytes,
+    .thread_begin = thread_begin,
+    .thread_end = thread_end,
+    .begin_unit = begin_unit,
+    .score_block = score_block,
+};

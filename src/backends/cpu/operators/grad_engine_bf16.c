@@ -1,0 +1,191 @@
+/* The backward's bf16 engine (see grad_engine.h), for bf16 inputs on a set with bf16 kernels
+ * (vdpbf16ps pairs or AMX tiles). Every product of two bf16 values is exact in fp32, and the
+ * engine keeps every product it feeds the units to two bf16 factors, so that nothing is
+ * rounded to bf16 on the way: with open = [S > 0],
+ *   S^T = K Q^T                                 (bf16 x bf16)
+ *   T   = sum_n (open * dy_n) k_n,  dQ_h = w_h T_h     (open * dy is bf16; one fp32 scale per unit)
+ *   C_n = sum_h (open * w_h) q_h,   dK += dy_n C_n     (open * w is bf16; the scale is the
+ *                                                       commit's fused multiply-add)
+ *   dW_h += open ? S dy_n : 0                   (fp32)
+ * so each output is an fp32 accumulation of exact products, like the fp32 engine's, with one
+ * more fp32 rounding (the scale) per dQ element and per dK contribution.
+ *
+ * Blocks are 64 slots; heads and D are padded to multiples of 32 with zeros (which add
+ * nothing), so every product runs on whole tiles. Per unit the query heads are packed twice,
+ * as Q^T pairs (pairs along D: the scores' B operand) and as Q pairs (pairs along the heads:
+ * the contributions' B operand); per block the gathered key rows are copied once (the scores'
+ * A operand) and interleaved in pairs (dQ's B operand), and the gate writes both coefficient
+ * operands. */
+#include <string.h>
+
+#include "backends/cpu/operators/grad_engine.h"
+#include "core/dtype_convert.h"
+#include "core/workspace.h"
+
+#define NB 64
+
+typedef struct layout {
+    int64_t gp, dp;  /* G and D padded to multiples of 32 */
+    uint64_t qrow;   /* bf16[gp][dp]: the unit's query heads */
+    uint64_t qt;     /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout */
+    uint64_t qh;     /* bf16 pairs [gp/2][dp]: Q in the VNNI layout, pairs along the heads */
+    uint64_t w16;    /* bf16[gp] */
+    uint64_t wf;     /* float[gp] */
+    uint64_t t;      /* float[gp][dp]: T, dQ before the scale by w */
+    uint64_t dw;     /* float[gp] */
+    uint64_t kb;     /* bf16[NB][dp]: the block's key rows */
+    uint64_t kv;     /* bf16 pairs [NB/2][dp]: the same, pairs along the slots */
+    uint64_t st;     /* float[NB][gp]: S^T */
+    uint64_t adk;    /* bf16[NB][gp]: open * w */
+    uint64_t adq;    /* bf16[gp][NB]: open * dy, transposed */
+    uint64_t bits;   /* uint64[gp/64 rounded up][NB]: the gate's open bits */
+    uint64_t heads;  /* uint64[gp/64 rounded up]: heads open for some slot of the unit */
+    uint64_t dy16;   /* bf16[NB] */
+    uint64_t dyf;    /* float[NB] */
+    uint64_t total;
+} layout;
+
+static int64_t round32(int64_t x) { return (x + 31) / 32 * 32; }
+
+static layout layout_for(const lig_grad_ctx *c) {
+    layout l;
+    uint64_t at = 0;
+    l.gp = round32(c->G);
+    l.dp = round32(c->D);
+    const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp, b2 = 2, f4 = 4;
+    l.qrow = lig_ws_take(&at, b2 * gp * dp);
+    l.qt = lig_ws_take(&at, b2 * gp * dp);
+    l.qh = lig_ws_take(&at, b2 * gp * dp);
+    l.w16 = lig_ws_take(&at, b2 * gp);
+    l.wf = lig_ws_take(&at, f4 * gp);
+    l.t = lig_ws_take(&at, f4 * gp * dp);
+    l.dw = lig_ws_take(&at, f4 * gp);
+    l.kb = lig_ws_take(&at, b2 * NB * dp);
+    l.kv = lig_ws_take(&at, b2 * NB * dp);
+    l.st = lig_ws_take(&at, f4 * NB * gp);
+    l.adk = lig_ws_take(&at, b2 * NB * gp);
+    l.adq = lig_ws_take(&at, b2 * gp * NB);
+    l.bits = lig_ws_take(&at, 8 * ((gp + 63) / 64) * NB);
+    l.heads = lig_ws_take(&at, 8 * ((gp + 63) / 64));
+    l.dy16 = lig_ws_take(&at, b2 * NB);
+    l.dyf = lig_ws_take(&at, f4 * NB);
+    l.total = at;
+    return l;
+}
+
+static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->name; }
+
+static void configure(lig_grad_ctx *c) {
+    c->block = NB;
+    c->contrib_ld = round32(c->D);
+}
+
+static uint64_t scratch_bytes(const lig_grad_ctx *c) { return layout_for(c).total; }
+
+static void thread_begin(const lig_grad_ctx *c) {
+    if (c->ks->bf16_gemm.thread_begin) c->ks->bf16_gemm.thread_begin();
+}
+
+static void thread_end(const lig_grad_ctx *c) {
+    if (c->ks->bf16_gemm.thread_end) c->ks->bf16_gemm.thread_end();
+}
+
+/* n elements of bf16 bits at src (stride in elements) into dst, zeros up to `padded`. */
+static void copy_row(uint16_t *dst, const char *src, int64_t stride, int64_t n, int64_t padded) {
+    if (stride == 1) memcpy(dst, src, sizeof(uint16_t) * (size_t)n);
+    else
+        for (int64_t i = 0; i < n; i++) memcpy(dst + i, src + 2 * i * stride, sizeof(uint16_t));
+    memset(dst + n, 0, sizeof(uint16_t) * (size_t)(padded - n));
+}
+
+static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const char *w_elems) {
+    const layout L = layout_for(c);
+    const int64_t G = c->G, D = c->D, gp = L.gp, dp = L.dp;
+    uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow), *w16 = (uint16_t *)(void *)(s + L.w16);
+    uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
+    const uint32_t *qwords = (const uint32_t *)(const void *)qrow;
+    float *wf = (float *)(void *)(s + L.wf);
+    for (int64_t h = 0; h < gp; h++) {
+        if (h < G) {
+            copy_row(qrow + h * dp, q_rows + 2 * h * c->q_head, c->q_dim, D, dp);
+            memcpy(w16 + h, w_elems + 2 * h * c->w_head, sizeof(uint16_t));
+            wf[h] = lig_bf16_to_f32(w16[h]);
+        } else {
+            memset(qrow + h * dp, 0, sizeof(uint16_t) * (size_t)dp);
+            w16[h] = 0;
+            wf[h] = 0.0f;
+        }
+    }
+    /* Q^T pairs: pair p of head h is the 32-bit word p of row h */
+    for (int64_t h = 0; h < gp; h++)
+        for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + h] = qwords[h * (dp / 2) + p];
+    c->ks->bf16_pack_pairs(qrow, dp, gp / 2, dp, (uint16_t *)(void *)(s + L.qh));
+    memset(s + L.t, 0, sizeof(float) * (size_t)(gp * dp));
+    memset(s + L.dw, 0, sizeof(float) * (size_t)gp);
+    memset(s + L.heads, 0, sizeof(uint64_t) * (size_t)((gp + 63) / 64));
+}
+
+static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const *key, const float *dy, float *contrib,
+                  float *scale) {
+    const layout L = layout_for(c);
+    const int64_t gp = L.gp, dp = L.dp;
+    const lig_kernel_set *ks = c->ks;
+    const lig_bf16_gemm_config *gemm = &ks->bf16_gemm;
+    uint16_t *kb = (uint16_t *)(void *)(s + L.kb), *kv = (uint16_t *)(void *)(s + L.kv);
+    uint16_t *adk = (uint16_t *)(void *)(s + L.adk), *adq = (uint16_t *)(void *)(s + L.adq);
+    uint16_t *dy16 = (uint16_t *)(void *)(s + L.dy16);
+    float *st = (float *)(void *)(s + L.st), *dyf = (float *)(void *)(s + L.dyf);
+    uint64_t *bits = (uint64_t *)(void *)(s + L.bits);
+
+    for (int64_t n = 0; n < nb; n++) {
+        copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
+        dyf[n] = dy[n];
+        dy16[n] = lig_f32_to_bf16(dy[n]); /* exact: dy is a bf16 value */
+    }
+    if (nb < NB) { /* empty slots: zero keys and dy, so they add nothing */
+        memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((NB - nb) * dp));
+        memset(dyf + nb, 0, sizeof(float) * (size_t)(NB - nb));
+        memset(dy16 + nb, 0, sizeof(uint16_t) * (size_t)(NB - nb));
+    }
+    ks->bf16_pack_pairs(kb, dp, NB / 2, dp, kv);
+    lig_bf16_gemm(gemm, NB, gp, dp, kb, dp, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp, false);
+    ks->bf16_gate(st, NB, gp, dyf, (const uint16_t *)(const void *)(s + L.w16), (float *)(void *)(s + L.dw), adk, bits,
+                  (uint64_t *)(void *)(s + L.heads));
+    /* A slot closed for every head contributes exactly 0 (its C is 0): scale 0, so that a
+     * non-finite dy of a gated slot cannot turn 0 into NaN. */
+    for (int64_t n = 0; n < nb; n++) {
+        uint64_t any = 0;
+        for (int64_t q = 0; q < (gp + 63) / 64; q++) any |= bits[q * NB + n];
+        scale[n] = any ? dy[n] : 0.0f;
+    }
+    ks->bf16_open_rows(bits, NB, gp, dy16, adq);
+    lig_bf16_gemm(gemm, gp, dp, NB, adq, NB, kv, dp, (float *)(void *)(s + L.t), dp, true);
+    lig_bf16_gemm(gemm, NB, dp, gp, adk, gp, (const uint16_t *)(const void *)(s + L.qh), dp, contrib, dp, false);
+}
+
+static void end_unit(const lig_grad_ctx *c, char *s, char *dq_rows, char *dw_elems) {
+    const layout L = layout_for(c);
+    float *t = (float *)(void *)(s + L.t);
+    const float *wf = (const float *)(const void *)(s + L.wf), *dw = (const float *)(const void *)(s + L.dw);
+    const uint64_t *heads = (const uint64_t *)(const void *)(s + L.heads);
+    const int64_t dq_esize = c->dq_dtype == LIG_FLOAT32 ? 4 : 2, dw_esize = c->dw_dtype == LIG_FLOAT32 ? 4 : 2;
+    for (int64_t h = 0; h < c->G; h++) {
+        float *row = t + h * L.dp;
+        /* a head closed for every slot has dQ = 0 exactly, even when its weight is not finite */
+        const float scale = (heads[h / 64] >> (h % 64)) & 1u ? wf[h] : 0.0f;
+        for (int64_t d = 0; d < c->D; d++) row[d] *= scale;
+        c->ks->store_row(row, c->D, c->dq_dtype, dq_rows + h * c->dq_head * dq_esize, c->dq_dim);
+        lig_store_float(c->dw_dtype, dw_elems + h * c->dw_head * dw_esize, dw[h]);
+    }
+}
+
+const lig_grad_engine lig_grad_engine_bf16 = {
+    .kernels_name = kernels_name,
+    .configure = configure,
+    .scratch_bytes = scratch_bytes,
+    .thread_begin = thread_begin,
+    .thread_end = thread_end,
+    .begin_unit = begin_unit,
+    .block = block,
+    .end_unit = end_unit,
+};
