@@ -30,6 +30,8 @@ static const th_test all_tests[] = {
     {"kernels_f32_gemm_driver", test_kernels_f32_gemm_driver},
     {"kernels_gate_and_scores", test_kernels_gate_and_scores},
     {"kernels_rows", test_kernels_rows},
+    {"kernels_bf16_gemm", test_kernels_bf16_gemm},
+    {"kernels_bf16_operands", test_kernels_bf16_operands},
     /* API basics */
     {"api_version", test_api_version},
     {"api_status_strings", test_api_status_strings},
@@ -61,6 +63,7 @@ static const th_test all_tests[] = {
     {"grad_poison_is_ignored", test_grad_poison_is_ignored},
     {"grad_forward_like_indices", test_grad_forward_like_indices},
     {"grad_head_num_and_forms", test_grad_head_num_and_forms},
+    {"subnormal_inputs", test_subnormal_inputs},
     /* determinism */
     {"determinism_bitwise_across_runs_and_threads", test_determinism_bitwise},
     {"determinism_off_loses_no_update", test_determinism_off_loses_no_update},

@@ -247,3 +247,147 @@ void test_kernels_rows(void) {
                           sets[s]->name, (double)a, (long long)n);
                 }
 }
+
+static float bf16_value(uint16_t bits) {
+    const uint32_t u = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* bf16 values on the grid of test_kernels (multiples of 1/8 in [-2, 2]) as bits. */
+static uint16_t grid_bf16(th_rng *r) {
+    const float f = grid_value(r);
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (uint16_t)(u >> 16); /* exact: 1/8-grid values have short significands */
+}
+
+/* Sets with bf16 kernels, configured for this thread (tiles); reports the others. */
+static int bf16_sets(const lig_kernel_set **out) {
+    const lig_kernel_set *sets[8];
+    const int m = sets_under_test(sets, 1);
+    int k = 0;
+    for (int s = 0; s < m; s++)
+        if (sets[s]->bf16_gemm.ukernel) out[k++] = sets[s];
+    return k;
+}
+
+static void begin_thread(const lig_kernel_set *ks) {
+    if (ks->bf16_gemm.thread_begin) ks->bf16_gemm.thread_begin();
+}
+
+static void end_thread(const lig_kernel_set *ks) {
+    if (ks->bf16_gemm.thread_end) ks->bf16_gemm.thread_end();
+}
+
+/* The bf16 micro-kernels and their driver against the scalar reference on grid data (exact),
+ * every shape from 1 to past two tiles, reductions from 2 to 3 whole tiles plus odd pairs. */
+void test_kernels_bf16_gemm(void) {
+    const lig_kernel_set *sets[8];
+    const int m = bf16_sets(sets);
+    th_rng r = th_rng_make(0x62663136u);
+    int64_t calls = 0;
+    for (int s = 0; s < m; s++) {
+        const lig_bf16_gemm_config *cfg = &sets[s]->bf16_gemm;
+        begin_thread(sets[s]);
+        for (int64_t M = 1; M <= 2 * cfg->mr + 1; M += 1 + M / 3)
+            for (int64_t N = 1; N <= 2 * cfg->nr + 1; N += 1 + N / 3)
+                for (int64_t K = 2; K <= 3 * cfg->kr + 2; K += K < 8 ? 2 : 2 + 2 * (K / 6)) {
+                    const int64_t lda = K + 2, ldb = N + 1, ldc = N + 3;
+                    uint16_t *a = th_xmalloc(sizeof(uint16_t) * (size_t)(M * lda));
+                    uint16_t *b = th_xmalloc(sizeof(uint16_t) * (size_t)(K * ldb));
+                    float *c = th_xmalloc(sizeof(float) * (size_t)(M * ldc)), *ref = th_xmalloc(sizeof(float) * (size_t)(M * ldc));
+                    for (int64_t i = 0; i < M * lda; i++) a[i] = grid_bf16(&r);
+                    for (int64_t i = 0; i < K * ldb; i++) b[i] = grid_bf16(&r);
+                    for (int64_t i = 0; i < M * ldc; i++) c[i] = ref[i] = grid_value(&r);
+                    const bool acc = (M + N + K) % 2 == 0;
+                    lig_bf16_gemm(cfg, M, N, K, a, lda, b, ldb, c, ldc, acc);
+                    lig_bf16_gemm_ukernel_4x4__scalar(M, N, K, a, lda, b, ldb, ref, ldc, acc);
+                    CHECK(memcmp(c, ref, sizeof(float) * (size_t)(M * ldc)) == 0,
+                          "%s bf16 GEMM M=%lld N=%lld K=%lld accumulate=%d differs from the scalar reference",
+                          sets[s]->name, (long long)M, (long long)N, (long long)K, (int)acc);
+                    calls++;
+                    free(a);
+                    free(b);
+                    free(c);
+                    free(ref);
+                }
+        end_thread(sets[s]);
+    }
+    th_note("%lld bf16 products compared with the scalar reference", (long long)calls);
+}
+
+/* The bf16 engines' packing, gate and transposed gate rows against their scalar references:
+ * heads from 32 to 160 (one and several 64-bit words of bits), blocks of 64 and 128 slots,
+ * scores with zeros, negative zeros and NaN, non-finite dy on slots closed for every head. */
+void test_kernels_bf16_operands(void) {
+    const lig_kernel_set *sets[8];
+    const int m = bf16_sets(sets);
+    th_rng r = th_rng_make(0x6f706e64u);
+    for (int s = 0; s < m; s++)
+        for (int64_t gp = 32; gp <= 160; gp += 32)
+            for (int64_t nb = 64; nb <= 128; nb += 64) {
+                const int64_t words = (gp + 63) / 64;
+                float *st = th_xmalloc(sizeof(float) * (size_t)(nb * gp)), *dy = th_xmalloc(sizeof(float) * (size_t)nb);
+                float *dw = th_xmalloc(sizeof(float) * (size_t)gp), *dw2 = th_xmalloc(sizeof(float) * (size_t)gp);
+                uint16_t *w = th_xmalloc(sizeof(uint16_t) * (size_t)gp), *dy16 = th_xmalloc(sizeof(uint16_t) * (size_t)nb);
+                uint16_t *adk = th_xmalloc(sizeof(uint16_t) * (size_t)(nb * gp)), *adk2 = th_xmalloc(sizeof(uint16_t) * (size_t)(nb * gp));
+                uint16_t *adq = th_xmalloc(sizeof(uint16_t) * (size_t)(nb * gp)), *adq2 = th_xmalloc(sizeof(uint16_t) * (size_t)(nb * gp));
+                uint64_t *bits = th_xmalloc(sizeof(uint64_t) * (size_t)(words * nb)), *bits2 = th_xmalloc(sizeof(uint64_t) * (size_t)(words * nb));
+                uint64_t heads[3] = {0, 0, 0}, heads2[3] = {0, 0, 0};
+                for (int64_t i = 0; i < nb * gp; i++) {
+                    const int64_t k = th_rng_range(&r, 0, 7);
+                    st[i] = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? NAN : grid_value(&r);
+                }
+                for (int64_t h = 0; h < gp; h++) {
+                    w[h] = grid_bf16(&r);
+                    dw[h] = dw2[h] = grid_value(&r);
+                    if (h % 7 == 3) /* a head closed for every slot */
+                        for (int64_t n = 0; n < nb; n++) st[n * gp + h] = -1.0f;
+                }
+                for (int64_t n = 0; n < nb; n++) {
+                    dy16[n] = grid_bf16(&r);
+                    dy[n] = bf16_value(dy16[n]);
+                }
+                for (int64_t h = 0; h < gp; h++) st[h] = -2.0f; /* slot 0 closed for every head... */
+                dy[0] = INFINITY;                               /* ...may carry a non-finite dy */
+                sets[s]->bf16_gate(st, nb, gp, dy, w, dw, adk, bits, heads);
+                lig_bf16_gate__scalar(st, nb, gp, dy, w, dw2, adk2, bits2, heads2);
+                CHECK(memcmp(dw, dw2, sizeof(float) * (size_t)gp) == 0, "%s bf16 gate gp=%lld nb=%lld: dW differs",
+                      sets[s]->name, (long long)gp, (long long)nb);
+                CHECK(memcmp(adk, adk2, sizeof(uint16_t) * (size_t)(nb * gp)) == 0,
+                      "%s bf16 gate gp=%lld nb=%lld: the dK operand differs", sets[s]->name, (long long)gp, (long long)nb);
+                CHECK(memcmp(bits, bits2, sizeof(uint64_t) * (size_t)(words * nb)) == 0 &&
+                          memcmp(heads, heads2, sizeof heads) == 0,
+                      "%s bf16 gate gp=%lld nb=%lld: the open bits differ", sets[s]->name, (long long)gp, (long long)nb);
+                sets[s]->bf16_open_rows(bits2, nb, gp, dy16, adq);
+                lig_bf16_open_rows__scalar(bits2, nb, gp, dy16, adq2);
+                CHECK(memcmp(adq, adq2, sizeof(uint16_t) * (size_t)(nb * gp)) == 0,
+                      "%s bf16 open rows gp=%lld nb=%lld: the dQ operand differs", sets[s]->name, (long long)gp,
+                      (long long)nb);
+                /* pairs: any row count and width, from the gate's operand */
+                for (int64_t cols = 1; cols <= gp; cols += 13) {
+                    uint16_t *p1 = th_xcalloc((size_t)(nb * cols), sizeof(uint16_t));
+                    uint16_t *p2 = th_xcalloc((size_t)(nb * cols), sizeof(uint16_t));
+                    sets[s]->bf16_pack_pairs(adk2, gp, nb / 2, cols, p1);
+                    lig_bf16_pack_pairs__scalar(adk2, gp, nb / 2, cols, p2);
+                    CHECK(memcmp(p1, p2, sizeof(uint16_t) * (size_t)(nb * cols)) == 0,
+                          "%s bf16 pack pairs cols=%lld differs", sets[s]->name, (long long)cols);
+                    free(p1);
+                    free(p2);
+                }
+                free(st);
+                free(dy);
+                free(dw);
+                free(dw2);
+                free(w);
+                free(dy16);
+                free(adk);
+                free(adk2);
+                free(adq);
+                free(adq2);
+                free(bits);
+                free(bits2);
+            }
+}

@@ -127,6 +127,11 @@ void test_kernels_f32_gemm_ukernels(void);
 void test_kernels_f32_gemm_driver(void);
 void test_kernels_gate_and_scores(void);
 void test_kernels_rows(void);
+void test_kernels_bf16_gemm(void);
+void test_kernels_bf16_operands(void);
+
+/* test_subnormal.c */
+void test_subnormal_inputs(void);
 
 /* test_commit_ring.c (white-box) */
 void test_commit_ring_capacity(void);
