@@ -1,4 +1,4 @@
-"""An independent float64 PyTorch definition of the lightning indexer (SPEC sections 1-3), and the
+"""An independent float64 PyTorch definition of the lightning indexer (docs/contract.md sections 2-4), and the
 problem generators the tests share.
 
 The backward reference is torch autograd of the forward definition restricted to the counted
@@ -61,7 +61,7 @@ def geometry(layout: str, q_shape, k_shape, aq: Optional[List[int]], ak: Optiona
 
 
 def visible(t, Lq, Lk, s: torch.Tensor, mode: int, pre: int, nxt: int) -> torch.Tensor:
-    """Whether batch-local key s is visible from row t of a batch with lengths Lq, Lk (SPEC section 3)."""
+    """Whether batch-local key s is visible from row t of a batch with lengths Lq, Lk (docs/contract.md section 4)."""
     pre, nxt = min(pre, _BIG), min(nxt, _BIG)
     if mode == 0:
         return (s >= t - pre) & (s <= t + nxt)
