@@ -52,8 +52,7 @@ def run(cmd, cwd, env=None, timeout=600) -> str:
 
 def clean_env() -> dict:
     """The environment of a user's shell: no override of the library, no virtualenv activated."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LIG_LIBRARY", "PYTHONPATH", "VIRTUAL_ENV")}
-    return env
+    return {k: v for k, v in os.environ.items() if k not in ("LIG_LIBRARY", "PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def _is_lig(name: str) -> bool:

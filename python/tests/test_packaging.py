@@ -2,14 +2,13 @@
 the sdist and an editable install each work in a fresh virtual environment, imported from a
 directory outside the checkout (helpers in _venvs.py)."""
 import pathlib
+import sys
 import tarfile
 import zipfile
 
 import pytest
 
 from _venvs import REPO, Venv, clean_env, run
-
-import sys
 
 
 @pytest.fixture(scope="module")
