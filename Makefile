@@ -40,10 +40,12 @@ test-tsan:
 	LIG_NUM_THREADS=3 LIG_MIN_FLOPS_PER_THREAD=0 LIG_TEST_QUICK=1 LIG_FUZZ_SECONDS=5 TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_BUILD)/tests/lig-tests
 
 # The Python package (python/): a virtual environment with torch & co. from PyPI (created when
-# missing), the package built with CMake and installed from python/, then its pytest suite.
+# missing), the package built with CMake and installed from python/, then its pytest suite
+# (which also builds the sdist and wheel and installs them into fresh environments). The build
+# tools live in the venv, so the package builds without isolation (no download per build).
 test-python: venv
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy pytest hypothesis tqdm
-	$(VENV)/bin/python -m pip install $(PIP_FLAGS) ./python
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy pytest hypothesis tqdm build 'scikit-build-core>=1.0'
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation ./python
 	LIG_MIN_FLOPS_PER_THREAD=0 $(VENV)/bin/python -m pytest python/tests -q
 
 venv:
@@ -61,13 +63,18 @@ bench: build venv
 bench-full:
 	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768
 
-# The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam).
-demo: build
-	./$(BUILD)/examples/lig-train-indexer
+# The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam). Only the
+# library and the demo are built (same build tree as `make build`, other targets left alone).
+demo:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-train-indexer
+	$(BUILD)/examples/lig-train-indexer
 
 # DeepSeek-shaped backward, timed and checked against float64.
-demo-grad: build
-	./$(BUILD)/examples/lig-deepseek-grad
+demo-grad:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-deepseek-grad
+	$(BUILD)/examples/lig-deepseek-grad
 
 install: build
 	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)

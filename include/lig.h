@@ -2,7 +2,7 @@
  * lig: the DeepSeek-V3.2 sparse-attention lightning indexer, in C.
  *
  * One public header. The operator contract (formulas, shapes, layouts, which slots count,
- * error codes) is SPEC.md; the README summarises it.
+ * error codes) is docs/contract.md; the README summarises it.
  *
  * Protocol (as aclnn): phase 1 (`*_get_workspace_size`) validates every argument, reads the
  * host-side sequence-length arrays, and returns the exact workspace size plus an executor;

@@ -1,4 +1,4 @@
-"""An independent float64 PyTorch definition of the lightning indexer (SPEC sections 1-3), and the
+"""An independent float64 PyTorch definition of the lightning indexer (docs/contract.md sections 2-4), and the
 problem generators the tests share.
 
 The backward reference is torch autograd of the forward definition restricted to the counted
@@ -61,7 +61,7 @@ def geometry(layout: str, q_shape, k_shape, aq: Optional[List[int]], ak: Optiona
 
 
 def visible(t, Lq, Lk, s: torch.Tensor, mode: int, pre: int, nxt: int) -> torch.Tensor:
-    """Whether batch-local key s is visible from row t of a batch with lengths Lq, Lk (SPEC section 3)."""
+    """Whether batch-local key s is visible from row t of a batch with lengths Lq, Lk (docs/contract.md section 4)."""
     pre, nxt = min(pre, _BIG), min(nxt, _BIG)
     if mode == 0:
         return (s >= t - pre) & (s <= t + nxt)
@@ -154,27 +154,32 @@ def reference_topk(layout, q, k, w, K, aq, ak, mode, pre, nxt):
     return out_idx, out_val
 
 
-def reference_kl(values, target, indices=None):
-    """float64 (loss, dy): sum over rows of KL(p || softmax(I)) over counted slots, by autograd."""
-    v = values.detach().to(torch.float64)
+def reference_kl_graph(v, target, indices=None):
+    """float64 (loss, dy) as functions of the float64 leaf `v` (the values), both differentiable:
+    loss = sum over rows of KL(p || softmax(I)) over counted slots, dy = d loss / d v by autograd
+    with create_graph, so that gradients can flow back through dy."""
     p = target.detach().to(torch.float64)
-    counted = (indices >= 0) if indices is not None else (v != float("-inf"))
-    v = v.clone().requires_grad_(True)
-    neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
-    logits = torch.where(counted, v, neg_inf)
+    counted = (indices >= 0) if indices is not None else (v.detach() != float("-inf"))
+    zero = torch.zeros((), dtype=torch.float64)
+    logits = torch.where(counted, v, torch.tensor(float("-inf"), dtype=torch.float64))
     logq = torch.log_softmax(logits, dim=-1)
-    pc = torch.where(counted, p, torch.zeros((), dtype=torch.float64))
-    safe_logq = torch.where(counted, logq, torch.zeros((), dtype=torch.float64))
-    plogp = torch.where(pc > 0, pc * torch.log(torch.where(pc > 0, pc, torch.ones((), dtype=torch.float64))),
-                        torch.zeros((), dtype=torch.float64))
+    pc = torch.where(counted, p, zero)
+    safe_logq = torch.where(counted, logq, zero)
+    plogp = torch.where(pc > 0, pc * torch.log(torch.where(pc > 0, pc, torch.ones((), dtype=torch.float64))), zero)
     terms = plogp - pc * safe_logq
     # rows with no counted slot: log_softmax of all -inf is nan, but pc is 0 there: mask it away.
-    terms = torch.where(counted, terms, torch.zeros((), dtype=torch.float64))
-    loss = terms.sum()
-    (dv,) = torch.autograd.grad(loss, (v,), allow_unused=True)
+    loss = torch.where(counted, terms, zero).sum()
+    (dv,) = torch.autograd.grad(loss, (v,), create_graph=True, allow_unused=True)
     if dv is None:
         dv = torch.zeros_like(v)
-    return loss.detach(), torch.where(counted, dv, torch.zeros((), dtype=torch.float64))
+    return loss, torch.where(counted, dv, zero)
+
+
+def reference_kl(values, target, indices=None):
+    """float64 (loss, dy): sum over rows of KL(p || softmax(I)) over counted slots, by autograd."""
+    v = values.detach().to(torch.float64).requires_grad_(True)
+    loss, dy = reference_kl_graph(v, target, indices)
+    return loss.detach(), dy.detach()
 
 
 def grid(gen: torch.Generator, shape, lo=-4, hi=4, scale=8.0) -> torch.Tensor:

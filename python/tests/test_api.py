@@ -64,6 +64,93 @@ def test_python_side_argument_errors():
         lig.set_num_threads(-1)
 
 
+@pytest.fixture
+def no_allocation(monkeypatch):
+    """Fails the test if the operators allocate an output (torch.empty) before raising."""
+    calls = []
+    real = torch.empty
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "empty", spy)
+    return calls
+
+
+def test_counts_are_validated_before_allocating(no_allocation):
+    """sparse_count -3 used to reach torch.empty ("negative dimension"); 2.5 was truncated to 2."""
+    q, k, dy, idx, w = _problem()
+    with pytest.raises(lig.LigValueError, match=r"sparse_count: expected a value >= 1, got -3") as e:
+        lig.indexer(q, k, w, -3)
+    assert e.value.status == lig.LIG_ERR_PARAM_INVALID
+    with pytest.raises(lig.LigValueError, match="sparse_count"):  # the op itself, not only the wrapper
+        torch.ops.lig.indexer(q, k, w, -3, None, None, "BSND", 3, lig.INT64_MAX, lig.INT64_MAX, torch.int32, None,
+                              True)
+    for bad in (2.5, True, "2", torch.tensor(2.0)):
+        with pytest.raises(TypeError, match=r"sparse_count: expected an int"):
+            lig.indexer(q, k, w, bad)
+    with pytest.raises(TypeError, match=r"pre_tokens: expected an int, got float 2.5"):
+        lig.indexer_grad(q, k, dy, idx, w, pre_tokens=2.5)
+    with pytest.raises(TypeError, match=r"sparse_mode: expected an int"):
+        lig.indexer(q, k, w, 2, sparse_mode=3.0)
+    with pytest.raises(TypeError, match=r"actual_seq_lengths_key\[0\]: expected an int, got float"):
+        lig.indexer(q, k, w, 2, actual_seq_lengths_key=[5.5])
+    with pytest.raises(TypeError, match=r"deterministic: expected a bool"):
+        lig.indexer_grad(q, k, dy, idx, w, deterministic="no")
+    with pytest.raises(TypeError, match=r"n: expected an int"):
+        lig.set_num_threads(1.5)
+    with pytest.raises(lig.LigValueError, match=r'layout: expected "BSND" or "TND", got "bsnd"'):
+        lig.indexer(q, k, w, 2, layout="bsnd")
+    with pytest.raises(lig.LigValueError, match=r"query: expected rank 3 \(\[T1,N1,D\], layout TND\), got rank 4"):
+        lig.indexer(q, k, w, 2, layout="TND")
+    assert no_allocation == []
+    # integers of other kinds are fine
+    assert lig.indexer(q, k, w, np.int64(2))[0].shape[-1] == 2
+    assert lig.indexer(q, k, w, torch.tensor(2))[0].shape[-1] == 2
+
+
+def test_dtype_errors_list_what_each_argument_accepts(no_allocation):
+    """A float64 query used to get "expected dtype float32, float16, bfloat16, int32 or int64"."""
+    q, k, dy, idx, w = _problem()
+    floats = r"expected dtype float32, float16 or bfloat16, got torch\.{}"
+    ints = r"expected dtype int32 or int64, got torch\.{}"
+    cases = [
+        (lambda: lig.indexer_grad(q.double(), k, dy, idx, w), "query: " + floats.format("float64")),
+        (lambda: lig.indexer_grad(q.int(), k, dy, idx, w), "query: " + floats.format("int32")),
+        (lambda: lig.indexer_grad(q, k, dy.long(), idx, w), "dy: " + floats.format("int64")),
+        (lambda: lig.indexer_grad(q, k, dy, idx.float(), w), "sparse_indices: " + ints.format("float32")),
+        (lambda: lig.indexer(q, k, w.double(), 2), "weights: " + floats.format("float64")),
+        (lambda: lig.indexer(q, k, w, 2, actual_seq_lengths_query=torch.tensor([3.0])),
+         "actual_seq_lengths_query: " + ints.format("float32")),
+        (lambda: lig.indexer_kl_grad(dy.double(), dy), "sparse_values: " + floats.format("float64")),
+        (lambda: lig.indexer_kl_grad(dy, dy.int()), "target: " + floats.format("int32")),
+        (lambda: lig.indexer_kl_grad(dy, dy, idx.half()), "sparse_indices: " + ints.format("float16")),
+        (lambda: lig.indexer_grad(q, k, dy, idx, w, d_weights_dtype=torch.float64),
+         r"d_weights_dtype: expected torch\.float32, torch\.float16 or torch\.bfloat16, got torch\.float64"),
+        (lambda: lig.indexer_kl_grad(dy, dy, dy_dtype=torch.int32), r"dy_dtype: expected torch\.float32"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
+    assert no_allocation == []
+
+
+def test_fake_implementations_validate_too():
+    """Under torch.compile the fake (meta) rules see the arguments first: same checks."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    q, k, dy, idx, w = _problem()
+    with FakeTensorMode() as mode:
+        fq, fk, fw = (mode.from_tensor(t) for t in (q, k, w))
+        with pytest.raises(lig.LigValueError, match="sparse_count"):
+            torch.ops.lig.indexer(fq, fk, fw, -3, None, None, "BSND", 3, lig.INT64_MAX, lig.INT64_MAX, torch.int32,
+                                  None, True)
+        with pytest.raises(TypeError, match="query: expected dtype float32, float16 or bfloat16"):
+            torch.ops.lig.indexer(fq.double(), fk, fw, 2, None, None, "BSND", 3, lig.INT64_MAX, lig.INT64_MAX,
+                                  torch.int32, None, True)
+
+
 def test_status_mapping():
     with pytest.raises(ValueError):
         _lib.check(_lib.LIG_ERR_PARAM_NULLPTR, "x")
@@ -75,7 +162,6 @@ def test_status_mapping():
 
 
 def test_threads_and_determinism():
-    before = lig.get_num_threads()  # the default: nothing in the suite leaves a count set
     q, k, dy, idx, w = _problem(B=2, S=64, N1=8, N2=2, D=32, K=24, dtype=torch.bfloat16, seed=3)
     try:
         results = []
@@ -90,11 +176,57 @@ def test_threads_and_determinism():
         nondet = lig.indexer_grad(q, k, dy, idx, w, deterministic=False)
         for a, b in zip(results[0], nondet):
             torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-2)
-        lig.set_num_threads(0)
-        env = os.environ.get("LIG_NUM_THREADS")
-        assert lig.get_num_threads() == (int(env) if env else os.sysconf("SC_NPROCESSORS_ONLN"))
-        assert lig.get_num_threads() == before
     finally:
+        lig.set_num_threads(0)
+
+
+def test_deterministic_by_default():
+    """Without `deterministic`, the backward (called directly or through autograd) is bitwise
+    identical across runs and thread counts."""
+    q, k, dy, idx, w = _problem(B=2, S=96, N1=8, N2=1, D=32, K=48, seed=11)
+    direct, through_autograd = [], []
+    try:
+        for n in (1, 2, 3, 2, 3):
+            lig.set_num_threads(n)
+            direct.append(lig.indexer_grad(q, k, dy, idx, w))
+            leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, w)]
+            sel, val = lig.lightning_indexer(*leaves, 5)
+            torch.where(sel >= 0, val, 0.0).sum().backward()
+            through_autograd.append([t.grad for t in leaves])
+    finally:
+        lig.set_num_threads(0)
+    for results in (direct, through_autograd):
+        for r in results[1:]:
+            for a, b in zip(results[0], r):
+                assert torch.equal(a, b)
+
+
+def test_thread_count_follows_torch(monkeypatch):
+    """lig uses torch.get_num_threads() unless a count was chosen for lig (set_num_threads, or
+    LIG_NUM_THREADS); the count reaches the library before each call."""
+    monkeypatch.delenv("LIG_NUM_THREADS", raising=False)
+    torch_threads = torch.get_num_threads()
+    q, k, dy, idx, w = _problem()
+    try:
+        for n in (3, 1, 5):
+            torch.set_num_threads(n)
+            assert lig.get_num_threads() == n
+            _lib.lig_set_num_threads(7)  # what a stale library count would be
+            lig.indexer_grad(q, k, dy, idx, w)
+            assert _lib.lig_get_num_threads() == n
+        lig.set_num_threads(2)  # the user's choice wins over torch's
+        torch.set_num_threads(4)
+        lig.indexer_grad(q, k, dy, idx, w)
+        assert lig.get_num_threads() == 2 and _lib.lig_get_num_threads() == 2
+        lig.set_num_threads(0)  # back to following torch
+        assert lig.get_num_threads() == 4
+        monkeypatch.setenv("LIG_NUM_THREADS", "6")  # the environment wins over torch
+        lig.indexer_grad(q, k, dy, idx, w)
+        assert lig.get_num_threads() == 6 and _lib.lig_get_num_threads() == 6
+        monkeypatch.setenv("LIG_NUM_THREADS", "zero")  # ignored, as the library ignores it
+        assert lig.get_num_threads() == 4
+    finally:
+        torch.set_num_threads(torch_threads)
         lig.set_num_threads(0)
 
 
@@ -111,18 +243,19 @@ def test_strided_inputs_are_not_copied(monkeypatch):
     monkeypatch.setattr(_lib.Descriptors, "_create", staticmethod(spy))
     qt = q.transpose(1, 2).contiguous().transpose(1, 2)  # [B,S,N1,D] view over [B,N1,S,D] storage
     wb = w[:, :1, :].expand_as(w)  # stride 0 over rows
-    out = lig.indexer_grad(qt, k, dy, idx, wb)
+    # bitwise comparisons need a fixed summation order for dK: deterministic, whatever the default
+    out = lig.indexer_grad(qt, k, dy, idx, wb, deterministic=True)
     assert (qt.data_ptr(), qt.stride()) in seen and (wb.data_ptr(), wb.stride()) in seen
-    ref = lig.indexer_grad(q, k, dy, idx, w[:, :1, :].expand_as(w).contiguous())
+    ref = lig.indexer_grad(q, k, dy, idx, w[:, :1, :].expand_as(w).contiguous(), deterministic=True)
     for a, b in zip(out, ref):
         assert torch.equal(a, b)
 
 
 def test_numpy_inputs_including_negative_strides():
     q, k, dy, idx, w = _problem()
-    ref = lig.indexer_grad(q, k, dy, idx, w)
+    ref = lig.indexer_grad(q, k, dy, idx, w, deterministic=True)
     qn = np.ascontiguousarray(q.numpy()[:, ::-1])[:, ::-1]  # negative stride: copied for lig
-    out = lig.indexer_grad(qn, k.numpy(), dy.numpy(), idx.numpy(), w.numpy())
+    out = lig.indexer_grad(qn, k.numpy(), dy.numpy(), idx.numpy(), w.numpy(), deterministic=True)
     for a, b in zip(out, ref):
         assert torch.equal(a, b)
 
@@ -132,11 +265,11 @@ def test_int64_lengths_and_tnd_roundtrip():
     q, k, dy, idx, w = _problem(B=2, S=6)
     aq, ak = [4, 6], [5, 6]
     bsnd = lig.indexer_grad(q, k, dy, idx.clamp(max=3), w, actual_seq_lengths_query=aq,
-                            actual_seq_lengths_key=torch.tensor(ak), sparse_mode=0)
+                            actual_seq_lengths_key=torch.tensor(ak), sparse_mode=0, deterministic=True)
     cat = lambda x, n: torch.cat([x[0, : n[0]], x[1, : n[1]]])  # noqa: E731
     tnd = lig.indexer_grad(cat(q, aq), cat(k, ak), cat(dy, aq), cat(idx.clamp(max=3), aq), cat(w, aq),
                            actual_seq_lengths_query=torch.tensor([4, 10], dtype=torch.int32),
-                           actual_seq_lengths_key=[5, 11], layout="TND", sparse_mode=0)
+                           actual_seq_lengths_key=[5, 11], layout="TND", sparse_mode=0, deterministic=True)
     assert torch.equal(cat(bsnd[0], aq), tnd[0])
     assert torch.equal(cat(bsnd[2], aq), tnd[2])
     assert torch.equal(cat(bsnd[1], ak), tnd[1])

@@ -78,7 +78,8 @@ def _loss_fn(q, k, u, K):
     w = u.view(1, 1, -1).expand(q.shape[0], q.shape[1], -1)
     idx, val = lig.lightning_indexer(q, k, w, K, values_dtype=torch.float32)
     p = torch.softmax(torch.where(idx >= 0, val, torch.full((), float("-inf"))) * 0.5, -1).detach()
-    return lig.indexer_kl_loss(val, p, idx) + 0.1 * torch.where(idx >= 0, val, 0.0).square().sum()
+    loss, dy = lig.indexer_kl_grad(val, p, idx)  # both outputs carry gradients back to val
+    return loss + 0.3 * dy.square().sum() + 0.1 * torch.where(idx >= 0, val, 0.0).square().sum()
 
 
 def _compile_inputs():

@@ -1,4 +1,4 @@
-"""lig.indexer_grad against float64 torch autograd of the forward definition (SPEC 1.1/1.2)."""
+"""lig.indexer_grad against float64 torch autograd of the forward definition (docs/contract.md 2.1/2.2)."""
 import torch
 from hypothesis import given, settings
 

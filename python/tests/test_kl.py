@@ -1,10 +1,11 @@
 """lig.indexer_kl_grad against float64 torch autograd of sum_t KL(p_t || softmax(I_t))."""
+import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
 import lig
 from _cases import DTYPES, examples
-from _reference import reference_kl
+from _reference import grid, reference_kl, reference_kl_graph
 
 TOL = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
 
@@ -68,3 +69,80 @@ def test_kl_loss_is_differentiable():
     assert abs(loss.item() - ref.item()) < 1e-5
     _, ref_dy = reference_kl(values, target)
     torch.testing.assert_close(values.grad.double(), ref_dy, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_through_dy_issue_example():
+    """A loss of dy alone carries its gradient back to the values (it used to be a silent 0):
+    the example of the issue, against float64 autograd."""
+    torch.manual_seed(0)
+    val = torch.randn(4, 8, requires_grad=True)
+    p = torch.softmax(torch.randn(4, 8), -1)
+    loss, dy = lig.indexer_kl_grad(val, p)
+    (dy**2).sum().backward()
+    v = val.detach().double().requires_grad_()
+    _, ref_dy = reference_kl_graph(v, p)
+    (ref_dy**2).sum().backward()
+    assert v.grad.abs().max() > 0.1
+    torch.testing.assert_close(val.grad.double(), v.grad, rtol=1e-5, atol=1e-6)
+
+
+def _rel_err(out, ref):
+    if ref.numel() == 0:
+        return 0.0
+    return ((out.double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30)).item()
+
+
+@settings(max_examples=examples(200))
+@given(case=kl_cases(), a=st.sampled_from([0.0, 1.0, -0.5]), seed=st.integers(0, 2**31 - 1))
+def test_gradients_through_loss_and_dy(case, a, seed):
+    """L = a * loss + sum(c * dy): the gradient reaching the values from both outputs at once (and
+    from dy alone, a = 0), against float64 autograd through the reference's dy."""
+    values, target, indices, dy_dtype = case
+    c = grid(torch.Generator().manual_seed(seed), values.shape).to(dy_dtype)  # exact in every dtype
+    val = values.detach().clone().requires_grad_(True)
+    loss, dy = lig.indexer_kl_grad(val, target, indices, dy_dtype=dy_dtype)
+    (a * loss + (c * dy).sum()).backward()
+    v = values.detach().double().requires_grad_(True)
+    ref_loss, ref_dy = reference_kl_graph(v, target, indices)
+    ref_total = a * ref_loss + (c.double() * ref_dy).sum()
+    if ref_total.requires_grad:
+        ref_total.backward()
+    ref = v.grad if v.grad is not None else torch.zeros_like(v)
+    counted = (indices >= 0) if indices is not None else ~torch.isneginf(values)
+    ref = torch.where(counted, ref, torch.zeros((), dtype=torch.float64))
+    assert val.grad is not None and val.grad.dtype == values.dtype
+    assert torch.all(val.grad[~counted] == 0), "slots that do not count get no gradient"
+    tol = max(TOL[dy_dtype], TOL[values.dtype])
+    assert _rel_err(val.grad, ref) <= tol, (_rel_err(val.grad, ref), tol)
+
+
+def test_second_order_through_the_loss():
+    """d/dI of (c . d loss/dI): the loss's gradient is the op's dy, itself differentiable."""
+    gen = torch.Generator().manual_seed(4)
+    values = torch.randn(3, 5, 9, generator=gen) * 2
+    indices = torch.where(torch.rand(3, 5, 9, generator=gen) < 0.8, 1, -1)
+    target = torch.softmax(torch.randn(3, 5, 9, generator=gen).masked_fill(indices < 0, float("-inf")), -1)
+    c = grid(gen, values.shape).float()
+    val = values.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(lig.indexer_kl_loss(val, target, indices), val, create_graph=True)
+    (g * c).sum().backward()
+    v = values.double().requires_grad_(True)
+    ref_loss, _ = reference_kl_graph(v, target, indices)
+    (rg,) = torch.autograd.grad(ref_loss, v, create_graph=True)
+    (rg * c.double()).sum().backward()
+    torch.testing.assert_close(g.double(), rg.detach(), rtol=1e-5, atol=1e-6)
+    assert v.grad.abs().max() > 0.01
+    torch.testing.assert_close(val.grad.double(), v.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_target_gradient_is_refused_not_zero():
+    """The target is a constant of the KL step: differentiating it raises instead of a silent 0."""
+    values = torch.randn(2, 6, requires_grad=True)
+    logits = torch.randn(2, 6, requires_grad=True)
+    p = torch.softmax(logits, -1)
+    loss = lig.indexer_kl_loss(values, p)
+    with pytest.raises(RuntimeError, match="target"):
+        loss.backward()
+    loss = lig.indexer_kl_loss(values, p.detach())
+    loss.backward()
+    assert values.grad is not None and logits.grad is None

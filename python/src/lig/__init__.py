@@ -1,7 +1,10 @@
 """lig: the DeepSeek-V3.2 lightning indexer (forward, fused KL step, backward) for PyTorch.
 
 Bindings of the C library `lig` (loaded with ctypes from the package directory). All functions take
-CPU torch tensors and read them in place (strided views included); see SPEC.md for the contract.
+CPU torch tensors and read them in place (strided views included). The contract (formulas, shapes,
+which slots count, dtypes, errors, determinism) is docs/contract.md in the repository and the sdist.
+Results are deterministic by default (``deterministic=False`` to opt out); lig's thread count follows
+``torch.get_num_threads()`` unless set with :func:`set_num_threads` or LIG_NUM_THREADS.
 
     indices, values = lig.lightning_indexer(q, k, w, top_k)     # differentiable in `values`
     loss = lig.indexer_kl_loss(values, p, indices)              # fused KL, differentiable
@@ -21,25 +24,22 @@ from ._lib import (
     LigRuntimeError,
     LigValueError,
 )
-from ._lib import lig_get_num_threads as _get_num_threads
-from ._lib import lig_set_num_threads as _set_num_threads
 from ._lib import version as _version
+from . import _args, _threads
 from ._ops import indexer, indexer_grad, indexer_kl_grad, indexer_kl_loss, lightning_indexer
 
 __version__ = _version()
 
 
 def set_num_threads(n: int) -> None:
-    """Threads lig uses (0 = default: the LIG_NUM_THREADS environment variable, else all online CPUs)."""
-    n = int(n)
-    if n < 0:
-        raise ValueError(f"lig.set_num_threads: expected n >= 0, got {n}")
-    _set_num_threads(n)
+    """Threads lig uses: n > 0 fixes the count; 0 returns to the default, which is the
+    LIG_NUM_THREADS environment variable when it is set, else ``torch.get_num_threads()``."""
+    _threads.choose(_args.integer(n, "n", minimum=0))
 
 
 def get_num_threads() -> int:
     """The number of threads lig's next call will use."""
-    return int(_get_num_threads())
+    return _threads.current()
 
 
 __all__ = [

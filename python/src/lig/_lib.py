@@ -10,7 +10,7 @@ import ctypes
 import os
 import pathlib
 import sys
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -31,8 +31,6 @@ _DTYPES = {
     torch.int32: LIG_INT32,
     torch.int64: LIG_INT64,
 }
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-INDEX_DTYPES = (torch.int32, torch.int64)
 
 
 class LigError(Exception):
@@ -54,18 +52,33 @@ class LigRuntimeError(LigError, RuntimeError):
 # ---- loading ---------------------------------------------------------------------------------
 
 
+def _package_dirs() -> list:
+    """The directories the `lig` package is spread over, this file's first.
+
+    A regular install has one. An editable install (``pip install -e ./python``) has two: the
+    sources (python/src/lig, where this file is) and site-packages/lig, where the build put the
+    library; the package's ``__path__`` lists both.
+    """
+    here = pathlib.Path(__file__).resolve().parent
+    package = sys.modules.get(__package__ or "lig")
+    dirs = [here] + [pathlib.Path(d) for d in getattr(package, "__path__", [])]
+    return list(dict.fromkeys(dirs))
+
+
 def _library_path() -> str:
     env = os.environ.get("LIG_LIBRARY")
     if env:
         return env
-    here = pathlib.Path(__file__).resolve().parent
     names = {"darwin": ["liblig.dylib"], "win32": ["lig.dll", "liblig.dll"]}.get(sys.platform, ["liblig.so"])
-    for name in names:
-        if (here / name).exists():
-            return str(here / name)
+    dirs = _package_dirs()
+    for d in dirs:
+        for name in names:
+            if (d / name).is_file():
+                return str(d / name)
+    searched = ", ".join(str(d) for d in dirs)
     raise ImportError(
-        f"lig: the C library ({names[0]}) is not in {here}; install the package with `pip install ./python` "
-        "from the repository, or point LIG_LIBRARY at a built liblig"
+        f"lig: the C library ({names[0]}) is in none of the package's directories ({searched}); install "
+        "the package with `pip install ./python` from the repository, or point LIG_LIBRARY at a built liblig"
     )
 
 
@@ -164,16 +177,10 @@ class Descriptors:
     def __call__(self, t: Optional[torch.Tensor], name: str) -> Optional[int]:
         if t is None:
             return None
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"lig: {name}: expected a torch.Tensor, got {type(t).__name__}")
-        if t.device.type != "cpu":
-            raise ValueError(f"lig: {name}: expected a CPU tensor (lig's CPU backend), got device {t.device}")
-        if t.dtype not in _DTYPES:
-            raise TypeError(
-                f"lig: {name}: expected dtype float32, float16, bfloat16, int32 or int64, got {t.dtype}"
-            )
-        if t.dim() > LIG_MAX_DIMS:
-            raise ValueError(f"lig: {name}: expected at most {LIG_MAX_DIMS} dimensions, got {t.dim()}")
+        # Callers check each argument's dtype first (lig._args); this is the mapping's own guard.
+        if not isinstance(t, torch.Tensor) or t.device.type != "cpu" or t.dtype not in _DTYPES:
+            raise TypeError(f"lig: {name}: cannot describe {type(t).__name__} "
+                            f"{getattr(t, 'dtype', '')} {getattr(t, 'device', '')} to the library")
         t = t.detach()
         if t.is_neg() or t.is_conj():
             t = t.resolve_neg().resolve_conj()
@@ -212,16 +219,3 @@ def run(get_workspace_size, run_fn, args: Sequence, what: str) -> None:
         raise
     # Phase 2 consumes the executor, success or not.
     check(run_fn(workspace.data_ptr(), size.value, executor, None), what)
-
-
-def as_length_tensor(x, name: str) -> Optional[torch.Tensor]:
-    """None, a sequence of ints, or an int32/int64 tensor -> a 1-D CPU index tensor (or None)."""
-    if x is None:
-        return None
-    if isinstance(x, torch.Tensor):
-        if x.dtype not in INDEX_DTYPES:
-            raise TypeError(f"lig: {name}: expected an int32 or int64 tensor, got {x.dtype}")
-        return x
-    if isinstance(x, Iterable):
-        return torch.tensor([int(v) for v in x], dtype=torch.int64)
-    raise TypeError(f"lig: {name}: expected None, a sequence of ints or an integer tensor, got {type(x).__name__}")

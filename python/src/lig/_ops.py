@@ -4,7 +4,7 @@ Three custom ops, each one call into lig's two-phase C API:
 
     lig::indexer          the forward (scores + top-k), differentiable in its values
     lig::indexer_grad     the backward (dQ, dK, dW)
-    lig::indexer_kl_grad  the fused KL loss and dy, differentiable in its loss
+    lig::indexer_kl_grad  the fused KL loss and dy, both differentiable in the values
 
 and the Python functions users call (``indexer``, ``lightning_indexer``, ``indexer_grad``,
 ``indexer_kl_grad``, ``indexer_kl_loss``), which normalise arguments and call the ops, so that all of
@@ -17,39 +17,56 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from . import _lib
+from . import _args, _lib, _threads
+from ._args import FLOAT_DTYPES, INDEX_DTYPES
 from ._lib import INT64_MAX, Descriptors
 
 LengthsLike = Union[None, Tensor, Sequence[int]]
 
-_LAYOUTS = ("BSND", "TND")
-
-
-def _layout_arg(layout: str) -> bytes:
-    if not isinstance(layout, str):
-        raise TypeError(f"lig: layout: expected a str, got {type(layout).__name__}")
-    return layout.encode()
-
 
 def _sparse_shape(query: Tensor, key: Tensor, layout: str, K: int) -> Tuple[int, ...]:
-    """Shape of sparse_indices / sparse_values: [B,S1,N2,K] | [T1,N2,K], without N2 when N2 == 1.
-
-    For arguments the library will refuse anyway (wrong rank, unknown layout) it returns a
-    placeholder shape and leaves the error message to the library.
-    """
-    if layout == "BSND" and query.dim() == 4 and key.dim() == 4:
+    """Shape of sparse_indices / sparse_values: [B,S1,N2,K] | [T1,N2,K], without N2 when N2 == 1
+    (layout and ranks checked by _args.layout)."""
+    if layout == "BSND":
         lead, n2 = (query.shape[0], query.shape[1]), key.shape[2]
-    elif layout == "TND" and query.dim() == 3 and key.dim() == 3:
-        lead, n2 = (query.shape[0],), key.shape[1]
     else:
-        return (0, max(int(K), 0))
+        lead, n2 = (query.shape[0],), key.shape[1]
     return (*lead, K) if n2 == 1 else (*lead, n2, K)
 
 
-def _check_dtype(dtype, allowed, name: str) -> None:
-    if dtype not in allowed:
-        names = ", ".join(str(d).replace("torch.", "") for d in allowed)
-        raise TypeError(f"lig: {name}: expected one of {names}, got {dtype}")
+def _run(get_workspace_size, run_fn, args, what: str) -> None:
+    _threads.apply()
+    _lib.run(get_workspace_size, run_fn, args, what)
+
+
+def _check_grad_args(query, key, dy, sparse_indices, weights, aq, ak, d_weights_dtype) -> None:
+    for t, name in ((query, "query"), (key, "key"), (dy, "dy"), (weights, "weights")):
+        _args.tensor(t, name, FLOAT_DTYPES)
+    _args.tensor(sparse_indices, "sparse_indices", INDEX_DTYPES)
+    _args.tensor(aq, "actual_seq_lengths_query", INDEX_DTYPES, optional=True)
+    _args.tensor(ak, "actual_seq_lengths_key", INDEX_DTYPES, optional=True)
+    if d_weights_dtype is not None:
+        _args.dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
+
+
+def _check_indexer_args(query, key, weights, sparse_count, aq, ak, layout, index_dtype, values_dtype) -> None:
+    for t, name in ((query, "query"), (key, "key"), (weights, "weights")):
+        _args.tensor(t, name, FLOAT_DTYPES)
+    _args.tensor(aq, "actual_seq_lengths_query", INDEX_DTYPES, optional=True)
+    _args.tensor(ak, "actual_seq_lengths_key", INDEX_DTYPES, optional=True)
+    _args.integer(sparse_count, "sparse_count", minimum=1)
+    _args.layout(layout, query, key)
+    _args.dtype_choice(index_dtype, INDEX_DTYPES, "index_dtype")
+    if values_dtype is not None:
+        _args.dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
+
+
+def _check_kl_args(sparse_values, target, sparse_indices, dy_dtype) -> None:
+    _args.tensor(sparse_values, "sparse_values", FLOAT_DTYPES)
+    _args.tensor(target, "target", FLOAT_DTYPES)
+    _args.tensor(sparse_indices, "sparse_indices", INDEX_DTYPES, optional=True)
+    if dy_dtype is not None:
+        _args.dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
 
 
 # ---- lig::indexer_grad ---------------------------------------------------------------------------
@@ -71,6 +88,8 @@ def _indexer_grad_op(
     deterministic: bool,
     d_weights_dtype: Optional[torch.dtype],
 ) -> Tuple[Tensor, Tensor, Tensor]:
+    _check_grad_args(query, key, dy, sparse_indices, weights, actual_seq_lengths_query, actual_seq_lengths_key,
+                     d_weights_dtype)
     d_query = torch.empty(query.shape, dtype=query.dtype)
     d_key = torch.empty(key.shape, dtype=query.dtype)
     d_weights = torch.empty(weights.shape, dtype=d_weights_dtype if d_weights_dtype is not None else query.dtype)
@@ -84,7 +103,7 @@ def _indexer_grad_op(
             desc(actual_seq_lengths_query, "actual_seq_lengths_query"),
             desc(actual_seq_lengths_key, "actual_seq_lengths_key"),
             0,  # head_num: taken from query
-            _layout_arg(layout),
+            layout.encode(),
             sparse_mode,
             pre_tokens,
             next_tokens,
@@ -93,13 +112,14 @@ def _indexer_grad_op(
             desc(d_key, "d_key"),
             desc(d_weights, "d_weights"),
         )
-        _lib.run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad")
+        _run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad")
     return d_query, d_key, d_weights
 
 
 @_indexer_grad_op.register_fake
 def _(query, key, dy, sparse_indices, weights, aq, ak, layout, sparse_mode, pre_tokens, next_tokens,
       deterministic, d_weights_dtype):
+    _check_grad_args(query, key, dy, sparse_indices, weights, aq, ak, d_weights_dtype)
     return (
         query.new_empty(query.shape),
         key.new_empty(key.shape, dtype=query.dtype),
@@ -126,6 +146,8 @@ def _indexer_op(
     values_dtype: Optional[torch.dtype],
     deterministic: bool,
 ) -> Tuple[Tensor, Tensor]:
+    _check_indexer_args(query, key, weights, sparse_count, actual_seq_lengths_query, actual_seq_lengths_key, layout,
+                        index_dtype, values_dtype)
     shape = _sparse_shape(query, key, layout, sparse_count)
     indices = torch.empty(shape, dtype=index_dtype)
     values = torch.empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype)
@@ -136,7 +158,7 @@ def _indexer_op(
             desc(weights, "weights"),
             desc(actual_seq_lengths_query, "actual_seq_lengths_query"),
             desc(actual_seq_lengths_key, "actual_seq_lengths_key"),
-            _layout_arg(layout),
+            layout.encode(),
             sparse_count,
             sparse_mode,
             pre_tokens,
@@ -144,13 +166,14 @@ def _indexer_op(
             desc(indices, "sparse_indices"),
             desc(values, "sparse_values"),
         )
-        _lib.run(_lib.lig_indexer_get_workspace_size, _lib.lig_indexer, args, "lig_indexer")
+        _run(_lib.lig_indexer_get_workspace_size, _lib.lig_indexer, args, "lig_indexer")
     return indices, values
 
 
 @_indexer_op.register_fake
 def _(query, key, weights, sparse_count, aq, ak, layout, sparse_mode, pre_tokens, next_tokens, index_dtype,
       values_dtype, deterministic):
+    _check_indexer_args(query, key, weights, sparse_count, aq, ak, layout, index_dtype, values_dtype)
     shape = _sparse_shape(query, key, layout, sparse_count)
     return (
         query.new_empty(shape, dtype=index_dtype),
@@ -190,6 +213,7 @@ def _indexer_kl_grad_op(
     sparse_indices: Optional[Tensor],
     dy_dtype: Optional[torch.dtype],
 ) -> Tuple[Tensor, Tensor]:
+    _check_kl_args(sparse_values, target, sparse_indices, dy_dtype)
     loss = torch.empty((), dtype=torch.float32)
     dy = torch.empty(sparse_values.shape, dtype=dy_dtype if dy_dtype is not None else sparse_values.dtype)
     with Descriptors() as desc:
@@ -200,12 +224,13 @@ def _indexer_kl_grad_op(
             desc(loss, "loss"),
             desc(dy, "dy"),
         )
-        _lib.run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad")
+        _run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad")
     return loss, dy
 
 
 @_indexer_kl_grad_op.register_fake
 def _(sparse_values, target, sparse_indices, dy_dtype):
+    _check_kl_args(sparse_values, target, sparse_indices, dy_dtype)
     return (
         sparse_values.new_empty((), dtype=torch.float32),
         sparse_values.new_empty(sparse_values.shape, dtype=dy_dtype if dy_dtype is not None else sparse_values.dtype),
@@ -213,17 +238,50 @@ def _(sparse_values, target, sparse_indices, dy_dtype):
 
 
 def _kl_setup_context(ctx, inputs, output):
-    sparse_values = inputs[0]
+    sparse_values, target, sparse_indices, _ = inputs
     _, dy = output
-    ctx.save_for_backward(dy)
-    ctx.values_dtype = sparse_values.dtype
+    ctx.save_for_backward(sparse_values, target, sparse_indices, dy)
+    # An unused output's gradient arrives as None: a loss-only backward skips the dy path.
+    ctx.set_materialize_grads(False)
+
+
+def _dy_vjp(values: Tensor, target: Tensor, indices: Optional[Tensor], grad_dy: Tensor) -> Tensor:
+    """The gradient that flows from dy back into sparse_values.
+
+    On the counted slots of a row, dy = c * s - p with s = softmax(I) and c = sum(p), so
+    d dy_i / d I_j = c * s_i * (delta_ij - s_j) and the vector-Jacobian product is
+    c * s_j * (g_j - sum_i g_i s_i); slots that do not count get 0 (their dy is a constant 0).
+    Plain torch ops, so that it is itself differentiable.
+    """
+    counted = indices >= 0 if indices is not None else ~torch.isneginf(values)
+    v = values.float()
+    # A row without counted slots would softmax over nothing (NaN): give it finite logits, then
+    # mask its probabilities to 0.
+    has_slots = counted.any(-1, keepdim=True)
+    filler = torch.where(has_slots, float("-inf"), 0.0)
+    s = torch.where(counted, torch.softmax(torch.where(counted, v, filler), dim=-1), 0.0)
+    mass = torch.where(counted, target.float(), 0.0).sum(-1, keepdim=True)
+    g = torch.where(counted, grad_dy.float(), 0.0)
+    return mass * s * (g - (g * s).sum(-1, keepdim=True))
 
 
 def _kl_backward(ctx, grad_loss, grad_dy):
-    # d loss / d sparse_values is the dy the op already computed. The target is a constant
-    # (a teacher distribution) and dy is not differentiated further.
-    (dy,) = ctx.saved_tensors
-    return (dy * grad_loss).to(ctx.values_dtype), None, None, None
+    if ctx.needs_input_grad[1]:
+        # The KL step's target is a constant (a teacher distribution); a silent zero gradient for
+        # it would be wrong, so refuse instead.
+        raise RuntimeError(
+            "lig.indexer_kl_grad: target requires grad, but the KL step does not differentiate its target; "
+            "pass target.detach() (the teacher distribution is a constant)"
+        )
+    values, target, indices, dy = ctx.saved_tensors
+    grad = None
+    if grad_loss is not None:
+        # d loss / d sparse_values is the dy the op computed (dy is itself differentiable: second order)
+        grad = dy.float() * grad_loss
+    if grad_dy is not None:
+        from_dy = _dy_vjp(values, target, indices, grad_dy)
+        grad = from_dy if grad is None else grad + from_dy
+    return (None if grad is None else grad.to(values.dtype)), None, None, None
 
 
 _indexer_kl_grad_op.register_autograd(_kl_backward, setup_context=_kl_setup_context)
@@ -233,6 +291,7 @@ _indexer_kl_grad_op.register_autograd(_kl_backward, setup_context=_kl_setup_cont
 
 
 def _tensor(x, name: str) -> Tensor:
+    """torch tensors as they are; numpy arrays viewed as tensors (negative strides copied)."""
     if isinstance(x, Tensor):
         return x
     try:
@@ -244,6 +303,10 @@ def _tensor(x, name: str) -> Tensor:
             x = np.ascontiguousarray(x)  # lig takes non-negative strides only
         return torch.from_numpy(x)
     raise TypeError(f"lig: {name}: expected a torch.Tensor, got {type(x).__name__}")
+
+
+def _optional_tensor(x, name: str) -> Optional[Tensor]:
+    return None if x is None else _tensor(x, name)
 
 
 def indexer_grad(
@@ -259,20 +322,24 @@ def indexer_grad(
     sparse_mode: int = 3,
     pre_tokens: int = INT64_MAX,
     next_tokens: int = INT64_MAX,
-    deterministic: bool = False,
+    deterministic: bool = True,
     d_weights_dtype: Optional[torch.dtype] = None,
 ) -> Tuple[Tensor, Tensor, Tensor]:
     """LightningIndexerGrad: returns ``(d_query, d_key, d_weights)``.
 
-    Shapes (SPEC section 2): query ``[B,S1,N1,D]`` | ``[T1,N1,D]``, key ``[B,S2,N2,D]`` | ``[T2,N2,D]``,
+    The contract (formulas, which slots count, errors) is docs/contract.md in the repository.
+    Shapes: query ``[B,S1,N1,D]`` | ``[T1,N1,D]``, key ``[B,S2,N2,D]`` | ``[T2,N2,D]``,
     dy and sparse_indices ``[B,S1,N2,K]`` | ``[T1,N2,K]`` (or without N2 when N2 == 1), weights
     ``[B,S1,N1]`` | ``[T1,N1]``. query, key, dy and weights share one dtype (float32, float16 or
     bfloat16); indices are int32 or int64. Sequence lengths: BSND optional per-batch lengths, TND
     required cumulative ends; a list of ints or an int32/int64 tensor. ``d_weights_dtype`` is the
     query dtype (default) or float32. Strided (non-contiguous) tensors are read in place.
+
+    ``deterministic=True`` (the default) makes the results bitwise reproducible, across runs and
+    thread counts; ``deterministic=False`` lets d_key's sums run in any order (last-bit differences).
     """
     if d_weights_dtype is not None:
-        _check_dtype(d_weights_dtype, _lib.FLOAT_DTYPES, "d_weights_dtype")
+        _args.dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
     return tuple(
         torch.ops.lig.indexer_grad(
             _tensor(query, "query"),
@@ -280,13 +347,13 @@ def indexer_grad(
             _tensor(dy, "dy"),
             _tensor(sparse_indices, "sparse_indices"),
             _tensor(weights, "weights"),
-            _lib.as_length_tensor(actual_seq_lengths_query, "actual_seq_lengths_query"),
-            _lib.as_length_tensor(actual_seq_lengths_key, "actual_seq_lengths_key"),
-            layout,
-            int(sparse_mode),
-            int(pre_tokens),
-            int(next_tokens),
-            bool(deterministic),
+            _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query"),
+            _args.lengths(actual_seq_lengths_key, "actual_seq_lengths_key"),
+            _args.string(layout, "layout"),
+            _args.integer(sparse_mode, "sparse_mode"),
+            _args.integer(pre_tokens, "pre_tokens"),
+            _args.integer(next_tokens, "next_tokens"),
+            _args.flag(deterministic, "deterministic"),
             d_weights_dtype,
         )
     )
@@ -306,37 +373,38 @@ def indexer(
     next_tokens: int = INT64_MAX,
     index_dtype: torch.dtype = torch.int32,
     values_dtype: Optional[torch.dtype] = None,
-    deterministic: bool = False,
+    deterministic: bool = True,
 ) -> Tuple[Tensor, Tensor]:
     """LightningIndexer (forward): returns ``(sparse_indices, sparse_values)``.
 
     For each (batch, query row, key head) the ``sparse_count`` visible keys with the largest
     ``I = sum_h w * ReLU(q . k)``, by descending score, ties to the lower key index; ``-1`` indices
-    and ``-inf`` values fill the slots left over when fewer keys are visible. Outputs are
-    ``[B,S1,N2,K]`` | ``[T1,N2,K]``, without the N2 axis when N2 == 1 (as CANN and DeepSeek do).
-    ``index_dtype`` is int32 or int64; ``values_dtype`` the query dtype (default) or float32.
+    and ``-inf`` values fill the slots left over when fewer keys are visible (mask them before
+    summing the values). Outputs are ``[B,S1,N2,K]`` | ``[T1,N2,K]``, without the N2 axis when
+    N2 == 1 (as CANN and DeepSeek do). ``index_dtype`` is int32 or int64; ``values_dtype`` the query
+    dtype (default) or float32. The contract is docs/contract.md in the repository.
 
     The values are differentiable with respect to query, key and weights (lig's backward;
     ``deterministic`` is passed to it); the selection is not.
     """
-    _check_dtype(index_dtype, _lib.INDEX_DTYPES, "index_dtype")
+    _args.dtype_choice(index_dtype, INDEX_DTYPES, "index_dtype")
     if values_dtype is not None:
-        _check_dtype(values_dtype, _lib.FLOAT_DTYPES, "values_dtype")
+        _args.dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
     return tuple(
         torch.ops.lig.indexer(
             _tensor(query, "query"),
             _tensor(key, "key"),
             _tensor(weights, "weights"),
-            int(sparse_count),
-            _lib.as_length_tensor(actual_seq_lengths_query, "actual_seq_lengths_query"),
-            _lib.as_length_tensor(actual_seq_lengths_key, "actual_seq_lengths_key"),
-            layout,
-            int(sparse_mode),
-            int(pre_tokens),
-            int(next_tokens),
+            _args.integer(sparse_count, "sparse_count", minimum=1),
+            _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query"),
+            _args.lengths(actual_seq_lengths_key, "actual_seq_lengths_key"),
+            _args.string(layout, "layout"),
+            _args.integer(sparse_mode, "sparse_mode"),
+            _args.integer(pre_tokens, "pre_tokens"),
+            _args.integer(next_tokens, "next_tokens"),
             index_dtype,
             values_dtype,
-            bool(deterministic),
+            _args.flag(deterministic, "deterministic"),
         )
     )
 
@@ -355,7 +423,7 @@ def lightning_indexer(
     next_tokens: int = INT64_MAX,
     index_dtype: torch.dtype = torch.int32,
     values_dtype: Optional[torch.dtype] = None,
-    deterministic: bool = False,
+    deterministic: bool = True,
 ) -> Tuple[Tensor, Tensor]:
     """The differentiable lightning indexer: ``(sparse_indices, sparse_values)``.
 
@@ -385,16 +453,20 @@ def indexer_kl_grad(
     holds the slots), the softmax taken over the counted slots only: those whose index is >= 0
     when ``sparse_indices`` is given, otherwise those whose value is not -inf. ``dy`` (like
     sparse_values, dtype ``dy_dtype`` or that of sparse_values) is ``softmax(I_t) * sum(p_t) - p_t`` on
-    counted slots and 0 elsewhere: the dy that :func:`indexer_grad` takes.
+    counted slots and 0 elsewhere: the dy that :func:`indexer_grad` takes. See docs/contract.md.
 
-    ``loss`` is differentiable with respect to ``sparse_values`` (its gradient is ``dy``); the target
-    is treated as a constant.
+    Both outputs are differentiable with respect to ``sparse_values``: the gradient of ``loss`` is
+    ``dy``, and a gradient flowing into ``dy`` is carried back through its softmax. The target is a
+    constant: if it requires grad, the backward raises instead of giving it no gradient.
     """
     if dy_dtype is not None:
-        _check_dtype(dy_dtype, _lib.FLOAT_DTYPES, "dy_dtype")
-    target = _tensor(target, "target").detach()
-    indices = None if sparse_indices is None else _tensor(sparse_indices, "sparse_indices")
-    return tuple(torch.ops.lig.indexer_kl_grad(_tensor(sparse_values, "sparse_values"), target, indices, dy_dtype))
+        _args.dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
+    return tuple(torch.ops.lig.indexer_kl_grad(
+        _tensor(sparse_values, "sparse_values"),
+        _tensor(target, "target"),
+        _optional_tensor(sparse_indices, "sparse_indices"),
+        dy_dtype,
+    ))
 
 
 def indexer_kl_loss(sparse_values: Tensor, target: Tensor, sparse_indices: Optional[Tensor] = None) -> Tensor:

@@ -1,0 +1,49 @@
+"""lig's thread count under PyTorch: torch's intra-op count, unless the user chose one.
+
+A PyTorch program sizes its CPU parallelism with ``torch.set_num_threads`` (or OMP_NUM_THREADS);
+lig follows it, so that lig's pool and torch's do not each claim every core. A count chosen for
+lig itself wins: ``lig.set_num_threads(n)`` with n > 0, else the LIG_NUM_THREADS environment
+variable (read by the library). The library keeps one process-wide count, so it is re-applied
+before every call: torch's count may have changed since the last one.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import torch
+
+from . import _lib
+
+_lock = threading.Lock()
+_chosen = 0  # lig.set_num_threads(n > 0); 0 = follow the environment or torch
+
+
+def _environment_sets_count() -> bool:
+    # The library's rule for LIG_NUM_THREADS: a whole positive decimal number, else ignored.
+    value = os.environ.get("LIG_NUM_THREADS", "")
+    return re.fullmatch(r"\s*\+?[0-9]+", value) is not None and int(value) > 0
+
+
+def apply() -> None:
+    """Hands the library the count its next call should use."""
+    with _lock:
+        if _chosen > 0:
+            _lib.lig_set_num_threads(_chosen)
+        elif _environment_sets_count():
+            _lib.lig_set_num_threads(0)
+        else:
+            _lib.lig_set_num_threads(max(1, torch.get_num_threads()))
+
+
+def choose(n: int) -> None:
+    global _chosen
+    with _lock:
+        _chosen = n
+    apply()
+
+
+def current() -> int:
+    apply()
+    return int(_lib.lig_get_num_threads())
