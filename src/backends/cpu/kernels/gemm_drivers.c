@@ -16,6 +16,10 @@ void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t 
 
 void lig_bf16_gemm(const lig_bf16_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
                    const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate) {
+    if (cfg->tiles && M % cfg->mr == 0 && N % cfg->nr == 0 && K % cfg->kr == 0) {
+        cfg->tiles(M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+        return;
+    }
     for (int64_t n0 = 0; n0 < N; n0 += cfg->nr) {
         const int64_t nr = N - n0 < cfg->nr ? N - n0 : cfg->nr;
         for (int64_t m0 = 0; m0 < M; m0 += cfg->mr)

@@ -31,6 +31,7 @@ typedef struct lig_bf16_gemm_config {
     int64_t mr, nr;                  /* the micro-kernel's tile */
     int64_t kr;                      /* the reduction it takes at full speed: a multiple of kr */
     lig_bf16_gemm_ukernel_fn ukernel;
+    lig_bf16_gemm_tiles_fn tiles;    /* whole products of full tiles, or NULL */
     void (*thread_begin)(void);      /* per-thread setup the micro-kernel needs (tile configuration), or NULL */
     void (*thread_end)(void);
 } lig_bf16_gemm_config;

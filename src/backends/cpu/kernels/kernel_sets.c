@@ -119,6 +119,7 @@ static const lig_kernel_set amx_set = {
     .store_row = lig_store_row__avx512,
     .axpy_row = lig_axpy_row__avx512,
     .bf16_gemm = {.mr = 32, .nr = 32, .kr = 32, .ukernel = lig_bf16_gemm_ukernel_32x32__amx,
+                  .tiles = lig_bf16_gemm_tiles__amx,
                   .thread_begin = lig_amx_tiles_begin, .thread_end = lig_amx_tiles_end},
     .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
     .bf16_gate = lig_bf16_gate__avx512bf16,

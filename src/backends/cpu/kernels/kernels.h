@@ -43,6 +43,11 @@ typedef void (*lig_axpy_row_fn)(float *dst, float a, const float *x, int64_t n);
 typedef void (*lig_bf16_gemm_ukernel_fn)(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
                                          const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
 
+/* The same contract for a whole product whose M, N and K are multiples of the micro-kernel's
+ * tile and reduction step, with the blocks' loops inside (no call per block). */
+typedef void (*lig_bf16_gemm_tiles_fn)(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
+                                       const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+
 /* Interleaves row pairs into the VNNI layout: out[(p*cols + j)*2 + e] = src[(2p + e)*ld + j]
  * for p < npairs, j < cols (bf16 bits). */
 typedef void (*lig_bf16_pack_pairs_fn)(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
@@ -115,6 +120,9 @@ void lig_bf16_open_rows__avx512bf16(const uint64_t *open_bits, int64_t nb, int64
 /* amx-bf16: AMX-TILE + AMX-BF16 tiles of 16 rows x 64 bytes, configured once per thread */
 void lig_bf16_gemm_ukernel_32x32__amx(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
                                       const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+/* The whole product of M x N (multiples of 32) with K a multiple of 32, 32 x 32 blocks row by row */
+void lig_bf16_gemm_tiles__amx(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
+                              int64_t ldb, float *c, int64_t ldc, bool accumulate);
 void lig_amx_tiles_begin(void); /* loads the tile configuration the AMX micro-kernels use */
 void lig_amx_tiles_end(void);   /* releases the tile state */
 #endif

@@ -31,7 +31,7 @@ void lig_amx_tiles_begin(void) { _tile_loadconfig(&full_tiles); }
 void lig_amx_tiles_end(void) { _tile_release(); }
 
 /* The full 32 x 32 block: kc % 32 == 0, lda and ldb in elements / words. */
-static void full_block(int64_t kc, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float *c,
+static inline __attribute__((always_inline)) void full_block(int64_t kc, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, float *c,
                        int64_t ldc, bool accumulate) {
     const size_t sa = (size_t)lda * 2, sb = (size_t)ldb * 4, sc = (size_t)ldc * 4;
     if (accumulate) {
@@ -83,4 +83,11 @@ void lig_bf16_gemm_ukernel_32x32__amx(int64_t mr, int64_t nr, int64_t kc, const 
         full_block(32, ap, 32, bp, 32, cp, 32, true);
     }
     for (int64_t i = 0; i < mr; i++) memcpy(c + i * ldc, cp + i * 32, sizeof(float) * (size_t)nr);
+}
+
+void lig_bf16_gemm_tiles__amx(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
+                              int64_t ldb, float *c, int64_t ldc, bool accumulate) {
+    for (int64_t m = 0; m < M; m += 32)
+        for (int64_t n = 0; n < N; n += 32)
+            full_block(K, a + m * lda, lda, b + 2 * n, ldb, c + m * ldc + n, ldc, accumulate);
 }
