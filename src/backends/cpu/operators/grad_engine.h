@@ -37,10 +37,11 @@ typedef struct lig_grad_engine {
      * unit's dQ and dW accumulators. */
     void (*begin_unit)(const lig_grad_ctx *c, char *scratch, const char *q, const char *w);
     /* One block of n <= c->block counted slots with key rows key[i] and gradients dy[i]:
-     * accumulates dQ and dW, and writes contrib[i][0..D) and scale[i] such that the key row of
-     * slot i receives dK += scale[i] * contrib[i]. */
+     * accumulates dQ and dW, and writes contrib[i][0..D) (rows c->contrib_ld apart) and
+     * scale[i] such that the key row of slot i receives dK += scale[i] * contrib[i]. The next
+     * block's key rows (next_n of them, maybe 0) are a hint to fetch meanwhile. */
     void (*block)(const lig_grad_ctx *c, char *scratch, int64_t n, const char *const *key, const float *dy,
-                  float *contrib, float *scale);
+                  const char *const *next_key, int64_t next_n, float *contrib, float *scale);
     /* Stores the unit's dQ rows (dq at the first head) and dW, each rounded once. */
     void (*end_unit)(const lig_grad_ctx *c, char *scratch, char *dq, char *dw);
 } lig_grad_engine;
@@ -49,5 +50,13 @@ typedef struct lig_grad_engine {
 extern const lig_grad_engine lig_grad_engine_f32;
 /* bf16 inputs on a set with bf16 kernels (grad_engine_bf16.c). */
 extern const lig_grad_engine lig_grad_engine_bf16;
+
+/* Asks for the n key rows (D elements of esize bytes, `stride` elements apart) to be fetched
+ * into the mid-level cache: the engines' use of the next-block hint. */
+static inline void lig_prefetch_rows(const char *const *row, int64_t n, int64_t D, int64_t esize, int64_t stride) {
+    const int64_t bytes = stride == 1 ? D * esize : 64;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(row[i] + off, 0, 2);
+}
 
 #endif

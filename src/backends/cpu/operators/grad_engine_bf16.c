@@ -125,8 +125,8 @@ static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const
     memset(s + L.heads, 0, sizeof(uint64_t) * (size_t)((gp + 63) / 64));
 }
 
-static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const *key, const float *dy, float *contrib,
-                  float *scale) {
+static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const *key, const float *dy,
+                  const char *const *next_key, int64_t next_n, float *contrib, float *scale) {
     const layout L = layout_for(c);
     const int64_t gp = L.gp, dp = L.dp;
     const lig_kernel_set *ks = c->ks;
@@ -147,6 +147,7 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
         memset(dyf + nb, 0, sizeof(float) * (size_t)(NB - nb));
         memset(dy16 + nb, 0, sizeof(uint16_t) * (size_t)(NB - nb));
     }
+    lig_prefetch_rows(next_key, next_n, c->D, 2, c->k_dim);
     ks->bf16_pack_pairs(kb, dp, NB / 2, dp, kv);
     lig_bf16_gemm(gemm, NB, gp, dp, kb, dp, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp, false);
     ks->bf16_gate(st, NB, gp, dyf, (const uint16_t *)(const void *)(s + L.w16), (float *)(void *)(s + L.dw), adk, bits,

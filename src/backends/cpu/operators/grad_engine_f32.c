@@ -52,8 +52,8 @@ static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const
     memset(s + L.dw, 0, sizeof(float) * (size_t)G);
 }
 
-static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const *key, const float *dy, float *contrib,
-                  float *scale) {
+static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const *key, const float *dy,
+                  const char *const *next_key, int64_t next_n, float *contrib, float *scale) {
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D;
     const lig_kernel_set *ks = c->ks;
@@ -61,6 +61,7 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
     float *kp = (float *)(s + L.kp), *at = (float *)(s + L.a), *dq = (float *)(s + L.dq), *dw = (float *)(s + L.dw);
 
     for (int64_t n = 0; n < nb; n++) ks->load_row(c->dtype, key[n], c->k_dim, D, kp + n * D);
+    lig_prefetch_rows(next_key, next_n, D, c->dtype == LIG_FLOAT32 ? 4 : 2, c->k_dim);
     lig_f32_gemm(&ks->f32_gemm, nb, G, D, kp, D, 1, qt, G, at, G, false); /* S^T[n][h] = k_n . q_h */
     ks->grad_gate(at, nb, G, w, dy, dw); /* strict: the ReLU's gradient at 0 is 0 */
     lig_f32_gemm(&ks->f32_gemm, G, D, nb, at, 1, G, kp, D, dq, D, true); /* dQ[h] += sum_n A[h][n] k_n */

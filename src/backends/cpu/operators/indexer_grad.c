@@ -5,10 +5,12 @@
  * its dQ and dW belong to it alone and are stored once. dK is a scatter-add across units,
  * accumulated in fp32 in the workspace:
  *   deterministic: every block of a unit is a chunk with a sequence number fixed by the input
- *     (the index pass numbers each unit's chunks). The engine writes a chunk's contributions
- *     into ring buffer seq % ring_chunks, once the chunk that used that buffer before is
- *     committed; buffers are committed (added into the accumulator) strictly in sequence order,
- *     slot by slot, by whichever thread finds the next one ready. Every dK sum thus has one
+ *     (the index pass numbers each unit's chunks). A chunk is produced once the chunk
+ *     ring_chunks before it is committed, so at most ring_chunks are ever in flight and as many
+ *     buffers suffice; the engine writes the contributions into a free buffer, taken from a
+ *     stack, so that the one freed last (still in cache) is reused first. Chunks are committed
+ *     (added into the accumulator) strictly in sequence order, slot by slot, by whichever
+ *     thread finds the next one ready, which then frees its buffer. Every dK sum thus has one
  *     order, fixed by the input alone, whatever the thread count or ring capacity, and no
  *     thread waits at a barrier, only when the ring is full. A unit of any size streams
  *     through the same ring.
@@ -36,11 +38,15 @@ typedef struct grad_run {
     /* deterministic: the commit ring */
     const int64_t *chunk_base; /* [units + 1] */
     int64_t chunks;            /* chunk_base[units]: every chunk of the problem */
-    float *ring;               /* [ring_chunks][block][contrib_ld] contributions */
-    float *ring_scale;         /* [ring_chunks][block] */
-    int64_t *ring_key;         /* [ring_chunks][block] accumulator rows */
-    int64_t *ring_count;       /* [ring_chunks] slots written */
-    atomic_llong *ring_ready;  /* [ring_chunks] the sequence number a buffer holds, once complete */
+    float *ring;               /* buffers [ring_chunks][block][contrib_ld]: contributions */
+    float *ring_scale;         /* buffers [ring_chunks][block] */
+    int64_t *ring_key;         /* buffers [ring_chunks][block]: accumulator rows */
+    int64_t *ring_count;       /* buffers [ring_chunks]: slots written */
+    atomic_llong *ring_ready;  /* [ring_chunks], by seq % ring_chunks: the chunk published there */
+    int64_t *ring_buffer;      /* [ring_chunks], by seq % ring_chunks: the buffer holding it */
+    int64_t *free_stack;       /* [ring_chunks]: free buffers, the last freed on top */
+    int64_t free_top;          /* entries in free_stack */
+    atomic_int free_lock;
     atomic_llong committed;    /* chunks [0, committed) are in the accumulator */
     atomic_int committing;     /* held by the one thread adding buffers */
 } grad_run;
@@ -66,6 +72,23 @@ static void lock_row(atomic_uint *l) {
 
 static void unlock_row(atomic_uint *l) { atomic_store_explicit(l, 0u, memory_order_release); }
 
+/* The free-buffer stack, under its own lock: a buffer's commit (reads) happens before its next
+ * producer's writes through the lock's release and acquire. */
+static int64_t take_buffer(grad_run *r) {
+    int spins = 0;
+    while (atomic_exchange_explicit(&r->free_lock, 1, memory_order_acquire)) backoff(&spins);
+    const int64_t b = r->free_stack[--r->free_top]; /* never empty: at most ring_chunks in flight */
+    atomic_store_explicit(&r->free_lock, 0, memory_order_release);
+    return b;
+}
+
+static void free_buffer(grad_run *r, int64_t b) {
+    int spins = 0;
+    while (atomic_exchange_explicit(&r->free_lock, 1, memory_order_acquire)) backoff(&spins);
+    r->free_stack[r->free_top++] = b;
+    atomic_store_explicit(&r->free_lock, 0, memory_order_release);
+}
+
 /* Adds every ready buffer into the accumulator, in sequence order, unless another thread is
  * already doing so. Every accumulator write happens under `committing` (acquired on entry,
  * released on exit), so successive committers see each other's sums. Rechecks after letting
@@ -77,10 +100,15 @@ static void try_commit(grad_run *r) {
         if (atomic_exchange_explicit(&r->committing, 1, memory_order_acquire)) return;
         int64_t c = atomic_load_explicit(&r->committed, memory_order_relaxed); /* written only under the flag */
         while (c < r->chunks && atomic_load_explicit(&r->ring_ready[c % R], memory_order_acquire) == c) {
-            const int64_t b = c % R, n = r->ring_count[b];
+            const int64_t b = r->ring_buffer[c % R], n = r->ring_count[b];
             const float *src = r->ring + b * nb * ld, *scale = r->ring_scale + b * nb;
             const int64_t *key = r->ring_key + b * nb;
-            for (int64_t i = 0; i < n; i++) p->ctx.ks->axpy_row(r->acc + key[i] * D, scale[i], src + i * ld, D);
+            for (int64_t i = 0; i < n; i++) {
+                if (i + 4 < n) /* four rows ahead: the adds wait on memory, not on arithmetic */
+                    for (int64_t off = 0; off < D * 4; off += 64) __builtin_prefetch((const char *)(r->acc + key[i + 4] * D) + off, 1, 3);
+                p->ctx.ks->axpy_row(r->acc + key[i] * D, scale[i], src + i * ld, D);
+            }
+            free_buffer(r, b);
             /* release: the producer that reuses buffer b reads this before writing into it */
             atomic_store_explicit(&r->committed, ++c, memory_order_release);
         }
@@ -98,31 +126,78 @@ static void wait_committed(grad_run *r, int64_t seq) {
     }
 }
 
-/* Hands one block of nb gathered slots to the engine and routes its contributions: chunk
- * `seq` of the ring (deterministic) or locked adds from the thread's scratch. */
-static void emit_block(grad_run *r, char *s, int64_t nb, int64_t seq) {
+/* One block's slots: key rows, gradients and accumulator rows (two per thread: the block
+ * being computed and the next one, whose rows are fetched meanwhile). */
+typedef struct slot_list {
+    const char **key;
+    float *dy;
+    int64_t *acc_row;
+    int64_t n;
+} slot_list;
+
+static slot_list list_of(const lig_cpu_grad_plan *p, char *s, int which) {
+    const lig_grad_scratch_layout *L = &p->scratch;
+    const int64_t nb = p->ctx.block;
+    return (slot_list){.key = (const char **)(void *)(s + L->key) + which * nb,
+                       .dy = (float *)(void *)(s + L->dy) + which * nb,
+                       .acc_row = (int64_t *)(void *)(s + L->acc_row) + which * nb};
+}
+
+/* Asks for the accumulator rows a block will add into, so that its commit finds them close. */
+static void prefetch_acc_rows(const grad_run *r, const slot_list *b) {
+    const int64_t D = r->p->pb->pr.D;
+    for (int64_t n = 0; n < b->n; n++) {
+        const char *row = (const char *)(r->acc + b->acc_row[n] * D);
+        for (int64_t off = 0; off < D * 4; off += 64) __builtin_prefetch(row + off, 1, 2);
+    }
+}
+
+/* Hands one block to the engine and routes its contributions: chunk `seq` of the ring
+ * (deterministic) or locked adds from the thread's scratch. */
+static void emit_block(grad_run *r, char *s, const slot_list *b, const slot_list *next, int64_t seq) {
     const lig_cpu_grad_plan *p = r->p;
     const lig_grad_scratch_layout *L = &p->scratch;
-    const int64_t D = p->pb->pr.D, ld = p->ctx.contrib_ld, block = p->ctx.block;
-    const char *const *key = (const char *const *)(void *)(s + L->key);
-    const float *dy = (const float *)(s + L->dy);
-    const int64_t *acc_row = (const int64_t *)(s + L->acc_row);
+    const int64_t D = p->pb->pr.D, ld = p->ctx.contrib_ld, block = p->ctx.block, nb = b->n;
+    prefetch_acc_rows(r, b);
     if (p->pb->deterministic) {
-        const int64_t b = seq % p->ring_chunks;
-        wait_committed(r, seq - p->ring_chunks + 1); /* buffer b's previous chunk is committed */
-        p->engine->block(&p->ctx, s + L->engine, nb, key, dy, r->ring + b * block * ld, r->ring_scale + b * block);
-        memcpy(r->ring_key + b * block, acc_row, sizeof(int64_t) * (size_t)nb);
-        r->ring_count[b] = nb;
-        atomic_store_explicit(&r->ring_ready[b], seq, memory_order_release);
+        wait_committed(r, seq - p->ring_chunks + 1); /* the chunk that last used entry seq % R is in */
+        const int64_t k = take_buffer(r), e = seq % p->ring_chunks;
+        p->engine->block(&p->ctx, s + L->engine, nb, b->key, b->dy, next->key, next->n, r->ring + k * block * ld,
+                         r->ring_scale + k * block);
+        memcpy(r->ring_key + k * block, b->acc_row, sizeof(int64_t) * (size_t)nb);
+        r->ring_count[k] = nb;
+        r->ring_buffer[e] = k;
+        atomic_store_explicit(&r->ring_ready[e], seq, memory_order_release);
         try_commit(r);
         return;
     }
-    float *contrib = (float *)(s + L->contrib), *scale = (float *)(s + L->scale);
-    p->engine->block(&p->ctx, s + L->engine, nb, key, dy, contrib, scale);
+    float *contrib = (float *)(void *)(s + L->contrib), *scale = (float *)(void *)(s + L->scale);
+    p->engine->block(&p->ctx, s + L->engine, nb, b->key, b->dy, next->key, next->n, contrib, scale);
     for (int64_t n = 0; n < nb; n++) {
-        lock_row(&r->locks[acc_row[n]]);
-        p->ctx.ks->axpy_row(r->acc + acc_row[n] * D, scale[n], contrib + n * ld, D);
-        unlock_row(&r->locks[acc_row[n]]);
+        lock_row(&r->locks[b->acc_row[n]]);
+        p->ctx.ks->axpy_row(r->acc + b->acc_row[n] * D, scale[n], contrib + n * ld, D);
+        unlock_row(&r->locks[b->acc_row[n]]);
+    }
+}
+
+/* Walks a unit's slots. */
+typedef struct slot_cursor {
+    const char *ip, *yp;
+    int64_t j, istep, ystep, acc_row0;
+    lig_unit x;
+} slot_cursor;
+
+/* Fills b with the unit's next counted slots, up to a block. */
+static void next_block(const lig_cpu_grad_plan *p, slot_cursor *c, slot_list *b) {
+    const lig_grad_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    b->n = 0;
+    for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep, c->yp += c->ystep) {
+        const int64_t sk = lig_load_int(pb->idx.dtype, c->ip);
+        if (sk < c->x.lo || sk > c->x.hi) continue; /* padding (-1) or outside the visible range */
+        b->key[b->n] = lig_k_row_ptr(&pb->k, pr, c->x.b, sk, c->x.g);
+        b->dy[b->n] = lig_load_float(pb->dy.dtype, c->yp);
+        b->acc_row[b->n++] = c->acc_row0 + sk * pr->N2;
     }
 }
 
@@ -133,30 +208,24 @@ static void run_unit(grad_run *r, char *s, int64_t u) {
     const lig_problem *pr = &pb->pr;
     const lig_grad_scratch_layout *L = &p->scratch;
     const lig_unit x = lig_unit_decode(pr, u);
-    const char **key = (const char **)(void *)(s + L->key);
-    float *dy = (float *)(s + L->dy);
-    int64_t *acc_row = (int64_t *)(s + L->acc_row);
-
     const int64_t h0 = x.g * pr->G;
     p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
                           lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
-    const char *ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g);
-    const char *yp = lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g);
-    const int64_t istep = pb->idx.dim * (int64_t)pb->idx.esize, ystep = pb->dy.dim * (int64_t)pb->dy.esize;
-    const int64_t acc_row0 = (x.b * pr->key_batch + pr->bt.k_base[x.b]) * pr->N2 + x.g;
-    int64_t nb = 0, seq = r->chunk_base ? r->chunk_base[u] : 0;
-    for (int64_t j = 0; j < pr->K; j++, ip += istep, yp += ystep) {
-        const int64_t sk = lig_load_int(pb->idx.dtype, ip);
-        if (sk < x.lo || sk > x.hi) continue; /* padding (-1) or outside the visible range */
-        key[nb] = lig_k_row_ptr(&pb->k, pr, x.b, sk, x.g);
-        dy[nb] = lig_load_float(pb->dy.dtype, yp);
-        acc_row[nb] = acc_row0 + sk * pr->N2;
-        if (++nb == p->ctx.block) {
-            emit_block(r, s, nb, seq++);
-            nb = 0;
-        }
+    slot_cursor c = {.ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g),
+                     .yp = lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g),
+                     .istep = pb->idx.dim * (int64_t)pb->idx.esize,
+                     .ystep = pb->dy.dim * (int64_t)pb->dy.esize,
+                     .acc_row0 = (x.b * pr->key_batch + pr->bt.k_base[x.b]) * pr->N2 + x.g,
+                     .x = x};
+    slot_list lists[2] = {list_of(p, s, 0), list_of(p, s, 1)};
+    int64_t seq = r->chunk_base ? r->chunk_base[u] : 0;
+    int cur = 0;
+    next_block(p, &c, &lists[cur]);
+    while (lists[cur].n > 0) {
+        next_block(p, &c, &lists[1 - cur]); /* read one block ahead: its rows are fetched meanwhile */
+        emit_block(r, s, &lists[cur], &lists[1 - cur], seq++);
+        cur = 1 - cur;
     }
-    if (nb) emit_block(r, s, nb, seq);
     p->engine->end_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->dq, pr, x.b, x.t, h0),
                         lig_q_row_ptr(&pb->dw, pr, x.b, x.t, h0));
 }
@@ -236,7 +305,14 @@ lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
         r.ring_key = (int64_t *)(void *)(r.ws + p->ws.ring_key);
         r.ring_count = (int64_t *)(void *)(r.ws + p->ws.ring_count);
         r.ring_ready = (atomic_llong *)(void *)(r.ws + p->ws.ring_ready);
-        for (int64_t b = 0; b < p->ring_chunks; b++) atomic_init(&r.ring_ready[b], -1);
+        r.ring_buffer = (int64_t *)(void *)(r.ws + p->ws.ring_buffer);
+        r.free_stack = (int64_t *)(void *)(r.ws + p->ws.free_stack);
+        for (int64_t b = 0; b < p->ring_chunks; b++) {
+            atomic_init(&r.ring_ready[b], -1);
+            r.free_stack[b] = p->ring_chunks - 1 - b; /* buffer 0 on top */
+        }
+        r.free_top = p->ring_chunks;
+        atomic_init(&r.free_lock, 0);
         atomic_init(&r.committed, 0);
         atomic_init(&r.committing, 0);
     } else {

@@ -38,9 +38,9 @@ static lig_grad_scratch_layout scratch_layout(const lig_cpu_grad_plan *p) {
     lig_grad_scratch_layout l;
     uint64_t at = 0;
     const uint64_t nb = (uint64_t)p->ctx.block;
-    l.key = lig_ws_take(&at, sizeof(const char *) * nb);
-    l.dy = lig_ws_take(&at, sizeof(float) * nb);
-    l.acc_row = lig_ws_take(&at, sizeof(int64_t) * nb);
+    l.key = lig_ws_take(&at, sizeof(const char *) * 2 * nb);
+    l.dy = lig_ws_take(&at, sizeof(float) * 2 * nb);
+    l.acc_row = lig_ws_take(&at, sizeof(int64_t) * 2 * nb);
     const bool own_contrib = !p->pb->deterministic;
     l.contrib = lig_ws_take(&at, own_contrib ? sizeof(float) * nb * (uint64_t)p->ctx.contrib_ld : 0);
     l.scale = lig_ws_take(&at, own_contrib ? sizeof(float) * nb : 0);
@@ -68,6 +68,8 @@ static void size_workspace(lig_cpu_grad_plan *p) {
         ws->ring_key = lig_ws_take(&at, sizeof(int64_t) * chunks * nb);
         ws->ring_count = lig_ws_take(&at, sizeof(int64_t) * chunks);
         ws->ring_ready = lig_ws_take(&at, sizeof(int64_t) * chunks);
+        ws->ring_buffer = lig_ws_take(&at, sizeof(int64_t) * chunks);
+        ws->free_stack = lig_ws_take(&at, sizeof(int64_t) * chunks);
     } else {
         ws->locks = lig_ws_take(&at, sizeof(uint32_t) * acc_rows);
     }

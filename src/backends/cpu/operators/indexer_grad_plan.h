@@ -19,7 +19,9 @@ typedef struct lig_grad_workspace_layout {
     uint64_t ring_scale;  /* float[ring_chunks][block]: their scales */
     uint64_t ring_key;    /* int64[ring_chunks][block]: accumulator row of each slot */
     uint64_t ring_count;  /* int64[ring_chunks]: slots in each chunk */
-    uint64_t ring_ready;  /* int64[ring_chunks]: the sequence number a buffer holds, once complete */
+    uint64_t ring_ready;  /* int64[ring_chunks], by sequence number mod ring_chunks: the chunk published */
+    uint64_t ring_buffer; /* int64[ring_chunks], likewise: the buffer that holds it */
+    uint64_t free_stack;  /* int64[ring_chunks]: the free buffers */
     /* non-deterministic */
     uint64_t locks;       /* uint32[key_rows * N2]: per key-row spin locks */
     uint64_t scratch;     /* per-thread scratch, scratch_stride bytes each */
@@ -27,11 +29,12 @@ typedef struct lig_grad_workspace_layout {
     uint64_t total;       /* what phase 1 reports; 0 for an empty problem */
 } lig_grad_workspace_layout;
 
-/* Byte offsets inside one thread's scratch: the operator's block lists, then the engine's. */
+/* Byte offsets inside one thread's scratch: the operator's block lists (two: the block being
+ * computed and the next), then the engine's. */
 typedef struct lig_grad_scratch_layout {
-    uint64_t key;     /* const char *[block]: key rows of the block's slots */
-    uint64_t dy;      /* float[block] */
-    uint64_t acc_row; /* int64[block]: accumulator rows of the block's slots */
+    uint64_t key;     /* const char *[2][block]: key rows of the blocks' slots */
+    uint64_t dy;      /* float[2][block] */
+    uint64_t acc_row; /* int64[2][block]: accumulator rows of the blocks' slots */
     uint64_t contrib; /* float[block][D]: contributions (non-deterministic; the ring otherwise) */
     uint64_t scale;   /* float[block] (non-deterministic) */
     uint64_t engine;
