@@ -4,6 +4,8 @@
 //   case 1: BSND, FLOAT16, per-batch key lengths, sparse mode 3, returnValues true
 //   case 2: TND, BFLOAT16, cumulative lengths, sparse mode 0, returnValues false (sparseValuesOut
 //           is passed, as CANN's sample does, and must come back untouched)
+//   case 3: BSND, FLOAT16 query and key with FLOAT32 weights (CANN's A2/A3 kernels take this mix),
+//           checked against lig run in FLOAT32 on the widened inputs, scores rounded to FLOAT16
 #include <cstdint>
 #include <vector>
 
@@ -16,7 +18,7 @@ namespace {
 struct FwdCase {
     const char *name;
     const char *layout;
-    aclDataType dtype;
+    aclDataType dtype, weightsType;
     int64_t batch, s1, s2;  // TND: s1 = T1, s2 = T2
     int64_t n1, n2, d, sparseCount;
     std::vector<int32_t> lenQ, lenK;  // BSND: per-batch lengths (optional); TND: cumulative ends
@@ -48,8 +50,13 @@ struct Result {
 
 const uint16_t kUntouched = 0x5a5a;
 
-int RunAclnn(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k, std::vector<uint16_t> &w,
-             Result &out) {
+// Weights in the case's weights dtype: half bits, or floats.
+struct Weights {
+    std::vector<uint16_t> half;
+    std::vector<float> full;
+};
+
+int RunAclnn(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k, const Weights &w, Result &out) {
     Shapes sh = ShapesOf(c);
     int32_t deviceId = 0;
     aclrtStream stream = nullptr;
@@ -67,7 +74,10 @@ int RunAclnn(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &
     int64_t nOut = GetShapeSize(sh.out);
     CHECK_RET(CreateAclTensor(q, sh.q, &qAddr, c.dtype, &qT) == 0, return -1);
     CHECK_RET(CreateAclTensor(k, sh.k, &kAddr, c.dtype, &kT) == 0, return -1);
-    CHECK_RET(CreateAclTensor(w, sh.w, &wAddr, c.dtype, &wT) == 0, return -1);
+    if (c.weightsType == ACL_FLOAT)
+        CHECK_RET(CreateAclTensor(w.full, sh.w, &wAddr, ACL_FLOAT, &wT) == 0, return -1);
+    else
+        CHECK_RET(CreateAclTensor(w.half, sh.w, &wAddr, c.weightsType, &wT) == 0, return -1);
     CHECK_RET(CreateAclTensor(std::vector<int32_t>(static_cast<size_t>(nOut), 7), sh.out, &idxAddr, ACL_INT32, &idxT) == 0,
               return -1);
     CHECK_RET(CreateAclTensor(std::vector<uint16_t>(static_cast<size_t>(nOut), kUntouched), sh.out, &valAddr, c.dtype,
@@ -116,24 +126,43 @@ int RunAclnn(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &
     return 0;
 }
 
-int RunLig(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k, std::vector<uint16_t> &w,
-           Result &out) {
+float Widen(uint16_t h, aclDataType dtype) {
+    if (dtype == ACL_FLOAT16) return aclFloat16ToFloat(h);
+    uint32_t x = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+// lig's own API on the same data: in the case's dtype, or, with FLOAT32 weights, in FLOAT32 on the
+// widened query and key with the scores rounded to the query's dtype afterwards.
+int RunLig(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k, Weights w, Result &out) {
     Shapes sh = ShapesOf(c);
-    lig_dtype dt = LigDtype(c.dtype);
+    bool widen = c.weightsType == ACL_FLOAT;
+    lig_dtype dt = widen ? LIG_FLOAT32 : LigDtype(c.dtype);
+    std::vector<float> qf, kf, vf;
+    for (uint16_t h : q) qf.push_back(Widen(h, c.dtype));
+    for (uint16_t h : k) kf.push_back(Widen(h, c.dtype));
     std::vector<int32_t> lenQ = c.lenQ, lenK = c.lenK;
     out.indices.assign(static_cast<size_t>(GetShapeSize(sh.out)), 0);
     out.values.assign(out.indices.size(), kUntouched);
-    lig_tensor *qT = LigTensor(q, dt, sh.q), *kT = LigTensor(k, dt, sh.k), *wT = LigTensor(w, dt, sh.w);
+    vf.assign(out.indices.size(), 0.0f);
+    lig_tensor *qT = widen ? LigTensor(qf, dt, sh.q) : LigTensor(q, dt, sh.q);
+    lig_tensor *kT = widen ? LigTensor(kf, dt, sh.k) : LigTensor(k, dt, sh.k);
+    lig_tensor *wT = widen ? LigTensor(w.full, dt, sh.w) : LigTensor(w.half, dt, sh.w);
     lig_tensor *aqT = lenQ.empty() ? nullptr : LigTensor(lenQ, LIG_INT32, {static_cast<int64_t>(lenQ.size())});
     lig_tensor *akT = lenK.empty() ? nullptr : LigTensor(lenK, LIG_INT32, {static_cast<int64_t>(lenK.size())});
     lig_tensor *idxT = LigTensor(out.indices, LIG_INT32, sh.out);
-    lig_tensor *valT = c.returnValues ? LigTensor(out.values, dt, sh.out) : nullptr;
+    lig_tensor *valT = !c.returnValues ? nullptr : widen ? LigTensor(vf, dt, sh.out) : LigTensor(out.values, dt, sh.out);
     uint64_t ws = 0;
     lig_executor *plan = nullptr;
     lig_status st = lig_indexer_get_workspace_size(qT, kT, wT, aqT, akT, c.layout, c.sparseCount, c.sparseMode,
                                                    INT64_MAX, INT64_MAX, idxT, valT, &ws, &plan);
     st = LigRun(st, ws, plan, lig_indexer);
     if (st != LIG_SUCCESS) LOG_PRINT("lig_indexer failed: %s\n", lig_get_last_error());
+    if (widen && c.returnValues)
+        for (size_t i = 0; i < vf.size(); i++)
+            out.values[i] = c.dtype == ACL_BF16 ? ToBf16(vf[i]) : aclFloatToFloat16(vf[i]);
     lig_tensor *all[] = {qT, kT, wT, aqT, akT, idxT, valT};
     for (lig_tensor *t : all) lig_destroy_tensor(t);
     return st == LIG_SUCCESS ? 0 : 1;
@@ -167,7 +196,11 @@ int RunCase(const FwdCase &c, uint64_t seed) {
     Lcg rng(seed);
     std::vector<uint16_t> q = RandomHalf(rng, GetShapeSize(sh.q), c.dtype);
     std::vector<uint16_t> k = RandomHalf(rng, GetShapeSize(sh.k), c.dtype);
-    std::vector<uint16_t> w = RandomHalf(rng, GetShapeSize(sh.w), c.dtype, 0.0f, 1.0f);
+    Weights w;
+    if (c.weightsType == ACL_FLOAT)
+        for (int64_t i = 0; i < GetShapeSize(sh.w); i++) w.full.push_back(rng.Uniform(0.0f, 1.0f));
+    else
+        w.half = RandomHalf(rng, GetShapeSize(sh.w), c.weightsType, 0.0f, 1.0f);
     Result got, want;
     if (RunAclnn(c, q, k, w, got) != 0 || RunLig(c, q, k, w, want) != 0) return 1;
     int64_t bad = CountMismatches("sparseIndicesOut", got.indices, want.indices) +
@@ -186,8 +219,10 @@ int RunCase(const FwdCase &c, uint64_t seed) {
 }  // namespace
 
 int main() {
-    FwdCase bsnd{"BSND fp16", "BSND", ACL_FLOAT16, 2, 4, 48, 8, 1, 32, 16, {}, {48, 29}, 3, true};
-    FwdCase tnd{"TND bf16", "TND", ACL_BF16, 2, 7, 45, 4, 1, 16, 8, {3, 7}, {20, 45}, 0, false};
-    int failed = RunCase(bsnd, 11) + RunCase(tnd, 12);
+    FwdCase bsnd{"BSND fp16", "BSND", ACL_FLOAT16, ACL_FLOAT16, 2, 4, 48, 8, 1, 32, 16, {}, {48, 29}, 3, true};
+    FwdCase tnd{"TND bf16", "TND", ACL_BF16, ACL_BF16, 2, 7, 45, 4, 1, 16, 8, {3, 7}, {20, 45}, 0, false};
+    FwdCase mixed{"BSND fp16 with fp32 weights", "BSND", ACL_FLOAT16, ACL_FLOAT, 2, 3, 40, 8, 1, 32, 12, {}, {40, 17},
+                  3, true};
+    int failed = RunCase(bsnd, 11) + RunCase(tnd, 12) + RunCase(mixed, 13);
     return failed ? 1 : 0;
 }

@@ -23,7 +23,25 @@ aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *nam
 
 void fe_args_release(fe_args *args) {
     for (int i = 0; i < args->n; i++) lig_destroy_tensor(args->b[i].lt);
-    args->n = 0;
+    for (int i = 0; i < args->nstages; i++) fe_stage_release(&args->stages[i]);
+    args->n = args->nstages = 0;
+}
+
+aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
+                          lig_tensor **lt) {
+    if (args->n == FE_EXEC_MAX_ARGS || args->nstages == FE_EXEC_MAX_STAGES)
+        return fe_fail(ACLNN_ERR_INNER, api, "%s: too many staged arguments", name);
+    fe_stage *s = &args->stages[args->nstages];
+    if (!fe_stage_init(s, tensor, output)) {
+        fe_stage_release(s);
+        return fe_fail(ACLNN_ERR_RUNTIME_ERROR, api, "%s: out of memory for a FLOAT32 copy of %lld elements", name,
+                       (long long)tensor->numel);
+    }
+    args->nstages++;
+    *lt = lig_create_tensor(s->buf, LIG_FLOAT32, s->ndim, s->shape, NULL);
+    if (!*lt) return fe_fail_lig_param(LIG_ERR_PARAM_INVALID, api, name);
+    args->b[args->n++] = (fe_bound){.lt = *lt, .lo = 0, .hi = 0, .name = name};
+    return ACLNN_SUCCESS;
 }
 
 aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_size, fe_args *args,
@@ -40,7 +58,9 @@ aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_s
     e->workspace_size = workspace_size;
     e->nargs = args->n;
     for (int i = 0; i < args->n; i++) e->args[i] = args->b[i];
-    args->n = 0;
+    e->nstages = args->nstages;
+    for (int i = 0; i < args->nstages; i++) e->stages[i] = args->stages[i];
+    args->n = args->nstages = 0;
     *out = e;
     return ACLNN_SUCCESS;
 }
@@ -48,6 +68,7 @@ aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_s
 void fe_executor_release(aclOpExecutor *e) {
     if (e->lig) lig_destroy_executor(e->lig);
     for (int i = 0; i < e->nargs; i++) lig_destroy_tensor(e->args[i].lt);
+    for (int i = 0; i < e->nstages; i++) fe_stage_release(&e->stages[i]);
     free(e);
 }
 
@@ -98,11 +119,15 @@ aclnnStatus fe_executor_run(fe_op op, void *workspace, uint64_t workspace_size, 
                        "executor: %p is not a live executor (never made by phase 1, or it already ran)", (void *)e);
     aclnnStatus st = check_run(op, e, workspace, workspace_size, stream, api);
     if (st == ACLNN_SUCCESS) {
+        for (int i = 0; i < e->nstages; i++)
+            if (!e->stages[i].output) fe_stage_widen(&e->stages[i]);
         lig_executor *lx = e->lig;
         e->lig = NULL; /* lig's phase 2 consumes it, success or not */
         lig_status ls = op == FE_OP_INDEXER_GRAD ? lig_indexer_grad(workspace, workspace_size, lx, NULL)
                                                  : lig_indexer(workspace, workspace_size, lx, NULL);
         if (ls != LIG_SUCCESS) st = fe_fail_lig(ls, api);
+        for (int i = 0; i < e->nstages && st == ACLNN_SUCCESS; i++)
+            if (e->stages[i].output) fe_stage_narrow(&e->stages[i]);
     }
     fe_executor_release(e);
     return st;

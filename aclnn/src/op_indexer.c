@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../include/aclnnop/aclnn_lightning_indexer.h"
+#include "dtype.h"
 #include "errmsg.h"
 #include "executor.h"
 #include "tensor.h"
@@ -23,6 +24,25 @@ static aclnnStatus check_layouts(const char *lq, const char *lk, bool *paged) {
         return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
                        "layoutKeyOptional: expected \"%s\" (layoutQueryOptional's layout) or \"PA_BSND\", got \"%s\"",
                        lq, lk);
+    return ACLNN_SUCCESS;
+}
+
+/* CANN's A2/A3 kernels take FLOAT32 weights with FLOAT16 / BFLOAT16 query and key, where lig wants
+ * one dtype: widen query and key to FLOAT32 (exact) and let lig score in FLOAT32; a half-precision
+ * sparseValuesOut gets the scores rounded once (staging.h). Other mixes are left for lig to refuse. */
+static aclnnStatus widen_for_float_weights(fe_args *args, const aclTensor *query, const aclTensor *key,
+                                           const aclTensor *weights, const aclTensor *values, lig_tensor **q,
+                                           lig_tensor **k, lig_tensor **val) {
+    bool half = query->dtype == ACL_FLOAT16 || query->dtype == ACL_BF16;
+    if (weights->dtype != ACL_FLOAT || !half || key->dtype != query->dtype) return ACLNN_SUCCESS;
+    if (values && values->dtype != query->dtype && values->dtype != ACL_FLOAT)
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "sparseValuesOut: expected dtype %s (like query) or ACL_FLOAT, got %s",
+                       fe_dtype_name(query->dtype), fe_dtype_name(values->dtype));
+    aclnnStatus st;
+    if ((st = fe_args_stage(args, query, "query", API, false, q)) != ACLNN_SUCCESS ||
+        (st = fe_args_stage(args, key, "key", API, false, k)) != ACLNN_SUCCESS)
+        return st;
+    if (values && values->dtype == query->dtype) return fe_args_stage(args, values, "sparseValuesOut", API, true, val);
     return ACLNN_SUCCESS;
 }
 
@@ -80,6 +100,11 @@ aclnnStatus aclnnLightningIndexerGetWorkspaceSize(
         (st = fe_args_bind(&args, sparseIndicesOut, "sparseIndicesOut", API, false, &idx)) != ACLNN_SUCCESS ||
         (returnValues && (st = fe_args_bind(&args, sparseValuesOut, "sparseValuesOut", API, false, &val)) !=
                              ACLNN_SUCCESS)) {
+        fe_args_release(&args);
+        return st;
+    }
+    if ((st = widen_for_float_weights(&args, query, key, weights, returnValues ? sparseValuesOut : NULL, &q, &k,
+                                      &val)) != ACLNN_SUCCESS) {
         fe_args_release(&args);
         return st;
     }

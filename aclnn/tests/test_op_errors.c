@@ -277,6 +277,21 @@ static void test_forward_phase1(void) {
                        "lig_indexer_paged_get_workspace_size");
 #endif
 #undef FWD
+    /* FLOAT32 weights with FLOAT16 query and key are widened (CANN's A2/A3 mix); the scores then go
+     * to a sparseValuesOut of the query's dtype or FLOAT32, nothing else */
+    {
+        uint16_t h[B * S1 * N1 * D] = {0}, hv[B * S1 * N2 * SK] = {0};
+        dev hq = make(h, sizeof h, q_shape, 4, ACL_FLOAT16), hk = make(h, B * S2 * N2 * D * 2, k_shape, 4, ACL_FLOAT16),
+            bv = make(hv, sizeof hv, out_shape, 4, ACL_BF16);
+        uint64_t ws_ = 77;
+        aclOpExecutor *e_ = (aclOpExecutor *)&ws_;
+        CHECK_EQ_INT(aclnnLightningIndexerGetWorkspaceSize(hq.t, hk.t, dw.t, NULL, NULL, NULL, bsnd, bsnd, SK, 3,
+                                                           INT64_MAX, INT64_MAX, true, di.t, bv.t, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "sparseValuesOut: expected dtype ACL_FLOAT16 (like query) or ACL_FLOAT, got ACL_BF16");
+        CHECK(ws_ == 77 && e_ == (aclOpExecutor *)&ws_);
+        drop(&hq), drop(&hk), drop(&bv);
+    }
     /* NULL layouts are the documented default, BSND; returnValues false leaves sparseValuesOut alone */
     uint64_t ws = 0;
     aclOpExecutor *e = NULL;

@@ -7,7 +7,9 @@
  * cache: key [blockNum, blockSize, N2, D] read through blockTableOptional [B, maxBlocksPerSeq],
  * with actualSeqLengthsKeyOptional required as per-batch key lengths. sparseIndicesOut is
  * [B,S1,N2,sparseCount] | [T1,N2,sparseCount]; sparseValuesOut (same shape) is written only when
- * returnValues is true. Semantics are lig's lig_indexer (SPEC.md); phase 2 consumes the executor.
+ * returnValues is true. weights may be ACL_FLOAT with ACL_FLOAT16 / ACL_BF16 query and key, as on
+ * CANN's A2/A3 (scored in FLOAT32). Semantics are lig's lig_indexer (SPEC.md); phase 2 consumes
+ * the executor.
  */
 #ifndef LIG_ACLNN_LIGHTNING_INDEXER_H
 #define LIG_ACLNN_LIGHTNING_INDEXER_H
