@@ -5,7 +5,6 @@
 #include "errmsg.h"
 #include "registry.h"
 #include "runtime.h"
-#include "status_map.h"
 
 aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool optional,
                          lig_tensor **lt) {

@@ -47,7 +47,7 @@ typedef int aclError;
  * aclFloatToFloat16 makes the half-precision value. */
 typedef uint16_t aclFloat16;
 
-/* acl_base.h declares these as static const int (not macros); so do we. */
+/* acl_base.h declares these as static const int (not macros); so do we (all but 100039, below). */
 static const int ACL_ERROR_NONE = 0;
 static const int ACL_SUCCESS = 0;
 
@@ -90,7 +90,7 @@ static const int ACL_ERROR_THREAD_NOT_SUBSCRIBE = 100035;
 static const int ACL_ERROR_WAIT_CALLBACK_TIMEOUT = 100036;
 static const int ACL_ERROR_REPEAT_FINALIZE = 100037;
 static const int ACL_ERROR_NOT_STATIC_AIPP = 100038;
-static const int ACL_ERROR_COMPILING_STUB_MODE = 100039;
+/* 100039, a compile mode of CANN's model API, has no counterpart here and is left out. */
 static const int ACL_ERROR_GROUP_NOT_SET = 100040;
 static const int ACL_ERROR_GROUP_NOT_CREATE = 100041;
 static const int ACL_ERROR_PROF_ALREADY_RUN = 100042;
