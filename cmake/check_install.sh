@@ -16,17 +16,3 @@ cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer_shared"
 "$tmp/consumer/consumer_static"
 echo "install check: pkg-config, find_package(lig) shared and static all built and ran"
-
-# The CANN-compatible front end, when it was built: its headers stay out of include/acl (no clash
-# with a real CANN), and a CANN-style program builds with pkg-config and with lig::aclnn, and runs.
-if [ -f "$libdir/lig-aclnn.pc" ]; then
-  test ! -e "$tmp/prefix/include/acl" && test -f "$tmp/prefix/include/lig-aclnn/acl/acl.h"
-  cc -std=c11 "$src/aclnn/tests/install_consumer.c" $(pkg-config --cflags --libs lig-aclnn) \
-     -Wl,-rpath,"$(dirname "$libdir")" -o "$tmp/aclnn_pc"
-  "$tmp/aclnn_pc"
-  cmake -S "$src/aclnn/tests/consumer" -B "$tmp/aclnn_consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
-        -DLIG_ACLNN_EXAMPLE="$src/aclnn/tests/install_consumer.c" >/dev/null
-  cmake --build "$tmp/aclnn_consumer" >/dev/null
-  "$tmp/aclnn_consumer/consumer_aclnn"
-  echo "install check: lig-aclnn with pkg-config and find_package(lig) (lig::aclnn) built and ran"
-fi
