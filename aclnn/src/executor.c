@@ -1,0 +1,142 @@
+#include "executor.h"
+
+#include <stdlib.h>
+
+#include "errmsg.h"
+#include "registry.h"
+#include "runtime.h"
+
+aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool optional,
+                         lig_tensor **lt) {
+    *lt = NULL;
+    if (!tensor) {
+        if (optional) return ACLNN_SUCCESS;
+        return fe_fail(ACLNN_ERR_PARAM_NULLPTR, api, "%s: expected a tensor, got nullptr", name);
+    }
+    if (args->n == FE_EXEC_MAX_ARGS) return fe_fail(ACLNN_ERR_INNER, api, "%s: too many tensor arguments", name);
+    aclnnStatus st = fe_tensor_bind(tensor, name, api, &args->b[args->n]);
+    if (st != ACLNN_SUCCESS) return st;
+    *lt = args->b[args->n++].lt;
+    return ACLNN_SUCCESS;
+}
+
+void fe_args_release(fe_args *args) {
+    for (int i = 0; i < args->n; i++) lig_destroy_tensor(args->b[i].lt);
+    for (int i = 0; i < args->nstages; i++) fe_stage_release(&args->stages[i]);
+    args->n = args->nstages = 0;
+}
+
+aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
+                          lig_tensor **lt) {
+    if (args->n == FE_EXEC_MAX_ARGS || args->nstages == FE_EXEC_MAX_STAGES)
+        return fe_fail(ACLNN_ERR_INNER, api, "%s: too many staged arguments", name);
+    fe_stage *s = &args->stages[args->nstages];
+    if (!fe_stage_init(s, tensor, output)) {
+        fe_stage_release(s);
+        return fe_fail(ACLNN_ERR_RUNTIME_ERROR, api, "%s: out of memory for a FLOAT32 copy of %lld elements", name,
+                       (long long)tensor->numel);
+    }
+    args->nstages++;
+    *lt = lig_create_tensor(s->buf, LIG_FLOAT32, s->ndim, s->shape, NULL);
+    if (!*lt) return fe_fail_lig_param(LIG_ERR_PARAM_INVALID, api, name);
+    args->b[args->n++] = (fe_bound){.lt = *lt, .lo = 0, .hi = 0, .name = name};
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_size, fe_args *args,
+                               const char *api, aclOpExecutor **out) {
+    aclOpExecutor *e = malloc(sizeof *e);
+    if (!e || !fe_reg_add(e, 0, FE_KIND_EXECUTOR)) {
+        free(e);
+        lig_destroy_executor(lig);
+        fe_args_release(args);
+        return fe_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, api, "out of memory for an executor");
+    }
+    e->op = op;
+    e->lig = lig;
+    e->workspace_size = workspace_size;
+    e->nargs = args->n;
+    for (int i = 0; i < args->n; i++) e->args[i] = args->b[i];
+    e->nstages = args->nstages;
+    for (int i = 0; i < args->nstages; i++) e->stages[i] = args->stages[i];
+    args->n = args->nstages = 0;
+    *out = e;
+    return ACLNN_SUCCESS;
+}
+
+void fe_executor_release(aclOpExecutor *e) {
+    if (e->lig) lig_destroy_executor(e->lig);
+    for (int i = 0; i < e->nargs; i++) lig_destroy_tensor(e->args[i].lt);
+    for (int i = 0; i < e->nstages; i++) fe_stage_release(&e->stages[i]);
+    free(e);
+}
+
+static const char *op_name(fe_op op) {
+    return op == FE_OP_INDEXER_GRAD ? "aclnnLightningIndexerGradGetWorkspaceSize"
+                                    : "aclnnLightningIndexerGetWorkspaceSize";
+}
+
+/* Everything phase 2 checks before lig runs; the executor is already out of the registry. */
+static aclnnStatus check_run(fe_op op, const aclOpExecutor *e, void *workspace, uint64_t workspace_size,
+                             aclrtStream stream, const char *api) {
+    if (e->op != op)
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api, "executor: it was made by %s, not for this operator",
+                       op_name(e->op));
+    if (!fe_stream_is_valid(stream))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "stream: %p is not NULL or a live stream from aclrtCreateStream; nothing was computed", stream);
+    if (workspace_size < e->workspace_size)
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "workspaceSize: expected at least %llu bytes (the size phase 1 returned), got %llu",
+                       (unsigned long long)e->workspace_size, (unsigned long long)workspace_size);
+    if (workspace_size > 0) {
+        fe_entry m;
+        if (!workspace || !fe_reg_find_mem(workspace, &m))
+            return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                           "workspace: expected %llu bytes of memory from aclrtMalloc, got %p, which is not in "
+                           "such memory",
+                           (unsigned long long)workspace_size, workspace);
+        uint64_t avail = (uint64_t)(m.size - ((uintptr_t)workspace - m.addr));
+        if (workspace_size > avail)
+            return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                           "workspaceSize: %llu bytes at %p run past the end of their allocation (%zu bytes at %p)",
+                           (unsigned long long)workspace_size, workspace, m.size, (void *)m.addr);
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!fe_bound_still_valid(&e->args[i]))
+            return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                           "%s: its memory was freed (or shrank) after phase 1; nothing was computed",
+                           e->args[i].name);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus fe_executor_run(fe_op op, void *workspace, uint64_t workspace_size, aclOpExecutor *e, aclrtStream stream,
+                            const char *api) {
+    if (!e) return fe_fail(ACLNN_ERR_PARAM_NULLPTR, api, "executor: expected the executor phase 1 returned, got nullptr");
+    if (!fe_reg_remove(e, FE_KIND_EXECUTOR))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "executor: %p is not a live executor (never made by phase 1, or it already ran)", (void *)e);
+    aclnnStatus st = check_run(op, e, workspace, workspace_size, stream, api);
+    if (st == ACLNN_SUCCESS) {
+        for (int i = 0; i < e->nstages; i++)
+            if (!e->stages[i].output) fe_stage_widen(&e->stages[i]);
+        lig_executor *lx = e->lig;
+        e->lig = NULL; /* lig's phase 2 consumes it, success or not */
+        lig_status ls = op == FE_OP_INDEXER_GRAD ? lig_indexer_grad(workspace, workspace_size, lx, NULL)
+                                                 : lig_indexer(workspace, workspace_size, lx, NULL);
+        if (ls != LIG_SUCCESS) st = fe_fail_lig(ls, api);
+        for (int i = 0; i < e->nstages && st == ACLNN_SUCCESS; i++)
+            if (e->stages[i].output) fe_stage_narrow(&e->stages[i]);
+    }
+    fe_executor_release(e);
+    return st;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
+    if (!executor) return ACLNN_SUCCESS;
+    if (!fe_reg_remove(executor, FE_KIND_EXECUTOR))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor",
+                       "executor: %p is not a live executor (never made, or it already ran)", (void *)executor);
+    fe_executor_release(executor);
+    return ACLNN_SUCCESS;
+}

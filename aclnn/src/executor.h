@@ -1,0 +1,60 @@
+/*
+ * aclOpExecutor: lig's executor plus the lig tensors it was planned with (kept alive until it
+ * runs) and the byte ranges of its arguments, re-checked before it runs.
+ */
+#ifndef LIG_ACLNN_EXECUTOR_H
+#define LIG_ACLNN_EXECUTOR_H
+
+#include <stdint.h>
+
+#include <lig.h>
+
+#include "../include/aclnn/aclnn_base.h"
+#include "staging.h"
+#include "tensor.h"
+
+#define FE_EXEC_MAX_ARGS 12
+#define FE_EXEC_MAX_STAGES 3
+
+typedef enum fe_op { FE_OP_INDEXER_GRAD = 1, FE_OP_INDEXER } fe_op;
+
+struct aclOpExecutor {
+    fe_op op;
+    lig_executor *lig;
+    uint64_t workspace_size;
+    int nargs;
+    fe_bound args[FE_EXEC_MAX_ARGS];
+    int nstages;
+    fe_stage stages[FE_EXEC_MAX_STAGES];
+};
+
+/* An argument list being bound for phase 1; released unless handed to an executor. */
+typedef struct fe_args {
+    int n;
+    fe_bound b[FE_EXEC_MAX_ARGS];
+    int nstages;
+    fe_stage stages[FE_EXEC_MAX_STAGES];
+} fe_args;
+
+/* Binds `tensor` (NULL allowed when `optional`) and returns its lig tensor in *lt (NULL if absent). */
+aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool optional,
+                         lig_tensor **lt);
+void fe_args_release(fe_args *args);
+/* Stages the already-bound `tensor` (see staging.h) and returns the FLOAT32 lig tensor over its buffer. */
+aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
+                          lig_tensor **lt);
+
+/* Wraps lig's executor (taking ownership of it and of `args`) and registers the result. On
+ * failure lig's executor and the arguments are released and the status is set. */
+aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_size, fe_args *args,
+                               const char *api, aclOpExecutor **out);
+
+/* Phase 2: validates the executor, stream and workspace, runs lig, and frees the executor
+ * whether or not it ran. */
+aclnnStatus fe_executor_run(fe_op op, void *workspace, uint64_t workspace_size, aclOpExecutor *executor,
+                            aclrtStream stream, const char *api);
+
+/* Frees an executor that the registry no longer holds. */
+void fe_executor_release(aclOpExecutor *executor);
+
+#endif /* LIG_ACLNN_EXECUTOR_H */

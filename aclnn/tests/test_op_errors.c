@@ -1,0 +1,323 @@
+/* Every kind of bad argument to the two operators: the ACLNN_ERR_* code of lig's status, lig's
+ * message (or the front end's, for what only it checks), and nothing written on failure. */
+#include <stdint.h>
+#include <string.h>
+
+#include <acl/acl.h>
+#include <aclnnop/aclnn_lightning_indexer.h>
+#include <aclnnop/aclnn_lightning_indexer_grad.h>
+#include <lig.h>
+
+#include "check.h"
+
+enum { B = 1, S1 = 3, S2 = 4, N1 = 2, N2 = 1, D = 4, K = 2 };
+#define SENTINEL 123.0f
+
+typedef struct dev {
+    void *mem;
+    aclTensor *t;
+} dev;
+
+static dev make(const void *host, size_t bytes, const int64_t *shape, uint64_t nd, aclDataType dt) {
+    dev d = {NULL, NULL};
+    CHECK_EQ_INT(aclrtMalloc(&d.mem, bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(d.mem, bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    d.t = aclCreateTensor(shape, nd, dt, NULL, 0, ACL_FORMAT_ND, shape, nd, d.mem);
+    CHECK(d.t != NULL);
+    return d;
+}
+
+static void drop(dev *d) {
+    if (d->t) CHECK_EQ_INT(aclDestroyTensor(d->t), ACLNN_SUCCESS);
+    if (d->mem) CHECK_EQ_INT(aclrtFree(d->mem), ACL_SUCCESS);
+    d->t = NULL;
+    d->mem = NULL;
+}
+
+/* The backward's arguments: fp32 BSND, every row selecting keys t and t-1 (or -1). */
+typedef struct grad_args {
+    dev q, k, dy, idx, w, dq, dk, dw;
+} grad_args;
+
+static const int64_t q_shape[4] = {B, S1, N1, D}, k_shape[4] = {B, S2, N2, D}, slot_shape[3] = {B, S1, K},
+                     w_shape[3] = {B, S1, N1};
+
+static grad_args grad_make(int32_t bad_index) {
+    float q[B * S1 * N1 * D], k[B * S2 * N2 * D], dy[B * S1 * K], w[B * S1 * N1], out[B * S2 * N1 * D];
+    int32_t idx[B * S1 * K];
+    for (int i = 0; i < B * S1 * N1 * D; i++) q[i] = (float)((i % 7) - 2) * 0.25f;
+    for (int i = 0; i < B * S2 * N2 * D; i++) k[i] = (float)((i % 5) - 1) * 0.5f;
+    for (int i = 0; i < B * S1 * N1; i++) w[i] = 0.5f + 0.125f * (float)i;
+    for (int t = 0; t < S1; t++) {
+        idx[t * K] = t;
+        idx[t * K + 1] = t - 1;
+        dy[t * K] = 1.0f;
+        dy[t * K + 1] = -0.5f;
+    }
+    idx[K + 1] = bad_index ? bad_index : idx[K + 1];
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = SENTINEL;
+    grad_args a;
+    a.q = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
+    a.k = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
+    a.dy = make(dy, sizeof dy, slot_shape, 3, ACL_FLOAT);
+    a.idx = make(idx, sizeof idx, slot_shape, 3, ACL_INT32);
+    a.w = make(w, sizeof w, w_shape, 3, ACL_FLOAT);
+    a.dq = make(out, sizeof q, q_shape, 4, ACL_FLOAT);
+    a.dk = make(out, sizeof k, k_shape, 4, ACL_FLOAT);
+    a.dw = make(out, sizeof w, w_shape, 3, ACL_FLOAT);
+    return a;
+}
+
+static void grad_drop(grad_args *a) {
+    dev *all[] = {&a->q, &a->k, &a->dy, &a->idx, &a->w, &a->dq, &a->dk, &a->dw};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+}
+
+/* Whether every element of an fp32 output still holds the sentinel. */
+static bool untouched(const dev *d, size_t n) {
+    float host[64];
+    if (n > 64 || aclrtMemcpy(host, sizeof host, d->mem, n * sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (host[i] != SENTINEL) return false;
+    return true;
+}
+
+static bool grad_outputs_untouched(const grad_args *a) {
+    return untouched(&a->dq, B * S1 * N1 * D) && untouched(&a->dk, B * S2 * N2 * D) && untouched(&a->dw, B * S1 * N1);
+}
+
+static char bsnd[] = "BSND";
+
+static aclnnStatus grad_phase1(const grad_args *a, const aclTensor *q, const aclTensor *k, char *layout,
+                               uint64_t *ws, aclOpExecutor **e) {
+    return aclnnLightningIndexerGradGetWorkspaceSize(q, k, a->dy.t, a->idx.t, a->w.t, NULL, NULL, N1, layout, 3,
+                                                     INT64_MAX, INT64_MAX, true, a->dq.t, a->dk.t, a->dw.t, ws, e);
+}
+
+/* A phase-1 failure leaves the caller's workspaceSize and executor as they were. */
+#define CHECK_PHASE1_FAILS(call, code, needle)                                  \
+    do {                                                                        \
+        uint64_t ws_ = 77;                                                      \
+        aclOpExecutor *e_ = (aclOpExecutor *)&ws_;                              \
+        CHECK_EQ_INT(call, code);                                               \
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), needle);                            \
+        CHECK(ws_ == 77 && e_ == (aclOpExecutor *)&ws_);                        \
+    } while (0)
+
+static void test_grad_phase1(void) {
+    grad_args a = grad_make(0);
+    int not_a_tensor = 0;
+    static float host_q[B * S1 * N1 * D];
+    CHECK_PHASE1_FAILS(grad_phase1(&a, NULL, a.k.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR, "query");
+    CHECK_PHASE1_FAILS(grad_phase1(&a, a.q.t, a.k.t, NULL, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR, "inputLayout");
+    CHECK_EQ_INT(grad_phase1(&a, a.q.t, a.k.t, bsnd, NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
+
+    /* lig's own checks: its status as the ACLNN_ERR_* code, its message */
+    char bnsd[] = "BNSD";
+    CHECK_PHASE1_FAILS(grad_phase1(&a, a.q.t, a.k.t, bnsd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "layout");
+    CHECK_MSG_HAS(lig_get_last_error(), "BNSD"); /* ... and the message the front end passed on was lig's */
+    dev k16;
+    uint16_t k16_host[B * S2 * N2 * D] = {0};
+    k16 = make(k16_host, sizeof k16_host, k_shape, 4, ACL_FLOAT16);
+    CHECK_PHASE1_FAILS(grad_phase1(&a, a.q.t, k16.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "key");
+    {
+        char lig_msg[512];
+        snprintf(lig_msg, sizeof lig_msg, "%s", lig_get_last_error());
+        uint64_t ws = 0;
+        aclOpExecutor *e = NULL;
+        CHECK_EQ_INT(grad_phase1(&a, a.q.t, k16.t, bsnd, &ws, &e), ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), lig_msg);
+    }
+    drop(&k16);
+
+    /* what only the front end checks */
+    CHECK_PHASE1_FAILS(grad_phase1(&a, (const aclTensor *)&not_a_tensor, a.k.t, bsnd, &ws_, &e_),
+                       ACLNN_ERR_PARAM_INVALID, "query: ");
+    aclTensor *host_backed = aclCreateTensor(q_shape, 4, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, q_shape, 4, host_q);
+    CHECK_PHASE1_FAILS(grad_phase1(&a, host_backed, a.k.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID,
+                       "not in memory from aclrtMalloc");
+    aclDestroyTensor(host_backed);
+    int64_t big[4] = {B, S1 + 1, N1, D}; /* the storage claims more than was allocated */
+    aclTensor *overrun = aclCreateTensor(big, 4, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, big, 4, a.q.mem);
+    CHECK_PHASE1_FAILS(grad_phase1(&a, overrun, a.k.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID,
+                       "past the end of their allocation");
+    aclDestroyTensor(overrun);
+    aclTensor *as_double = aclCreateTensor(w_shape, 3, ACL_DOUBLE, NULL, 0, ACL_FORMAT_ND, w_shape, 3, a.q.mem);
+    CHECK_PHASE1_FAILS(grad_phase1(&a, as_double, a.k.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "ACL_DOUBLE");
+    aclDestroyTensor(as_double);
+    aclTensor *nz = aclCreateTensor(q_shape, 4, ACL_FLOAT, NULL, 0, ACL_FORMAT_FRACTAL_NZ, q_shape, 4, a.q.mem);
+    CHECK_PHASE1_FAILS(grad_phase1(&a, nz, a.k.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "ACL_FORMAT_FRACTAL_NZ");
+    aclDestroyTensor(nz);
+    int64_t rev_strides[4] = {-S1 * N1 * D, N1 * D, D, 1}; /* valid in CANN's model, refused by lig */
+    aclTensor *rev = aclCreateTensor(q_shape, 4, ACL_FLOAT, rev_strides, 0, ACL_FORMAT_ND, q_shape, 4, a.q.mem);
+    CHECK(rev != NULL);
+    CHECK_PHASE1_FAILS(grad_phase1(&a, rev, a.k.t, bsnd, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "query: ");
+    aclDestroyTensor(rev);
+    CHECK(grad_outputs_untouched(&a));
+    grad_drop(&a);
+}
+
+/* Runs phase 1 (which must succeed) and returns the executor. */
+static aclOpExecutor *grad_plan(const grad_args *a, uint64_t *ws) {
+    aclOpExecutor *e = NULL;
+    CHECK_EQ_INT(grad_phase1(a, a->q.t, a->k.t, bsnd, ws, &e), ACLNN_SUCCESS);
+    return e;
+}
+
+static void test_grad_phase2(void) {
+    /* an index past the keys: lig finds it before writing anything */
+    grad_args a = grad_make(S2 + 3);
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    void *work = NULL;
+    aclnnStatus st = grad_phase1(&a, a.q.t, a.k.t, bsnd, &ws, &e);
+    if (st == ACLNN_SUCCESS) {
+        if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        st = aclnnLightningIndexerGrad(work, ws, e, NULL);
+        if (work) aclrtFree(work);
+        work = NULL;
+    }
+    CHECK_EQ_INT(st, ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "sparse");
+    CHECK(grad_outputs_untouched(&a));
+    grad_drop(&a);
+
+    a = grad_make(0);
+    aclrtStream stream = NULL;
+    CHECK_EQ_INT(aclrtCreateStream(&stream), ACL_SUCCESS);
+
+    /* a workspace smaller than asked for, or not from aclrtMalloc */
+    e = grad_plan(&a, &ws);
+    if (ws > 0) {
+        CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws - 1, e, stream), ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "workspaceSize: expected at least");
+        e = grad_plan(&a, &ws);
+        CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws + 1, e, stream), ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "run past the end");
+        e = grad_plan(&a, &ws);
+        CHECK_EQ_INT(aclnnLightningIndexerGrad(&stream, ws, e, stream), ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "workspace: ");
+        e = grad_plan(&a, &ws);
+    }
+    CHECK(grad_outputs_untouched(&a));
+
+    /* a stream that is not one, and an executor run twice */
+    CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws, e, &stream), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "stream: ");
+    CHECK(grad_outputs_untouched(&a));
+    CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws, e, stream), ACLNN_ERR_PARAM_INVALID); /* consumed above */
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "already ran");
+    CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws, NULL, stream), ACLNN_ERR_PARAM_NULLPTR);
+
+    /* the grad executor handed to the forward */
+    e = grad_plan(&a, &ws);
+    CHECK_EQ_INT(aclnnLightningIndexer(work, ws, e, stream), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnLightningIndexerGradGetWorkspaceSize");
+
+    /* an output freed between the phases */
+    e = grad_plan(&a, &ws);
+    void *dw_mem = a.dw.mem;
+    CHECK_EQ_INT(aclrtFree(dw_mem), ACL_SUCCESS);
+    a.dw.mem = NULL;
+    CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws, e, stream), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "dweightsOut: its memory was freed");
+    CHECK(untouched(&a.dq, B * S1 * N1 * D));
+
+    /* an executor never run is released by aclDestroyAclOpExecutor, once */
+    grad_drop(&a);
+    a = grad_make(0);
+    e = grad_plan(&a, &ws);
+    CHECK_EQ_INT(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclDestroyAclOpExecutor(e), ACLNN_ERR_PARAM_INVALID);
+
+    /* and the good call, for contrast: it runs and writes */
+    e = grad_plan(&a, &ws);
+    CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws, e, stream), ACLNN_SUCCESS);
+    CHECK(!grad_outputs_untouched(&a));
+    if (work) CHECK_EQ_INT(aclrtFree(work), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtDestroyStream(stream), ACL_SUCCESS);
+    grad_drop(&a);
+}
+
+static void test_forward_phase1(void) {
+    enum { SK = 8 };
+    float q[B * S1 * N1 * D] = {0}, k[B * S2 * N2 * D] = {0}, w[B * S1 * N1] = {0}, vals[B * S1 * N2 * SK];
+    int32_t idx[B * S1 * N2 * SK];
+    int32_t bt_host[B * 1] = {0}, lens[B] = {S2};
+    for (int i = 0; i < B * S1 * N2 * SK; i++) {
+        vals[i] = SENTINEL;
+        idx[i] = 99;
+    }
+    const int64_t out_shape[4] = {B, S1, N2, SK}, bt_shape[2] = {B, 1}, len_shape[1] = {B};
+    dev dq = make(q, sizeof q, q_shape, 4, ACL_FLOAT), dk = make(k, sizeof k, k_shape, 4, ACL_FLOAT),
+        dw = make(w, sizeof w, w_shape, 3, ACL_FLOAT), di = make(idx, sizeof idx, out_shape, 4, ACL_INT32),
+        dv = make(vals, sizeof vals, out_shape, 4, ACL_FLOAT), dbt = make(bt_host, sizeof bt_host, bt_shape, 2, ACL_INT32),
+        dlen = make(lens, sizeof lens, len_shape, 1, ACL_INT32);
+    char bnsd[] = "BNSD", tnd[] = "TND", pa[] = "PA_BSND";
+#define FWD(lq, lk, bt, alk, count, ret, vout, idxout) \
+    aclnnLightningIndexerGetWorkspaceSize(dq.t, dk.t, dw.t, NULL, alk, bt, lq, lk, count, 3, INT64_MAX, INT64_MAX, ret, idxout, vout, &ws_, &e_)
+    CHECK_PHASE1_FAILS(FWD(bnsd, bsnd, NULL, NULL, SK, true, dv.t, di.t), ACLNN_ERR_PARAM_INVALID,
+                       "layoutQueryOptional: expected \"BSND\" or \"TND\", got \"BNSD\"");
+    CHECK_PHASE1_FAILS(FWD(bsnd, tnd, NULL, NULL, SK, true, dv.t, di.t), ACLNN_ERR_PARAM_INVALID,
+                       "layoutKeyOptional: expected \"BSND\"");
+    CHECK_PHASE1_FAILS(FWD(bsnd, bsnd, dbt.t, NULL, SK, true, dv.t, di.t), ACLNN_ERR_PARAM_INVALID,
+                       "blockTableOptional: expected nullptr");
+    CHECK_PHASE1_FAILS(FWD(bsnd, bsnd, NULL, NULL, SK, true, NULL, di.t), ACLNN_ERR_PARAM_NULLPTR, "sparseValuesOut");
+    CHECK_PHASE1_FAILS(FWD(bsnd, bsnd, NULL, NULL, SK, true, dv.t, NULL), ACLNN_ERR_PARAM_NULLPTR, "sparseIndicesOut");
+    CHECK_PHASE1_FAILS(FWD(bsnd, bsnd, NULL, NULL, 0, true, dv.t, di.t), ACLNN_ERR_PARAM_INVALID, "sparse_count");
+    CHECK_PHASE1_FAILS(FWD(bsnd, bsnd, NULL, NULL, SK, true, dv.t, dv.t), ACLNN_ERR_PARAM_INVALID, "sparse_indices");
+#ifdef LIG_ACLNN_HAVE_PAGED
+    CHECK_PHASE1_FAILS(FWD(bsnd, pa, NULL, dlen.t, SK, false, NULL, di.t), ACLNN_ERR_PARAM_NULLPTR, "blockTableOptional");
+    CHECK_PHASE1_FAILS(FWD(bsnd, pa, dbt.t, NULL, SK, false, NULL, di.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "actualSeqLengthsKeyOptional");
+#else
+    CHECK_PHASE1_FAILS(FWD(bsnd, pa, dbt.t, dlen.t, SK, false, NULL, di.t), ACLNN_ERR_PARAM_INVALID,
+                       "lig_indexer_paged_get_workspace_size");
+#endif
+#undef FWD
+    /* FLOAT32 weights with FLOAT16 query and key are widened (CANN's A2/A3 mix); the scores then go
+     * to a sparseValuesOut of the query's dtype or FLOAT32, nothing else */
+    {
+        uint16_t h[B * S1 * N1 * D] = {0}, hv[B * S1 * N2 * SK] = {0};
+        dev hq = make(h, sizeof h, q_shape, 4, ACL_FLOAT16), hk = make(h, B * S2 * N2 * D * 2, k_shape, 4, ACL_FLOAT16),
+            bv = make(hv, sizeof hv, out_shape, 4, ACL_BF16);
+        uint64_t ws_ = 77;
+        aclOpExecutor *e_ = (aclOpExecutor *)&ws_;
+        CHECK_EQ_INT(aclnnLightningIndexerGetWorkspaceSize(hq.t, hk.t, dw.t, NULL, NULL, NULL, bsnd, bsnd, SK, 3,
+                                                           INT64_MAX, INT64_MAX, true, di.t, bv.t, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "sparseValuesOut: expected dtype ACL_FLOAT16 (like query) or ACL_FLOAT, got ACL_BF16");
+        CHECK(ws_ == 77 && e_ == (aclOpExecutor *)&ws_);
+        drop(&hq), drop(&hk), drop(&bv);
+    }
+    /* NULL layouts are the documented default, BSND; returnValues false leaves sparseValuesOut alone */
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    void *work = NULL;
+    CHECK_EQ_INT(aclnnLightningIndexerGetWorkspaceSize(dq.t, dk.t, dw.t, NULL, NULL, NULL, NULL, NULL, SK, 3, INT64_MAX,
+                                                       INT64_MAX, false, di.t, dv.t, &ws, &e),
+                 ACLNN_SUCCESS);
+    if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclnnLightningIndexer(work, ws, e, NULL), ACLNN_SUCCESS);
+    CHECK(untouched(&dv, B * S1 * N2 * SK));
+    CHECK_EQ_INT(aclrtMemcpy(idx, sizeof idx, di.mem, sizeof idx, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(idx[0], 0);      /* row 0 of sparse_mode 3 sees keys 0..S2-S1 */
+    CHECK_EQ_INT(idx[SK - 1], -1); /* and pads the rest */
+    if (work) aclrtFree(work);
+    dev *all[] = {&dq, &dk, &dw, &di, &dv, &dbt, &dlen};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+    (void)pa;
+}
+
+int main(void) {
+    CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
+    test_grad_phase1();
+    test_grad_phase2();
+    test_forward_phase1();
+    CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
+    CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
+    return check_report("aclnn-op-errors");
+}
