@@ -109,6 +109,27 @@ LIG_API lig_status lig_indexer_get_workspace_size(
     const lig_tensor *sparse_indices, const lig_tensor *sparse_values /* may be NULL */,
     uint64_t *workspace_size, lig_executor **executor);
 
+/*
+ * LightningIndexer over a paged key cache, phase 1 (phase 2 is lig_indexer). As
+ * lig_indexer_get_workspace_size, except that the keys are read from
+ *   key_cache   [num_blocks, block_size, N2, D], the query's dtype
+ * through
+ *   block_table [B, max_blocks_per_seq], INT32 or INT64: key s of batch b is
+ *               key_cache[block_table[b, s / block_size], s % block_size]
+ * actual_seq_lengths_key is required and holds per-batch key lengths (not cumulative), each at
+ * most max_blocks_per_seq * block_size, whatever the query's layout ("BSND" or "TND"; for TND,
+ * B is the length of actual_seq_lengths_query). Indices written are batch-local positions s.
+ * The table entries of the blocks that hold keys [0, Lk) must lie in [0, num_blocks): phase 2
+ * checks them before writing anything (LIG_ERR_PARAM_INVALID otherwise); other entries are
+ * never read.
+ */
+LIG_API lig_status lig_indexer_paged_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key_cache, const lig_tensor *block_table, const lig_tensor *weights,
+    const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key, const char *layout,
+    int64_t sparse_count, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+    const lig_tensor *sparse_indices, const lig_tensor *sparse_values /* may be NULL */, uint64_t *workspace_size,
+    lig_executor **executor);
+
 /* LightningIndexer, phase 2. */
 LIG_API lig_status lig_indexer(void *workspace, uint64_t workspace_size,
                                lig_executor *executor, void *stream);

@@ -97,6 +97,8 @@ static const th_test all_tests[] = {
     {"fwd_long_sequence_128k", test_fwd_long_sequence},
     {"fwd_large_batch_1024", test_fwd_large_batch_1024},
     {"fwd_deepseek_shape", test_fwd_deepseek_shape},
+    {"fwd_paged_keys", test_paged_forward},
+    {"errors_fwd_paged_keys", test_paged_errors},
     /* the fused KL step */
     {"kl_ref_hand_example", test_kl_ref_hand_example},
     {"kl_ref_finite_differences", test_kl_ref_finite_differences},

@@ -130,6 +130,10 @@ void test_kernels_rows(void);
 void test_kernels_bf16_gemm(void);
 void test_kernels_bf16_operands(void);
 
+/* test_paged.c */
+void test_paged_forward(void);
+void test_paged_errors(void);
+
 /* test_subnormal.c */
 void test_subnormal_inputs(void);
 

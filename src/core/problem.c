@@ -54,11 +54,13 @@ static lig_status read_ends(const lig_tensor *t, const char *name, int64_t B, in
     return LIG_SUCCESS;
 }
 
-lig_status lig_batches_resolve(bool tnd, int64_t B, int64_t S1, int64_t S2, const lig_tensor *aq,
+lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int64_t S2, const lig_tensor *aq,
                                const lig_tensor *ak, lig_batches *out) {
     static const char *nq = "actual_seq_lengths_query", *nk = "actual_seq_lengths_key";
     lig_status st;
     out->lq = NULL;
+    if (paged && !ak)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a [B] tensor of key lengths (required for a paged key cache), got NULL", nk);
     if (tnd) {
         if (!aq) return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a [B] tensor of cumulative ends (required for TND), got NULL", nq);
         if (!ak) return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a [B] tensor of cumulative ends (required for TND), got NULL", nk);
@@ -79,7 +81,10 @@ lig_status lig_batches_resolve(bool tnd, int64_t B, int64_t S1, int64_t S2, cons
     out->row_prefix = mem + 4 * B;
     if (tnd) {
         st = read_ends(aq, nq, B, S1, out->q_base, out->lq);
-        if (st == LIG_SUCCESS) st = read_ends(ak, nk, B, S2, out->k_base, out->lk);
+        if (st == LIG_SUCCESS && paged) st = read_lengths(ak, nk, B, S2, out->lk);
+        else if (st == LIG_SUCCESS) st = read_ends(ak, nk, B, S2, out->k_base, out->lk);
+        if (paged)
+            for (int64_t b = 0; b < B; b++) out->k_base[b] = 0;
     } else {
         st = read_lengths(aq, nq, B, S1, out->lq);
         if (st == LIG_SUCCESS) st = read_lengths(ak, nk, B, S2, out->lk);
@@ -104,16 +109,23 @@ lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_
     p->sparse_mode = sparse_mode;
     p->pre_tokens = pre_tokens;
     p->next_tokens = next_tokens;
-    lig_status st = lig_batches_resolve(p->tnd, p->B, p->S1, p->S2, aq, ak, &p->bt);
+    lig_status st = lig_batches_resolve(p->tnd, p->paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
     if (st != LIG_SUCCESS) return st;
     p->B = p->bt.B;
     p->units = p->bt.row_prefix[p->B] * p->N2;
-    p->key_rows = p->tnd ? p->S2 : p->B * p->S2;
-    p->key_batch = p->tnd ? 0 : p->S2;
+    /* paged keys have no key tensor: its rows are the batches' capacities */
+    p->key_rows = p->tnd && !p->paged ? p->S2 : p->B * p->S2;
+    p->key_batch = p->tnd && !p->paged ? 0 : p->S2;
     return LIG_SUCCESS;
 }
 
 void lig_problem_free(lig_problem *p) { lig_batches_free(&p->bt); }
+
+lig_view4 lig_problem_cache_view(const lig_tensor *cache) {
+    return (lig_view4){.data = cache->data, .dtype = cache->dtype, .esize = lig_dtype_size(cache->dtype),
+                       .batch = cache->strides[0], .row = cache->strides[1], .head = cache->strides[2],
+                       .dim = cache->strides[3]};
+}
 
 lig_view4 lig_problem_view(const lig_problem *p, const lig_tensor *t, bool has_head, bool has_dim) {
     lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};

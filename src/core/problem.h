@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lig.h"
 
@@ -26,9 +27,10 @@ typedef struct lig_batches {
 
 /* BSND: B, S1, S2 from the shapes; the arrays are optional lengths (0..S).
  * TND: B comes from the arrays (required cumulative ends), S1/S2 are T1/T2.
+ * paged: the key array is required and holds per-batch lengths (0..S2) whatever the layout.
  * Reads the host arrays, validates them (messages name the arrays), fills *out (free with
  * lig_batches_free). */
-lig_status lig_batches_resolve(bool tnd, int64_t B, int64_t S1, int64_t S2,
+lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int64_t S2,
                                const lig_tensor *actual_seq_lengths_query,
                                const lig_tensor *actual_seq_lengths_key, lig_batches *out);
 void lig_batches_free(lig_batches *batches);
@@ -44,6 +46,8 @@ typedef struct lig_view4 {
 
 typedef struct lig_problem {
     bool tnd;
+    bool paged;                 /* keys come from a block table (the forward over a paged cache) */
+    int64_t block_size, num_blocks; /* paged: the cache's blocks */
     int64_t B, N1, N2, G, D, K; /* K: selected slots per (b, t, g) */
     int64_t S1, S2;             /* BSND extents; TND: T1, T2 */
     int64_t sparse_mode, pre_tokens, next_tokens;
@@ -62,6 +66,9 @@ void lig_problem_free(lig_problem *p);
 /* The normalised view of a query- or key-row tensor; `has_head` is false for the short slot
  * forms ([B,S1,K] / [T1,K]), `has_dim` false for weights. */
 lig_view4 lig_problem_view(const lig_problem *p, const lig_tensor *t, bool has_head, bool has_dim);
+
+/* A paged key cache [num_blocks, block_size, N2, D]: batch stride = between blocks. */
+lig_view4 lig_problem_cache_view(const lig_tensor *cache);
 
 /* One unit of work: a (batch, valid query row, key head) triple and its visible keys. */
 typedef struct lig_unit {
@@ -126,12 +133,43 @@ typedef struct lig_grad_problem {
     lig_view4 q, k, w, dy, idx, dq, dk, dw;
 } lig_grad_problem;
 
-/* LightningIndexer (SPEC 1.1): pr.K = sparse_count. */
+/* A paged key cache's block table: entry (b, j) at table + (b * batch + j * step) * esize. */
+typedef struct lig_block_table {
+    char *data;
+    lig_dtype dtype;
+    size_t esize;
+    int64_t batch, step;
+    int64_t blocks; /* entries per batch */
+} lig_block_table;
+
+/* LightningIndexer (SPEC 1.1): pr.K = sparse_count. With pr.paged, k views the cache: its
+ * batch stride steps over blocks, its row stride over a block's rows. */
 typedef struct lig_fwd_problem {
     lig_problem pr;
     lig_view4 q, k, w, idx, val;
     bool has_values;
+    lig_block_table table; /* pr.paged */
 } lig_fwd_problem;
+
+/* Block number j of batch b (from the table; the caller has checked it). */
+static inline int64_t lig_table_block(const lig_block_table *t, int64_t b, int64_t j) {
+    const char *e = t->data + (size_t)(b * t->batch + j * t->step) * t->esize;
+    if (t->dtype == LIG_INT32) {
+        int32_t v;
+        memcpy(&v, e, sizeof v);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, e, sizeof v);
+    return v;
+}
+
+/* Key row s of batch b, head g: contiguous or paged. */
+static inline char *lig_fwd_key_row(const lig_fwd_problem *pb, int64_t b, int64_t s, int64_t g) {
+    if (!pb->pr.paged) return lig_k_row_ptr(&pb->k, &pb->pr, b, s, g);
+    const int64_t bs = pb->pr.block_size, block = lig_table_block(&pb->table, b, s / bs);
+    return pb->k.data + (size_t)(block * pb->k.batch + (s % bs) * pb->k.row + g * pb->k.head) * pb->k.esize;
+}
 
 /* The fused KL step: rows of K slots along the last axis of same-shaped tensors of any rank
  * (sparse_values, the target p, dy, optionally sparse_indices). */

@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "backends/cpu/operators/fill.h"
+#include "backends/cpu/operators/first_failure.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "backends/cpu/operators/topk.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
+#include "core/error.h"
 #include "core/workspace.h"
 
 typedef struct fwd_run {
@@ -70,7 +72,7 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
     lig_topk top = {.heap = (lig_candidate *)(void *)(s + L->heap), .size = 0, .cap = visible < pr->K ? visible : pr->K};
     for (int64_t s0 = x.lo; s0 <= x.hi; s0 += p->ctx.block) {
         const int64_t nb = x.hi - s0 + 1 < p->ctx.block ? x.hi - s0 + 1 : p->ctx.block;
-        for (int64_t n = 0; n < nb; n++) key[n] = lig_k_row_ptr(&pb->k, pr, x.b, s0 + n, x.g);
+        for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x.b, s0 + n, x.g);
         p->engine->score_block(&p->ctx, s + L->engine, nb, key, score);
         for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
     }
@@ -92,11 +94,37 @@ static void units_task(void *ctx, int tid, int n) {
     if (p->engine->thread_end) p->engine->thread_end(&p->ctx);
 }
 
+/* A paged cache's table entries for the blocks that hold each batch's keys. */
+static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
+    const lig_fwd_problem *pb = ctx;
+    const int64_t bs = pb->pr.block_size;
+    for (int64_t b = b0; b < b1; b++) {
+        const int64_t used = bs ? (pb->pr.bt.lk[b] + bs - 1) / bs : 0;
+        for (int64_t j = 0; j < used; j++) {
+            const int64_t block = lig_table_block(&pb->table, b, j);
+            if (block < 0 || block >= pb->pr.num_blocks) {
+                *first = (lig_failure){.item = b, .slot = j, .int_value = block};
+                return;
+            }
+        }
+    }
+}
+
 lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
     const lig_cpu_fwd_plan *p = plan;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     (void)stream;
+    if (pr->paged) { /* before anything is written */
+        const lig_failure bad = lig_first_failure(pr->B, lig_threads_for(1.0 * (double)pr->B * (double)pb->table.blocks, p->threads),
+                                                  scan_table, (void *)pb);
+        if (bad.item != INT64_MAX)
+            return lig_fail(LIG_ERR_PARAM_INVALID,
+                            "block_table: expected block numbers in [0, %lld) (num_blocks) for the blocks that hold the %lld "
+                            "keys of batch %lld, got %lld at [%lld,%lld]",
+                            (long long)pr->num_blocks, (long long)pr->bt.lk[bad.item], (long long)bad.item,
+                            (long long)bad.int_value, (long long)bad.item, (long long)bad.slot);
+    }
     /* rows that no unit writes: past each batch's valid length (BSND) or the last end (TND) */
     lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
     if (pb->has_values) lig_fill_query_rows(pr, &pb->val, pr->N2, pr->K, -INFINITY, false);
