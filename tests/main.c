@@ -12,6 +12,8 @@ static const th_test all_tests[] = {
     {"half_roundtrip_all_patterns", test_half_roundtrip_all_patterns},
     {"half_rounding_midpoints", test_half_rounding_midpoints},
     {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
+    /* the gradient checker's own bound */
+    {"check_per_element_bound", test_check_per_element_bound},
     /* the float64 reference */
     {"ref_visibility_rules", test_ref_visibility_rules},
     {"ref_visible_range_matches_pointwise", test_ref_visible_range_matches_pointwise},

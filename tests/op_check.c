@@ -9,6 +9,7 @@
 #include "half.h"
 #include "harness.h"
 #include "lig.h"
+#include "tol.h"
 
 /* Grid data: scores are multiples of 2^-9; every partial sum of a score is bounded by the sum of
  * |terms| ("scale"), so fp32 is exact while that stays below 2^24 * 2^-9. */
@@ -131,7 +132,9 @@ static int tolerant_unit(const tcase *tc, lig_dtype val_dtype, int64_t row, cons
     const ref_problem *p = &tc->p;
     const int64_t K = p->K;
     const int64_t G = p->N2 ? p->N1 / p->N2 : 0;
-    const double tol_f = 4.0 * ldexp(1.0, -24) * (double)(p->D + G + 2);
+    /* A score's elementary products w q_d k_d go through D roundings in q.k (a product, D - 1
+     * additions), one in the product by w and up to G - 1 additions over the heads (tol.h). */
+    const double steps = (double)(p->D + G);
     int64_t n = 0;
     while (n < K && ri[n] >= 0) {
         n++;
@@ -159,18 +162,18 @@ static int tolerant_unit(const tcase *tc, lig_dtype val_dtype, int64_t row, cons
         }
         double scale;
         const double sc = ref_fwd_score(p, tc->q, tc->k, tc->w, row, info, g, s, &scale);
-        if (sc < kth - tol_f * (scale + kth_scale)) {
+        if (sc < kth - tol_accumulated(steps, scale) - tol_accumulated(steps, kth_scale)) {
             snprintf(why, why_size, "slot %" PRId64 ": key %" PRId64 " scores %.9g, below the k-th score %.9g "
                      "beyond the tolerance", j, s, sc, kth);
             return 0;
         }
-        if (j > 0 && sc > prev + tol_f * (scale + prev_scale)) {
+        if (j > 0 && sc > prev + tol_accumulated(steps, scale) + tol_accumulated(steps, prev_scale)) {
             snprintf(why, why_size, "slot %" PRId64 ": key %" PRId64 " scores %.9g, above slot %" PRId64
                      "'s %.9g: not in descending order", j, s, sc, j - 1, prev);
             return 0;
         }
         if (lv != NULL) {
-            const double tol = 2.0 * tol_f * scale + 1.01 * op_eps(val_dtype) * fabs(sc) + op_tiny(val_dtype);
+            const double tol = tol_element(val_dtype, sc, steps, scale);
             if (!(fabs(lv[j] - sc) <= tol)) {
                 snprintf(why, why_size, "slot %" PRId64 ": value %.9g for key %" PRId64 ", reference %.9g (tol %.3g)",
                          j, lv[j], s, sc, tol);
@@ -381,24 +384,6 @@ void kl_gen_data(th_rng *r, klcase *kc, const kl_gen_opts *o)
     }
 }
 
-double op_eps(lig_dtype dtype)
-{
-    switch (dtype) {
-    case LIG_FLOAT16: return ldexp(1.0, -11);
-    case LIG_BFLOAT16: return ldexp(1.0, -8);
-    default: return ldexp(1.0, -24);
-    }
-}
-
-double op_tiny(lig_dtype dtype)
-{
-    switch (dtype) {
-    case LIG_FLOAT16: return ldexp(1.0, -24);
-    case LIG_BFLOAT16: return ldexp(1.0, -133);
-    default: return ldexp(1.0, -149);
-    }
-}
-
 int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, const char *label)
 {
     const int64_t rows = kl_rows(kc), K = kl_K(kc), n = rows * K;
@@ -425,8 +410,8 @@ int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, co
         row_scale = fmax(row_scale, fabs(mass));
         for (int64_t j = 0; j < K; j++) {
             const int64_t i = r * K + j;
-            const double eps = op_eps(kc->dy_dtype);
-            const double tol = 2.0 * eps * fabs(dy[i]) + op_tiny(kc->dy_dtype) + 1e-12 * row_scale;
+            const double eps = tol_eps(kc->dy_dtype);
+            const double tol = 2.0 * eps * fabs(dy[i]) + tol_tiny(kc->dy_dtype) + 1e-12 * row_scale;
             const char *why = NULL;
             if (!counted[i] && lib_dy[i] != 0.0) {
                 why = "slot does not count: expected exactly 0";

@@ -6,8 +6,9 @@
  * every partial sum stays far below 2^24 * 2^-9, so fp32 scores are exact and equal the float64
  * ones; then the index lists must match the reference exactly, ties included, and sparse_values
  * must equal the reference score rounded once to their dtype. Continuous data: each selected key
- * must belong to the true top-k up to a tolerance near the k-th score (fp32 summation error),
- * in non-increasing order, with values within the same tolerance.
+ * must belong to the true top-k up to the fp32 error bound of the scores involved (tol.h, from
+ * each score's sum of |w q_d k_d|), in non-increasing order up to the same bounds, with each
+ * value within its own element bound.
  */
 #ifndef LIG_TESTS_OP_CHECK_H
 #define LIG_TESTS_OP_CHECK_H
@@ -66,11 +67,6 @@ typedef struct kl_gen_opts {
 void kl_gen_opts_default(kl_gen_opts *o);
 /* Fills values, target and indices of an allocated klcase. */
 void kl_gen_data(th_rng *r, klcase *kc, const kl_gen_opts *o);
-
-/* Relative rounding unit of a float dtype (2^-24, 2^-11, 2^-8). */
-double op_eps(lig_dtype dtype);
-/* Spacing of its subnormals (2^-149, 2^-24, 2^-133): the absolute error floor of a rounding. */
-double op_tiny(lig_dtype dtype);
 
 /* Compares KL outputs with the reference (loss within float rounding of the float64 sum,
  * dy elementwise within the dtype's rounding, exact zeros where nothing counts). */

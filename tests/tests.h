@@ -8,6 +8,9 @@ void test_half_roundtrip_all_patterns(void);
 void test_half_rounding_midpoints(void);
 void test_half_bf16_matches_bit_trick(void);
 
+/* test_check.c */
+void test_check_per_element_bound(void);
+
 /* test_reference.c */
 void test_ref_visibility_rules(void);
 void test_ref_visible_range_matches_pointwise(void);

@@ -237,6 +237,24 @@ static void zero(double *a, int64_t n)
     }
 }
 
+static void zero_counts(int64_t *a, int64_t n)
+{
+    if (a != NULL) {
+        for (int64_t i = 0; i < n; i++) {
+            a[i] = 0;
+        }
+    }
+}
+
+static double abs_dot(const double *a, const double *b, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s += fabs(a[i] * b[i]);
+    }
+    return s;
+}
+
 void ref_backward(const ref_problem *p, const double *q, const double *k, const double *w,
                   const int64_t *idx, const double *dy, const ref_grads *out)
 {
@@ -252,6 +270,9 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
     zero(out->dq_abs, nq);
     zero(out->dk_abs, nk);
     zero(out->dw_abs, nw);
+    zero_counts(out->dq_terms, nq);
+    zero_counts(out->dk_terms, nk);
+    zero_counts(out->dw_terms, nw);
 
     for (int64_t r = 0; r < rows; r++) {
         ref_row row;
@@ -277,7 +298,10 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
                     const int64_t wi = r * p->N1 + h;
                     out->dw[wi] += s * grad;
                     if (out->dw_abs != NULL) {
-                        out->dw_abs[wi] += fabs(s * grad);
+                        out->dw_abs[wi] += fabs(grad) * abs_dot(qv, kv, D);
+                    }
+                    if (out->dw_terms != NULL) {
+                        out->dw_terms[wi]++;
                     }
                     const double a = w[wi] * grad;
                     for (int64_t d = 0; d < D; d++) {
@@ -288,6 +312,12 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
                         }
                         if (out->dk_abs != NULL) {
                             out->dk_abs[krow * D + d] += fabs(a * qv[d]);
+                        }
+                        if (out->dq_terms != NULL) {
+                            out->dq_terms[(r * p->N1 + h) * D + d]++;
+                        }
+                        if (out->dk_terms != NULL) {
+                            out->dk_terms[krow * D + d]++;
                         }
                     }
                 }
