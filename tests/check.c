@@ -152,23 +152,16 @@ int check_result(const tcase *tc, const run_result *res, const char *label)
     return ok;
 }
 
-int check_case(tcase *tc, const char *label)
+int check_inst(const run_inst *ri, const tcase *tc, const char *label)
 {
-    char desc[512];
-    char full[768];
-    tc_describe(tc, desc, sizeof desc);
-    snprintf(full, sizeof full, "%s [%s]", label, desc);
     run_result res;
-    run_case(tc, &res);
-    int ok;
-    if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
-        CHECK(0, "%s: phase %d failed with %d (%s): %s", full, res.st1 != LIG_SUCCESS ? 1 : 2,
-              (int)(res.st1 != LIG_SUCCESS ? res.st1 : res.st2), lig_status_string(res.st1 != LIG_SUCCESS ? res.st1 : res.st2),
-              res.message);
-        ok = 0;
-    } else {
-        ok = check_result(tc, &res, full);
-    }
+    memset(&res, 0, sizeof res);
+    res.gaps_ok = 1; /* the caller checks the gaps of an instance it ran itself */
+    res.dq = th_xmalloc((size_t)tc_numel_q(tc) * sizeof(double));
+    res.dk = th_xmalloc((size_t)tc_numel_k(tc) * sizeof(double));
+    res.dw = th_xmalloc((size_t)tc_numel_w(tc) * sizeof(double));
+    run_read_outputs(ri, res.dq, res.dk, res.dw);
+    const int ok = check_result(tc, &res, label);
     inst_result_free(&res);
     return ok;
 }
@@ -182,19 +175,25 @@ int check_case_or_refused(tcase *tc, const char *label, int *refused)
     run_result res;
     run_case(tc, &res);
     int ok;
-    *refused = 0;
-    if (res.st1 == LIG_ERR_PARAM_INVALID) {
-        *refused = 1;
-        ok = CHECK(res.message[0] != '\0', "%s: refused without a message", full);
-        ok &= CHECK(res.unchanged, "%s: refused but wrote to a tensor", full);
-        ok &= CHECK(res.executor_null_after_failure, "%s: refused but left an executor", full);
-    } else if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
-        CHECK(0, "%s: phase %d failed with %d: %s", full, res.st1 != LIG_SUCCESS ? 1 : 2,
-              (int)(res.st1 != LIG_SUCCESS ? res.st1 : res.st2), res.message);
-        ok = 0;
-    } else {
+    if (inst_result_ran(&res, full, refused, &ok)) {
         ok = check_result(tc, &res, full);
     }
     inst_result_free(&res);
     return ok;
+}
+
+int check_case(tcase *tc, const char *label)
+{
+    return check_case_or_refused(tc, label, NULL);
+}
+
+void check_stats_note(const char *what, int64_t min_work)
+{
+    const check_stats s = g_stats;
+    th_note("%s: %" PRId64 " results, %" PRId64 " counted slots, %" PRId64 " non-zero reference elements, %" PRId64
+            " outputs compared bit-exactly",
+            what, s.cases, s.counted_slots, s.nonzero, s.exact_outputs);
+    CHECK(s.cases == 0 || (s.counted_slots > 0 && s.counted_slots >= min_work && s.nonzero > 0),
+          "%s exercised too little: %" PRId64 " counted slots (at least %" PRId64 " wanted), %" PRId64
+          " non-zero elements", what, s.counted_slots, min_work, s.nonzero);
 }

@@ -24,6 +24,9 @@ typedef struct check_stats {
 
 void check_stats_reset(void);
 check_stats check_stats_get(void);
+/* A th_note line with the totals; fails when the results were all zero or fewer than min_work
+ * slots counted. */
+void check_stats_note(const char *what, int64_t min_work);
 
 /* A relative tolerance per output dtype (bf16 1e-2, fp16 2e-3, fp32 1e-4), for comparisons with
  * something less exact than the reference (finite differences). */
@@ -48,6 +51,9 @@ void check_output(lig_dtype dtype, int grid, int64_t n, const double *lib, const
 /* Compares a successful result with the reference; `label` prefixes failure messages.
  * Returns 1 when everything matched. */
 int check_result(const tcase *tc, const run_result *res, const char *label);
+
+/* Reads the outputs of an instance whose phase 2 succeeded and compares them (not the gaps). */
+int check_inst(const run_inst *ri, const tcase *tc, const char *label);
 
 /* Runs the case and expects success matching the reference. Returns 1 on success. */
 int check_case(tcase *tc, const char *label);

@@ -285,8 +285,14 @@ int fwd_check_outputs(const tcase *tc, lig_dtype val_dtype, const int64_t *lib_i
     return bad == 0;
 }
 
-static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int allow_refusal,
-                     int *refused)
+int fwd_check_result(const tcase *tc, lig_dtype val_dtype, const op_result *res, const char *label)
+{
+    int ok = fwd_check_outputs(tc, val_dtype, res->idx, res->val, label);
+    ok &= CHECK(res->gaps_ok, "%s: an input changed or an output byte outside the strided view was written", label);
+    return ok;
+}
+
+int fwd_check_case_or_refused(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int *refused)
 {
     char desc[512], full[900];
     tc_describe(tc, desc, sizeof desc);
@@ -294,23 +300,8 @@ static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char
     op_result res;
     fwd_run(tc, with_values, val_dtype, &res);
     int ok;
-    if (refused != NULL) {
-        *refused = 0;
-    }
-    if (allow_refusal && res.st1 == LIG_ERR_PARAM_INVALID) {
-        *refused = 1;
-        ok = CHECK(res.message[0] != '\0', "%s: refused without a message", full);
-        ok &= CHECK(res.unchanged, "%s: refused but wrote to a tensor", full);
-        ok &= CHECK(res.executor_null_after_failure, "%s: refused but left an executor", full);
-    } else if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
-        const lig_status st = res.st1 != LIG_SUCCESS ? res.st1 : res.st2;
-        CHECK(0, "%s: phase %d failed with %d (%s): %s", full, res.st1 != LIG_SUCCESS ? 1 : 2, (int)st,
-              lig_status_string(st), res.message);
-        ok = 0;
-    } else {
-        ok = fwd_check_outputs(tc, val_dtype, res.idx, res.val, full);
-        ok &= CHECK(res.gaps_ok, "%s: an input changed or an output byte outside the strided view was written",
-                    full);
+    if (inst_result_ran(&res, full, refused, &ok)) {
+        ok = fwd_check_result(tc, val_dtype, &res, full);
     }
     inst_result_free(&res);
     return ok;
@@ -318,12 +309,7 @@ static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char
 
 int fwd_check_case(tcase *tc, int with_values, lig_dtype val_dtype, const char *label)
 {
-    return check_run(tc, with_values, val_dtype, label, 0, NULL);
-}
-
-int fwd_check_case_or_refused(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int *refused)
-{
-    return check_run(tc, with_values, val_dtype, label, 1, refused);
+    return fwd_check_case_or_refused(tc, with_values, val_dtype, label, NULL);
 }
 
 /* ---- KL step ---- */
@@ -457,7 +443,14 @@ int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label)
     return ok;
 }
 
-int kl_check_case(klcase *kc, const char *label)
+int kl_check_result(const klcase *kc, const op_result *res, const char *label)
+{
+    int ok = kl_check_outputs(kc, res->loss, res->dy, label);
+    ok &= CHECK(res->gaps_ok, "%s: an input changed or an output byte outside the view was written", label);
+    return ok;
+}
+
+int kl_check_case_or_refused(klcase *kc, const char *label, int *refused)
 {
     char desc[256], full[600];
     kl_describe(kc, desc, sizeof desc);
@@ -465,15 +458,14 @@ int kl_check_case(klcase *kc, const char *label)
     op_result res;
     kl_run(kc, &res);
     int ok;
-    if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
-        const lig_status st = res.st1 != LIG_SUCCESS ? res.st1 : res.st2;
-        CHECK(0, "%s: phase %d failed with %d (%s): %s", full, res.st1 != LIG_SUCCESS ? 1 : 2, (int)st,
-              lig_status_string(st), res.message);
-        ok = 0;
-    } else {
-        ok = kl_check_outputs(kc, res.loss, res.dy, full);
-        ok &= CHECK(res.gaps_ok, "%s: an input changed or an output byte outside the view was written", full);
+    if (inst_result_ran(&res, full, refused, &ok)) {
+        ok = kl_check_result(kc, &res, full);
     }
     inst_result_free(&res);
     return ok;
+}
+
+int kl_check_case(klcase *kc, const char *label)
+{
+    return kl_check_case_or_refused(kc, label, NULL);
 }

@@ -49,6 +49,8 @@ void fwd_check_stats_note(const char *what);
  * passed) with the reference. Returns 1 when everything matched. */
 int fwd_check_outputs(const tcase *tc, lig_dtype val_dtype, const int64_t *lib_idx, const double *lib_val,
                       const char *label);
+/* Checks a successful fwd_run: outputs (fwd_check_outputs) and gaps. */
+int fwd_check_result(const tcase *tc, lig_dtype val_dtype, const op_result *res, const char *label);
 /* Runs the forward on the case and checks it (success, outputs, gaps). Returns 1 on success. */
 int fwd_check_case(tcase *tc, int with_values, lig_dtype val_dtype, const char *label);
 /* As fwd_check_case, but for layouts the library may refuse (innermost stride 2, broadcast):
@@ -75,7 +77,11 @@ int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, co
  * sparse_values read when with_values; kl_check_outputs). */
 int fwd_check_inst(const op_inst *oi, const tcase *tc, int with_values, lig_dtype val_dtype, const char *label);
 int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label);
+/* Checks a successful kl_run: outputs (kl_check_outputs) and gaps. */
+int kl_check_result(const klcase *kc, const op_result *res, const char *label);
 /* Runs the KL step and checks it. Returns 1 on success. */
 int kl_check_case(klcase *kc, const char *label);
+/* As kl_check_case, but a clean phase-1 PARAM_INVALID is accepted too (*refused = 1). */
+int kl_check_case_or_refused(klcase *kc, const char *label, int *refused);
 
 #endif /* LIG_TESTS_OP_CHECK_H */

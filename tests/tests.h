@@ -57,6 +57,7 @@ void test_grad_head_num_and_forms(void);
 /* test_determinism.c */
 void test_determinism_bitwise(void);
 void test_determinism_off_loses_no_update(void);
+void test_grad_threads_change_between_phases(void);
 
 /* test_large.c */
 void test_large_bsnd_128k(void);
