@@ -97,7 +97,7 @@ static const th_test all_tests[] = {
     {"kl_determinism_threads", test_kl_determinism_threads},
     {"kl_chain_forward_kl_backward", test_kl_chain_forward_kl_backward},
     {"kl_threads_change_between_phases", test_kl_threads_change_between_phases},
-    {"fwd_kl_concurrent_calls", test_fwd_kl_concurrent_calls},
+    {"concurrent_calls_all_operators", test_concurrent_calls_all_operators},
     {"fwd_kl_workspace_alignment", test_fwd_kl_workspace_alignment},
     /* error paths of the forward and the KL step */
     {"errors_fwd_null_pointers", test_errors_fwd_null_pointers},

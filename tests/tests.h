@@ -104,8 +104,10 @@ void test_kl_empty(void);
 void test_kl_determinism_threads(void);
 void test_kl_chain_forward_kl_backward(void);
 void test_kl_threads_change_between_phases(void);
-void test_fwd_kl_concurrent_calls(void);
 void test_fwd_kl_workspace_alignment(void);
+
+/* test_concurrent.c */
+void test_concurrent_calls_all_operators(void);
 
 /* test_errors_fwd.c */
 void test_errors_fwd_null_pointers(void);
