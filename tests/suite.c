@@ -117,6 +117,37 @@ void suite_bands(const suite_op *op, const suite_spec *s)
     op->stats_note(s->label, 1);
 }
 
+void suite_continuous(const suite_op *op, const suite_spec *s)
+{
+    int v = 0;
+    op->stats_reset();
+    for (int di = 0; di < 3; di++) {
+        for (int layout = 0; layout < 2; layout++) {
+            for (int rep = 0; rep < 3; rep++, v++) {
+                th_rng r = th_rng_make(s->seed + (uint64_t)v);
+                tcase tc;
+                tc_init(&tc);
+                tc.grid = 0;
+                tc.dtype = suite_float_dtypes[di];
+                tc.p.sparse_mode = rep == 0 ? 0 : 3;
+                tc_set_dims(&tc, 2, 1 + rep, 1 + rep, 31 + 16 * rep, 1);
+                s->shape(&tc, v);
+                gen_layout(&r, &tc, layout, s->s1, s->s2, 2, 1, rep > 0);
+                suite_case sc = case_of(&tc);
+                s->data(&r, &sc, v);
+                op->check(&sc, s->label, NULL);
+                tc_free(&tc);
+            }
+        }
+    }
+    op->stats_note(s->label, 1);
+}
+
+int64_t suite_long_rows(void)
+{
+    return th_env_int("LIG_TEST_QUICK", 0) ? 16384 : 131072;
+}
+
 static int same_outputs(const suite_op *op, const inst_result *a, const inst_result *b, const char *label,
                         const char *what)
 {

@@ -58,7 +58,10 @@ typedef struct suite_spec {
     const int64_t *Ks;   /* matrix, bands: K cycled through the cases */
     int nK;
     int variants;        /* matrix: cases per (dtype, mode, index dtype, N2) */
-    int64_t s2;          /* strides: key rows of the BSND cases, largest key length of the TND ones */
+    int64_t s1, s2;      /* strides (s2), continuous: rows of the BSND cases, largest lengths of TND */
+    /* continuous: the dimensions and options the driver leaves to the test (N1, K, ...), set
+     * before the lengths are drawn */
+    void (*shape)(tcase *tc, int v);
     suite_data_fn data;
 } suite_spec;
 
@@ -73,6 +76,14 @@ void suite_strides(const suite_op *op, const suite_spec *s);
 /* Both modes x pre_tokens x next_tokens in {0, 1, 2, 5, INT64_MAX - 1, INT64_MAX}: narrow bands,
  * bands past the sequence, overflow traps next to INT64_MAX. K = Ks[v % nK]. */
 void suite_bands(const suite_op *op, const suite_spec *s);
+
+/* Continuous data (tc->grid = 0): every dtype x layout x 3 shapes r = v % 3 with N2 = 1 + r,
+ * D = 31 + 16 r, B = 2, mode 0 for r = 0 and 3 otherwise, both length arrays when r > 0, rows
+ * past the TND ends; spec->shape sets N1, K and the test's options. */
+void suite_continuous(const suite_op *op, const suite_spec *s);
+
+/* Rows of the 128K-row tests: 131072, or 16384 with LIG_TEST_QUICK=1 (sanitizer runs). */
+int64_t suite_long_rows(void);
 
 /* Runs the case `reps` times with each thread count: the first result is checked against the
  * reference, every other one must have the same output bytes. */

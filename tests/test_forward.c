@@ -305,42 +305,32 @@ void test_fwd_band_limits(void)
 }
 
 /* Continuous data rounded to the dtype: the selection must be the top-k up to the fp32 error
- * near the k-th score, in non-increasing order, with values within that error. */
+ * bounds of the scores near the k-th one, in non-increasing order, with values within theirs. */
+static void continuous_shape(tcase *tc, int v)
+{
+    const int rep = v % 3;
+    tc->p.N1 = tc->p.N2 * (1 + v % 4);
+    tc->p.K = 9 + 12 * rep;
+    tc->idx_dtype = suite_index_dtypes[rep % 2];
+    tc->out_strides = rep == 2 ? TC_PADDED : TC_CONTIGUOUS;
+}
+
+static void continuous_data(th_rng *r, suite_case *sc, int v)
+{
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.grid = 0;
+    o.p_dup_key = 0.0;
+    o.p_zero_w = 0.0;
+    fwd_gen_data(r, sc->tc, &o);
+    sc->with_values = values_choice(v + 1, sc->tc->dtype, &sc->val_dtype);
+}
+
 void test_fwd_continuous_data(void)
 {
-    fwd_check_stats_reset();
-    int v = 0;
-    for (int di = 0; di < 3; di++) {
-        for (int layout = 0; layout < 2; layout++) {
-            for (int rep = 0; rep < 3; rep++, v++) {
-                th_rng r = th_rng_make(39000u + (uint64_t)v);
-                fwd_gen_opts o;
-                fwd_gen_opts_default(&o);
-                o.grid = 0;
-                o.p_dup_key = 0.0;
-                o.p_zero_w = 0.0;
-                tcase tc;
-                tc_init(&tc);
-                tc.grid = 0;
-                tc.dtype = suite_float_dtypes[di];
-                tc.idx_dtype = suite_index_dtypes[rep % 2];
-                tc.p.sparse_mode = rep == 0 ? 0 : 3;
-                tc.p.N2 = 1 + rep;
-                tc.p.N1 = tc.p.N2 * (1 + v % 4);
-                tc.p.D = 31 + 16 * rep;
-                tc.p.K = 9 + 12 * rep;
-                tc.p.B = 2;
-                tc.out_strides = rep == 2 ? TC_PADDED : TC_CONTIGUOUS;
-                gen_layout(&r, &tc, layout, 30, 60, 2, 1, rep > 0);
-                fwd_gen_data(&r, &tc, &o);
-                lig_dtype vd;
-                const int with_values = values_choice(v + 1, tc.dtype, &vd);
-                fwd_check_case(&tc, with_values, vd, "forward continuous");
-                tc_free(&tc);
-            }
-        }
-    }
-    fwd_check_stats_note("continuous");
+    const suite_spec s = {.label = "forward continuous", .seed = 39000, .s1 = 30, .s2 = 60,
+                          .shape = continuous_shape, .data = continuous_data};
+    suite_continuous(&suite_forward, &s);
 }
 
 /* K around the key block (48), K far beyond it, K = 1, and K larger than every key length (up to
@@ -689,7 +679,7 @@ static int check_rows(const tcase *tc, const int64_t *lib_idx, const double *lib
  * length must be -1 / -inf. */
 void test_fwd_long_sequence(void)
 {
-    const int64_t S = th_env_int("LIG_TEST_QUICK", 0) ? 16384 : 131072;
+    const int64_t S = suite_long_rows();
     for (int part = 0; part < 2; part++) {
         th_rng r = th_rng_make(51000u + (uint64_t)part);
         fwd_gen_opts o;

@@ -82,36 +82,32 @@ void test_grad_band_limits(void)
     suite_bands(&suite_backward, &s);
 }
 
-/* Continuous random data (rounded to the dtype): tolerance only; slots with |S| < 1e-3 are turned
- * into padding so fp32 and float64 cannot disagree about the ReLU. */
+/* Continuous random data (rounded to the dtype): per-element bounds only; slots with |S| < 1e-3
+ * are turned into padding so fp32 and float64 cannot disagree about the ReLU. */
+static void continuous_shape(tcase *tc, int v)
+{
+    const int rep = v % 3;
+    tc->p.N1 = 3 * tc->p.N2;
+    tc->p.K = 9 + 4 * rep;
+    tc->dw_dtype = rep == 1 ? LIG_FLOAT32 : tc->dtype;
+    tc->deterministic = rep != 2;
+}
+
+static void continuous_data(th_rng *r, suite_case *sc, int v)
+{
+    (void)v;
+    gen_opts o;
+    gen_opts_default(&o);
+    o.grid = 0;
+    o.min_abs_s = 1e-3;
+    gen_data(r, sc->tc, &o);
+}
+
 void test_grad_continuous_data(void)
 {
-    check_stats_reset();
-    int v = 0;
-    for (int di = 0; di < 3; di++) {
-        for (int layout = 0; layout < 2; layout++) {
-            for (int rep = 0; rep < 3; rep++, v++) {
-                th_rng r = th_rng_make(9000u + (uint64_t)v);
-                gen_opts o;
-                gen_opts_default(&o);
-                o.grid = 0;
-                o.min_abs_s = 1e-3;
-                tcase tc;
-                tc_init(&tc);
-                tc.grid = 0;
-                tc.dtype = suite_float_dtypes[di];
-                tc.dw_dtype = rep == 1 ? LIG_FLOAT32 : tc.dtype;
-                tc.deterministic = rep != 2;
-                tc.p.sparse_mode = rep == 0 ? 0 : 3;
-                tc_set_dims(&tc, 2, 3 * (1 + rep), 1 + rep, 31 + 16 * rep, 9 + 4 * rep);
-                gen_layout(&r, &tc, layout, 12, 16, 2, 1, rep > 0);
-                gen_data(&r, &tc, &o);
-                check_case(&tc, "continuous");
-                tc_free(&tc);
-            }
-        }
-    }
-    check_stats_note("continuous", 1);
+    const suite_spec s = {.label = "continuous", .seed = 9000, .s1 = 12, .s2 = 16, .shape = continuous_shape,
+                          .data = continuous_data};
+    suite_continuous(&suite_backward, &s);
 }
 
 /* Most slots skipped (padding, masked) with NaN/Inf dy there, many invalid rows with garbage. */

@@ -17,11 +17,6 @@
 #include "suite.h"
 #include "tests.h"
 
-static int64_t long_rows(void)
-{
-    return th_env_int("LIG_TEST_QUICK", 0) ? 16384 : 131072;
-}
-
 /* Default generator options, then the backward's check of one large case. */
 static void data_and_check(th_rng *r, tcase *tc, const char *label)
 {
@@ -35,7 +30,7 @@ static void data_and_check(th_rng *r, tcase *tc, const char *label)
 
 void test_large_bsnd_128k(void)
 {
-    const int64_t S = long_rows();
+    const int64_t S = suite_long_rows();
     th_rng r = th_rng_make(131072);
     gen_opts o;
     gen_opts_default(&o);
@@ -57,7 +52,7 @@ void test_large_bsnd_128k(void)
 
 void test_large_tnd_128k(void)
 {
-    const int64_t T = long_rows();
+    const int64_t T = suite_long_rows();
     th_rng r = th_rng_make(7);
     tcase tc;
     tc_init(&tc);
