@@ -1,10 +1,13 @@
 #include "errtest.h"
 
 #include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gen.h"
 #include "harness.h"
+#include "tcase.h"
 
 int contains_ci(const char *hay, const char *needle)
 {
@@ -60,6 +63,60 @@ void check_error_message(const char *label, const char *msg, const char *names)
     CHECK(names_any(msg, names), "%s: message does not name %s: \"%s\"", label, names, msg);
     CHECK(contains_ci(msg, "expected"), "%s: message lacks \"expected\": \"%s\"", label, msg);
     CHECK(contains_ci(msg, "got"), "%s: message lacks \"got\": \"%s\"", label, msg);
+}
+
+static lig_status launch_and_keep_message(inst *in, void *workspace, uint64_t size, lig_executor *executor)
+{
+    const lig_status st = in->launch(workspace, size, executor, NULL);
+    snprintf(in->message, sizeof in->message, "%s", lig_get_last_error());
+    return st;
+}
+
+lig_status errtest_phase2(inst *in, int ws, const char *name, int *skip)
+{
+    *skip = 0;
+    switch (ws) {
+    case ERRTEST_WS_SHORT:
+    case ERRTEST_WS_ZERO:
+    case ERRTEST_WS_NULL_PTR:
+        if (in->workspace_size == 0) {
+            th_note("%s: skipped, this problem needs no workspace", name);
+            *skip = 1;
+            return inst_phase2(in, 0);
+        }
+        if (ws == ERRTEST_WS_NULL_PTR) {
+            lig_executor *e = in->executor;
+            in->executor = NULL; /* consumed */
+            return launch_and_keep_message(in, NULL, in->workspace_size, e);
+        }
+        return inst_phase2(in, ws == ERRTEST_WS_SHORT ? -1 : -(int64_t)in->workspace_size);
+    case ERRTEST_WS_NULL_EXEC:
+        return launch_and_keep_message(in, NULL, 0, NULL); /* the real executor goes with the teardown */
+    default:
+        return inst_phase2(in, 0);
+    }
+}
+
+void errtest_verdict(const char *name, int phase, lig_status st, lig_status want, lig_status want_alt, inst *in,
+                     const char *names, const char *const *has)
+{
+    const int ok = st == want || (want_alt != LIG_SUCCESS && st == want_alt);
+    CHECK(ok, "%s: phase %d returned %d (%s), expected %d; message \"%s\"", name, phase, (int)st,
+          lig_status_string(st), (int)want, st == LIG_SUCCESS ? "" : in->message);
+    if (st == LIG_SUCCESS) {
+        return;
+    }
+    if (phase == 1) {
+        CHECK(in->executor == NULL, "%s: a failed phase 1 left an executor behind", name);
+        in->executor = NULL; /* never free what a failed call handed back */
+    }
+    check_error_message(name, in->message, names);
+    for (int i = 0; has != NULL && i < 2; i++) {
+        if (has[i] != NULL) {
+            CHECK(strstr(in->message, has[i]) != NULL, "%s: message lacks \"%s\": \"%s\"", name, has[i],
+                  in->message);
+        }
+    }
 }
 
 void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc))

@@ -74,6 +74,14 @@ tc_strides fuzz_pick_in_strides(th_rng *r, double p_inner, double p_broadcast, f
     return fuzz_pick_plain_strides(r);
 }
 
+void fuzz_pick_heads(th_rng *r, tcase *tc, int zero)
+{
+    tc->p.B = zero == 0 ? 0 : th_rng_range(r, 1, 3);
+    tc->p.N2 = th_rng_range(r, 1, 3);
+    tc->p.N1 = zero == 1 ? 0 : tc->p.N2 * th_rng_range(r, 1, 3);
+    tc->p.D = zero == 2 ? 0 : th_rng_range(r, 1, 17);
+}
+
 void fuzz_layout(th_rng *r, tcase *tc, int64_t s1, int64_t s2)
 {
     if (th_rng_chance(r, 0.4)) {

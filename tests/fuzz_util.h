@@ -50,6 +50,9 @@ tc_strides fuzz_pick_plain_strides(th_rng *r);
 /* For inputs: innermost stride 2 below u = p_inner, broadcast below p_broadcast (both may be
  * refused: ex->maybe_refused), a plain pattern otherwise. */
 tc_strides fuzz_pick_in_strides(th_rng *r, double p_inner, double p_broadcast, fuzz_expect *ex);
+/* B in 1..3, N2 in 1..3, N1 = N2 * (1..3), D in 1..17, except that B, N1 or D is 0 when `zero`
+ * is 0, 1 or 2 (other values of zero are the caller's: K, S1, S2). */
+void fuzz_pick_heads(th_rng *r, tcase *tc, int zero);
 /* TND (40 %) with lengths up to s1 / s2 and 0-2 rows past the ends, or BSND S1 = s1, S2 = s2
  * with each length array present half the time; allocates the case. */
 void fuzz_layout(th_rng *r, tcase *tc, int64_t s1, int64_t s2);

@@ -38,14 +38,6 @@ typedef enum edit_kind {
     E_NULL_EXEC_PTR /* executor pointer NULL */
 } edit_kind;
 
-typedef enum ws_mode {
-    WS_EXACT = 0,
-    WS_SHORT,     /* one byte too small */
-    WS_ZERO,      /* NULL, size 0 */
-    WS_NULL_PTR,  /* NULL pointer with the right size */
-    WS_NULL_EXEC  /* NULL executor */
-} ws_mode;
-
 typedef struct err_case {
     const char *name;
     ref_layout layout;
@@ -61,7 +53,7 @@ typedef struct err_case {
     int64_t value;
     const char *str;
     int phase;   /* 1 or 2: where the failure must surface */
-    ws_mode ws;
+    errtest_ws ws;
     lig_status want;
     lig_status want_alt; /* also acceptable (0 = none) */
     const char *names;   /* acceptable parameter names, '|' separated */
@@ -105,11 +97,6 @@ static void apply_edit(const err_case *c, run_inst *ri)
     }
 }
 
-static int status_ok(const err_case *c, lig_status st)
-{
-    return st == c->want || (c->want_alt != LIG_SUCCESS && st == c->want_alt);
-}
-
 static void run_error_case(const err_case *c)
 {
     tcase tc;
@@ -119,49 +106,12 @@ static void run_error_case(const err_case *c)
     apply_edit(c, &ri);
     lig_status st = inst_phase1(&ri);
     if (c->phase == 1) {
-        CHECK(status_ok(c, st), "%s: phase 1 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
-              lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
-        if (st != LIG_SUCCESS) {
-            CHECK(ri.executor == NULL, "%s: a failed phase 1 left an executor behind", c->name);
-            ri.executor = NULL; /* never free what a failed call handed back */
-            check_error_message(c->name, ri.message, c->names);
-        }
+        errtest_verdict(c->name, 1, st, c->want, c->want_alt, &ri, c->names, NULL);
     } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, ri.message)) {
-        int skip = 0;
-        switch (c->ws) {
-        case WS_EXACT: st = inst_phase2(&ri, 0); break;
-        case WS_SHORT:
-        case WS_ZERO:
-            if (ri.workspace_size == 0) {
-                th_note("%s: skipped, this problem needs no workspace", c->name);
-                skip = 1;
-                st = inst_phase2(&ri, 0);
-            } else {
-                st = inst_phase2(&ri, c->ws == WS_SHORT ? -1 : -(int64_t)ri.workspace_size);
-            }
-            break;
-        case WS_NULL_PTR:
-            if (ri.workspace_size == 0) {
-                th_note("%s: skipped, this problem needs no workspace", c->name);
-                skip = 1;
-                st = inst_phase2(&ri, 0);
-            } else {
-                st = lig_indexer_grad(NULL, ri.workspace_size, ri.executor, NULL);
-                ri.executor = NULL;
-                snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
-            }
-            break;
-        case WS_NULL_EXEC:
-            st = lig_indexer_grad(NULL, 0, NULL, NULL);
-            snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
-            break; /* the real executor is destroyed by inst_teardown */
-        }
+        int skip;
+        st = errtest_phase2(&ri, c->ws, c->name, &skip);
         if (!skip) {
-            CHECK(status_ok(c, st), "%s: phase 2 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
-                  lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
-            if (st != LIG_SUCCESS) {
-                check_error_message(c->name, ri.message, c->names);
-            }
+            errtest_verdict(c->name, 2, st, c->want, c->want_alt, &ri, c->names, NULL);
         }
     }
     if (st != LIG_SUCCESS) {
@@ -204,7 +154,8 @@ void test_errors_null_pointers(void)
          .names = "workspace_size"},
         {.name = "executor NULL (phase 1)", .kind = E_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = WS_NULL_EXEC, .want = NULLPTR, .names = "executor"},
+        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
+         .names = "executor"},
         {.name = "TND query NULL", .layout = REF_TND, .kind = E_NULL_ARG, .target = RB_Q, .phase = 1,
          .want = NULLPTR, .names = "query"},
     };
@@ -445,14 +396,14 @@ void test_errors_overlap(void)
 void test_errors_workspace(void)
 {
     static const err_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = WS_SHORT, .want = INVALID,
+        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
+        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
          .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = WS_NULL_PTR, .want = NULLPTR,
+        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
          .want_alt = INVALID, .names = "workspace"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
+        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
+         .want = INVALID, .names = "workspace|workspace_size"},
     };
     run_error_cases(cases, NCASES(cases));
 }

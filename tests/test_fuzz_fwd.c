@@ -51,10 +51,7 @@ static void random_forward(th_rng *r, ff_fwd *f, fuzz_expect *ex)
     tc->p.pre_tokens = fuzz_pick_band(r);
     tc->p.next_tokens = fuzz_pick_band(r);
     int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 5) : -1;
-    tc->p.B = zero == 0 ? 0 : th_rng_range(r, 1, 3);
-    tc->p.N2 = th_rng_range(r, 1, 3);
-    tc->p.N1 = zero == 1 ? 0 : tc->p.N2 * th_rng_range(r, 1, 3);
-    tc->p.D = zero == 2 ? 0 : th_rng_range(r, 1, 17);
+    fuzz_pick_heads(r, tc, zero);
     tc->p.K = th_rng_chance(r, 0.2) ? th_rng_range(r, 9, 40) : th_rng_range(r, 1, 8);
     int64_t s1 = zero == 3 ? 0 : th_rng_range(r, 1, 8);
     int64_t s2 = zero == 4 ? 0 : th_rng_range(r, 1, 14);
