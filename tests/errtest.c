@@ -151,3 +151,42 @@ void errtest_base_tnd_lengths(tcase *tc)
     tc->seq_k[0] = 4;
     tc->seq_k[1] = 5;
 }
+
+/* The base problems: BSND S1 = 3, S2 = 5, lengths q (3, 2), k (5, 3); TND T1 = 4, T2 = 6, ends
+ * q (2, 3), k (4, 5). */
+static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; }
+static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
+static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; }
+static void bsnd_k_negative(tcase *tc) { tc->seq_k[0] = -2; }
+static void seq_i32_above(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = 6; }
+static void seq_i32_negative(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = -5; }
+static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
+static void tnd_k_decreasing(tcase *tc) { tc->seq_k[0] = 5; tc->seq_k[1] = 4; }
+static void tnd_q_above(tcase *tc) { tc->seq_q[1] = 5; }
+static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; }
+static void tnd_q_negative(tcase *tc) { tc->seq_q[0] = -1; }
+static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
+static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
+static void tnd_none(tcase *tc) { tc->has_seq_q = tc->has_seq_k = 0; tc_sync_seq(tc); }
+
+#define SEQ_Q "actual_seq_lengths_query"
+#define SEQ_K "actual_seq_lengths_key"
+
+const errtest_seq_defect errtest_seq_defects[] = {
+    {"BSND query length above S1", REF_BSND, bsnd_q_above, SEQ_Q},
+    {"BSND query length negative", REF_BSND, bsnd_q_negative, SEQ_Q},
+    {"BSND key length above S2", REF_BSND, bsnd_k_above, SEQ_K},
+    {"BSND key length negative", REF_BSND, bsnd_k_negative, SEQ_K},
+    {"BSND int32 key length above S2", REF_BSND, seq_i32_above, SEQ_K},
+    {"BSND int32 key length negative", REF_BSND, seq_i32_negative, SEQ_K},
+    {"TND query ends decreasing", REF_TND, tnd_q_decreasing, SEQ_Q},
+    {"TND key ends decreasing", REF_TND, tnd_k_decreasing, SEQ_K},
+    {"TND query end above T1", REF_TND, tnd_q_above, SEQ_Q},
+    {"TND key end above T2", REF_TND, tnd_k_above, SEQ_K},
+    {"TND negative first end", REF_TND, tnd_q_negative, SEQ_Q},
+    {"TND without query ends", REF_TND, tnd_no_q, SEQ_Q},
+    {"TND without key ends", REF_TND, tnd_no_k, SEQ_K},
+    {"TND without any ends", REF_TND, tnd_none, SEQ_Q "|" SEQ_K},
+};
+
+const size_t errtest_n_seq_defects = sizeof errtest_seq_defects / sizeof errtest_seq_defects[0];

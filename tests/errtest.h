@@ -7,6 +7,7 @@
 
 #include "inst.h"
 #include "lig.h"
+#include "reference/indexer_ref.h"
 #include "rng.h"
 #include "tcase.h"
 
@@ -47,5 +48,17 @@ void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc));
 void errtest_base_bsnd(th_rng *r, tcase *tc);
 /* Lengths of the TND form: q (2, 3), k (4, 5), in an allocated case. */
 void errtest_base_tnd_lengths(tcase *tc);
+
+/* A defect of the length arrays of the base problem, which phase 1 must refuse
+ * (PARAM_INVALID, naming one of `names`), for every operator that takes them. */
+typedef struct errtest_seq_defect {
+    const char *name;
+    ref_layout layout;
+    void (*edit)(tcase *tc); /* after the data is generated */
+    const char *names;
+} errtest_seq_defect;
+
+extern const errtest_seq_defect errtest_seq_defects[];
+extern const size_t errtest_n_seq_defects;
 
 #endif /* LIG_TESTS_ERRTEST_H */

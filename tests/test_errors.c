@@ -327,51 +327,14 @@ void test_errors_heads_modes_band(void)
     run_error_cases(cases, NCASES(cases));
 }
 
-static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; }   /* S1 = 3 */
-static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
-static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; }   /* S2 = 5 */
-static void bsnd_k_negative(tcase *tc) { tc->seq_k[0] = -2; }
-static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
-static void tnd_k_decreasing(tcase *tc) { tc->seq_k[0] = 5; tc->seq_k[1] = 4; }
-static void tnd_q_above(tcase *tc) { tc->seq_q[1] = 5; }    /* T1 = 4 */
-static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; }    /* T2 = 6 */
-static void tnd_q_negative(tcase *tc) { tc->seq_q[0] = -1; }
-static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
-static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
-static void tnd_none(tcase *tc) { tc->has_seq_q = tc->has_seq_k = 0; tc_sync_seq(tc); }
-static void seq_i32_above(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = 6; }
-
 void test_errors_seq_lengths(void)
 {
-    static const err_case cases[] = {
-        {.name = "BSND query length above S1", .edit_data = bsnd_q_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND query length negative", .edit_data = bsnd_q_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND key length above S2", .edit_data = bsnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "BSND key length negative", .edit_data = bsnd_k_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "BSND int32 key length above S2", .edit_data = seq_i32_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND query ends decreasing", .layout = REF_TND, .edit_data = tnd_q_decreasing, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND key ends decreasing", .layout = REF_TND, .edit_data = tnd_k_decreasing, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND query end above T1", .layout = REF_TND, .edit_data = tnd_q_above, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND key end above T2", .layout = REF_TND, .edit_data = tnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND negative first end", .layout = REF_TND, .edit_data = tnd_q_negative, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND without query ends", .layout = REF_TND, .edit_data = tnd_no_q, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "TND without key ends", .layout = REF_TND, .edit_data = tnd_no_k, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND without any ends", .layout = REF_TND, .edit_data = tnd_none, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query|actual_seq_lengths_key"},
-    };
-    run_error_cases(cases, NCASES(cases));
+    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
+        const errtest_seq_defect *d = &errtest_seq_defects[i];
+        const err_case c = {.name = d->name, .layout = d->layout, .edit_data = d->edit, .phase = 1, .want = INVALID,
+                            .names = d->names};
+        run_error_cases(&c, 1);
+    }
 }
 
 void test_errors_overlap(void)

@@ -483,36 +483,14 @@ void test_errors_fwd_count_modes_band(void)
     run_fe_cases(cases, NCASES(cases));
 }
 
-static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; } /* S1 = 3 */
-static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
-static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; } /* S2 = 5 */
-static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
-static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; } /* T2 = 6 */
-static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
-static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
-static void seq_i32_negative(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = -5; }
-
 void test_errors_fwd_seq_lengths(void)
 {
-    static const fe_case cases[] = {
-        {.name = "BSND query length above S1", .edit_seq = bsnd_q_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND query length negative", .edit_seq = bsnd_q_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND key length above S2", .edit_seq = bsnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "BSND int32 key length negative", .edit_seq = seq_i32_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND query ends decreasing", .layout = REF_TND, .edit_seq = tnd_q_decreasing, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND key end above T2", .layout = REF_TND, .edit_seq = tnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND without query ends", .layout = REF_TND, .edit_seq = tnd_no_q, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "TND without key ends", .layout = REF_TND, .edit_seq = tnd_no_k, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-    };
-    run_fe_cases(cases, NCASES(cases));
+    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
+        const errtest_seq_defect *d = &errtest_seq_defects[i];
+        const fe_case c = {.name = d->name, .layout = d->layout, .edit_seq = d->edit, .phase = 1, .want = INVALID,
+                           .names = d->names};
+        run_fe_cases(&c, 1);
+    }
 }
 
 void test_errors_fwd_overlap(void)
