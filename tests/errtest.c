@@ -190,3 +190,22 @@ const errtest_seq_defect errtest_seq_defects[] = {
 };
 
 const size_t errtest_n_seq_defects = sizeof errtest_seq_defects / sizeof errtest_seq_defects[0];
+
+const errtest_scalar_defect errtest_mode_band_defects[] = {
+    {"sparse_mode 1", REF_BSND, ERRTEST_SPARSE_MODE, 1},
+    {"sparse_mode 2", REF_BSND, ERRTEST_SPARSE_MODE, 2},
+    {"sparse_mode 4", REF_BSND, ERRTEST_SPARSE_MODE, 4},
+    {"sparse_mode -1", REF_BSND, ERRTEST_SPARSE_MODE, -1},
+    {"pre_tokens -1", REF_BSND, ERRTEST_PRE_TOKENS, -1},
+    {"pre_tokens INT64_MIN", REF_BSND, ERRTEST_PRE_TOKENS, INT64_MIN},
+    {"next_tokens -1", REF_BSND, ERRTEST_NEXT_TOKENS, -1},
+    {"TND next_tokens -7", REF_TND, ERRTEST_NEXT_TOKENS, -7},
+};
+
+const size_t errtest_n_mode_band_defects = sizeof errtest_mode_band_defects / sizeof errtest_mode_band_defects[0];
+
+const char *errtest_scalar_name(errtest_scalar which)
+{
+    static const char *names[3] = {"sparse_mode", "pre_tokens", "next_tokens"};
+    return names[which];
+}

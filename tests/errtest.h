@@ -61,4 +61,20 @@ typedef struct errtest_seq_defect {
 extern const errtest_seq_defect errtest_seq_defects[];
 extern const size_t errtest_n_seq_defects;
 
+/* A bad sparse_mode, pre_tokens or next_tokens, which phase 1 must refuse (PARAM_INVALID, naming
+ * the parameter) for every operator that takes them. */
+typedef enum errtest_scalar { ERRTEST_SPARSE_MODE = 0, ERRTEST_PRE_TOKENS, ERRTEST_NEXT_TOKENS } errtest_scalar;
+
+typedef struct errtest_scalar_defect {
+    const char *name;
+    ref_layout layout;
+    errtest_scalar which;
+    int64_t value;
+} errtest_scalar_defect;
+
+extern const errtest_scalar_defect errtest_mode_band_defects[];
+extern const size_t errtest_n_mode_band_defects;
+/* The parameter's name: "sparse_mode", "pre_tokens", "next_tokens". */
+const char *errtest_scalar_name(errtest_scalar which);
+
 #endif /* LIG_TESTS_ERRTEST_H */

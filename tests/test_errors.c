@@ -313,18 +313,15 @@ void test_errors_heads_modes_band(void)
         {.name = "head_num 8 != N1 4", .kind = E_HEAD_NUM, .value = 8, .phase = 1, .want = INVALID,
          .names = "head_num"},
         {.name = "head_num -1", .kind = E_HEAD_NUM, .value = -1, .phase = 1, .want = INVALID, .names = "head_num"},
-        {.name = "sparse_mode 1", .kind = E_MODE, .value = 1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 2", .kind = E_MODE, .value = 2, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 4", .kind = E_MODE, .value = 4, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode -1", .kind = E_MODE, .value = -1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "pre_tokens -1", .kind = E_PRE, .value = -1, .phase = 1, .want = INVALID, .names = "pre_tokens"},
-        {.name = "pre_tokens INT64_MIN", .kind = E_PRE, .value = INT64_MIN, .phase = 1, .want = INVALID,
-         .names = "pre_tokens"},
-        {.name = "next_tokens -1", .kind = E_NEXT, .value = -1, .phase = 1, .want = INVALID, .names = "next_tokens"},
-        {.name = "TND next_tokens -7", .layout = REF_TND, .kind = E_NEXT, .value = -7, .phase = 1, .want = INVALID,
-         .names = "next_tokens"},
     };
     run_error_cases(cases, NCASES(cases));
+    static const edit_kind kinds[3] = {E_MODE, E_PRE, E_NEXT};
+    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
+        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
+        const err_case c = {.name = d->name, .layout = d->layout, .kind = kinds[d->which], .value = d->value,
+                            .phase = 1, .want = INVALID, .names = errtest_scalar_name(d->which)};
+        run_error_cases(&c, 1);
+    }
 }
 
 void test_errors_seq_lengths(void)

@@ -467,20 +467,15 @@ void test_errors_fwd_count_modes_band(void)
          .want = INVALID, .names = "sparse_indices|sparse_count", .has = {"[2,3,2,4]", "[2,3,2,3]"}},
         {.name = "sparse_count 2, K of sparse_indices 3", .kind = FE_COUNT, .value = 2, .phase = 1,
          .want = INVALID, .names = "sparse_indices|sparse_count"},
-        {.name = "sparse_mode 1", .kind = FE_MODE, .value = 1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 2", .kind = FE_MODE, .value = 2, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 4", .kind = FE_MODE, .value = 4, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode -1", .kind = FE_MODE, .value = -1, .phase = 1, .want = INVALID,
-         .names = "sparse_mode"},
-        {.name = "pre_tokens -1", .kind = FE_PRE, .value = -1, .phase = 1, .want = INVALID, .names = "pre_tokens"},
-        {.name = "pre_tokens INT64_MIN", .kind = FE_PRE, .value = INT64_MIN, .phase = 1, .want = INVALID,
-         .names = "pre_tokens"},
-        {.name = "next_tokens -1", .kind = FE_NEXT, .value = -1, .phase = 1, .want = INVALID,
-         .names = "next_tokens"},
-        {.name = "TND next_tokens -7", .layout = REF_TND, .kind = FE_NEXT, .value = -7, .phase = 1,
-         .want = INVALID, .names = "next_tokens"},
     };
     run_fe_cases(cases, NCASES(cases));
+    static const fe_kind kinds[3] = {FE_MODE, FE_PRE, FE_NEXT};
+    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
+        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
+        const fe_case c = {.name = d->name, .layout = d->layout, .kind = kinds[d->which], .value = d->value,
+                           .phase = 1, .want = INVALID, .names = errtest_scalar_name(d->which)};
+        run_fe_cases(&c, 1);
+    }
 }
 
 void test_errors_fwd_seq_lengths(void)
