@@ -53,9 +53,9 @@ static const th_test all_tests[] = {
     {"grad_poison_is_ignored", test_grad_poison_is_ignored},
     {"grad_forward_like_indices", test_grad_forward_like_indices},
     {"grad_head_num_and_forms", test_grad_head_num_and_forms},
-    {"grad_threads_change_between_phases", test_grad_threads_change_between_phases},
     /* determinism */
     {"determinism_bitwise_across_runs_and_threads", test_determinism_bitwise},
+    {"grad_threads_change_between_phases", test_grad_threads_change_between_phases},
     {"determinism_off_loses_no_update", test_determinism_off_loses_no_update},
     /* beyond CANN's limits */
     {"large_bsnd_128k_causal", test_large_bsnd_128k},
