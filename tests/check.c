@@ -125,18 +125,19 @@ int check_result(const tcase *tc, const run_result *res, const char *label)
     g.dq_abs = th_xmalloc((size_t)nq * sizeof(double));
     g.dk_abs = th_xmalloc((size_t)nk * sizeof(double));
     g.dw_abs = th_xmalloc((size_t)nw * sizeof(double));
-    g.dq_terms = th_xmalloc((size_t)nq * sizeof(int64_t));
-    g.dk_terms = th_xmalloc((size_t)nk * sizeof(int64_t));
-    g.dw_terms = th_xmalloc((size_t)nw * sizeof(int64_t));
-    ref_backward(&tc->p, tc->q, tc->k, tc->w, tc->idx, tc->dy, &g);
+    ref_grad_terms t;
+    t.dq = th_xmalloc((size_t)nq * sizeof(int64_t));
+    t.dk = th_xmalloc((size_t)nk * sizeof(int64_t));
+    t.dw = th_xmalloc((size_t)nw * sizeof(int64_t));
+    ref_backward_counted(&tc->p, tc->q, tc->k, tc->w, tc->idx, tc->dy, &g, &t);
     g_stats.cases++;
     g_stats.counted_slots += counted_slots(tc);
     int ok = 1;
-    ok &= compare_output(label, "d_query", tc->dtype, tc->grid, nq, res->dq, g.dq, g.dq_abs, g.dq_terms,
+    ok &= compare_output(label, "d_query", tc->dtype, tc->grid, nq, res->dq, g.dq, g.dq_abs, t.dq,
                          DQ_DK_EXTRA_STEPS);
-    ok &= compare_output(label, "d_key", tc->dtype, tc->grid, nk, res->dk, g.dk, g.dk_abs, g.dk_terms,
+    ok &= compare_output(label, "d_key", tc->dtype, tc->grid, nk, res->dk, g.dk, g.dk_abs, t.dk,
                          DQ_DK_EXTRA_STEPS);
-    ok &= compare_output(label, "d_weights", tc->dw_dtype, tc->grid, nw, res->dw, g.dw, g.dw_abs, g.dw_terms,
+    ok &= compare_output(label, "d_weights", tc->dw_dtype, tc->grid, nw, res->dw, g.dw, g.dw_abs, t.dw,
                          tc->p.D);
     ok &= CHECK(res->gaps_ok, "%s: an input changed or an output element outside the strided view was written",
                 label);
@@ -146,9 +147,9 @@ int check_result(const tcase *tc, const run_result *res, const char *label)
     free(g.dq_abs);
     free(g.dk_abs);
     free(g.dw_abs);
-    free(g.dq_terms);
-    free(g.dk_terms);
-    free(g.dw_terms);
+    free(t.dq);
+    free(t.dk);
+    free(t.dw);
     return ok;
 }
 

@@ -149,10 +149,10 @@ static void real_result(void)
     memset(&g, 0, sizeof g);
     g.dq = ref;
     g.dq_abs = abs_sum;
-    g.dq_terms = terms;
     g.dk = th_xmalloc((size_t)tc_numel_k(&tc) * sizeof(double));
     g.dw = th_xmalloc((size_t)tc_numel_w(&tc) * sizeof(double));
-    ref_backward(&tc.p, tc.q, tc.k, tc.w, tc.idx, tc.dy, &g);
+    const ref_grad_terms t = {terms, NULL, NULL};
+    ref_backward_counted(&tc.p, tc.q, tc.k, tc.w, tc.idx, tc.dy, &g, &t);
     double *lib = th_xmalloc((size_t)nq * sizeof(double));
     const double old_bound = check_tolerance(LIG_FLOAT32) * max_abs(ref, nq);
     int64_t nonzero = 0, old_caught = 0;

@@ -189,8 +189,9 @@ void test_ref_hand_example(void)
     p.pre_tokens = p.next_tokens = INT64_MAX;
     double dq[4], dk[6], dw[2], dq_abs[4], dk_abs[6], dw_abs[2];
     int64_t dq_terms[4], dk_terms[6], dw_terms[2];
-    ref_grads g = {dq, dk, dw, dq_abs, dk_abs, dw_abs, dq_terms, dk_terms, dw_terms};
-    ref_backward(&p, q, k, w, idx, dy, &g);
+    ref_grads g = {dq, dk, dw, dq_abs, dk_abs, dw_abs};
+    const ref_grad_terms terms = {dq_terms, dk_terms, dw_terms};
+    ref_backward_counted(&p, q, k, w, idx, dy, &g, &terms);
     const double want_dq[4] = {3, 1.5, 0, 0}, want_dk[6] = {1.5, 3, 0, 0, 1.5, 3}, want_dw[2] = {12, 0};
     CHECK(memcmp(dq, want_dq, sizeof dq) == 0, "dQ = (%g,%g,%g,%g)", dq[0], dq[1], dq[2], dq[3]);
     CHECK(memcmp(dk, want_dk, sizeof dk) == 0, "dK = (%g,%g,%g,%g,%g,%g)", dk[0], dk[1], dk[2], dk[3], dk[4],
@@ -228,10 +229,10 @@ static int fd_check(tcase *tc, const char *what)
     const double h = 1e-4;
     const int64_t nq = tc_numel_q(tc), nk = tc_numel_k(tc), nw = tc_numel_w(tc);
     ref_grads g;
-    memset(&g, 0, sizeof g);
     g.dq = th_xmalloc((size_t)nq * sizeof(double));
     g.dk = th_xmalloc((size_t)nk * sizeof(double));
     g.dw = th_xmalloc((size_t)nw * sizeof(double));
+    g.dq_abs = g.dk_abs = g.dw_abs = NULL;
     ref_backward(&tc->p, tc->q, tc->k, tc->w, tc->idx, tc->dy, &g);
     double *arrays[3] = {tc->q, tc->k, tc->w};
     double *grads[3] = {g.dq, g.dk, g.dw};
@@ -300,11 +301,11 @@ void test_ref_backward_matches_finite_differences(void)
         snprintf(what, sizeof what, "case %d", it);
         checked += fd_check(&tc, what);
         ref_grads g;
-        memset(&g, 0, sizeof g);
         int64_t nw = tc_numel_w(&tc);
         g.dw = th_xmalloc((size_t)nw * sizeof(double));
         g.dq = th_xmalloc((size_t)tc_numel_q(&tc) * sizeof(double));
         g.dk = th_xmalloc((size_t)tc_numel_k(&tc) * sizeof(double));
+        g.dq_abs = g.dk_abs = g.dw_abs = NULL;
         ref_backward(&tc.p, tc.q, tc.k, tc.w, tc.idx, tc.dy, &g);
         for (int64_t i = 0; i < nw; i++) {
             nonzero += g.dw[i] != 0.0;

@@ -258,6 +258,14 @@ static double abs_dot(const double *a, const double *b, int64_t n)
 void ref_backward(const ref_problem *p, const double *q, const double *k, const double *w,
                   const int64_t *idx, const double *dy, const ref_grads *out)
 {
+    ref_backward_counted(p, q, k, w, idx, dy, out, NULL);
+}
+
+void ref_backward_counted(const ref_problem *p, const double *q, const double *k, const double *w,
+                          const int64_t *idx, const double *dy, const ref_grads *out, const ref_grad_terms *terms)
+{
+    const ref_grad_terms none = {NULL, NULL, NULL};
+    const ref_grad_terms *t = terms != NULL ? terms : &none;
     const int64_t rows = ref_rows_q(p);
     const int64_t G = p->N1 / p->N2;
     const int64_t D = p->D;
@@ -270,9 +278,9 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
     zero(out->dq_abs, nq);
     zero(out->dk_abs, nk);
     zero(out->dw_abs, nw);
-    zero_counts(out->dq_terms, nq);
-    zero_counts(out->dk_terms, nk);
-    zero_counts(out->dw_terms, nw);
+    zero_counts(t->dq, nq);
+    zero_counts(t->dk, nk);
+    zero_counts(t->dw, nw);
 
     for (int64_t r = 0; r < rows; r++) {
         ref_row row;
@@ -300,8 +308,8 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
                     if (out->dw_abs != NULL) {
                         out->dw_abs[wi] += fabs(grad) * abs_dot(qv, kv, D);
                     }
-                    if (out->dw_terms != NULL) {
-                        out->dw_terms[wi]++;
+                    if (t->dw != NULL) {
+                        t->dw[wi]++;
                     }
                     const double a = w[wi] * grad;
                     for (int64_t d = 0; d < D; d++) {
@@ -313,11 +321,11 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
                         if (out->dk_abs != NULL) {
                             out->dk_abs[krow * D + d] += fabs(a * qv[d]);
                         }
-                        if (out->dq_terms != NULL) {
-                            out->dq_terms[(r * p->N1 + h) * D + d]++;
+                        if (t->dq != NULL) {
+                            t->dq[(r * p->N1 + h) * D + d]++;
                         }
-                        if (out->dk_terms != NULL) {
-                            out->dk_terms[krow * D + d]++;
+                        if (t->dk != NULL) {
+                            t->dk[krow * D + d]++;
                         }
                     }
                 }
