@@ -1,10 +1,11 @@
 /*
  * Comparing a library result with the float64 reference.
  *
- * Per output: max |lib - ref| <= tol * max |ref| (tolerance by output dtype), exact zeros where
- * nothing contributed, and -- when the data is on the 1/8 grid and every partial sum is
- * representable in fp32 -- bitwise agreement with the reference rounded once (RNE) to the output
- * dtype, since then any fp32 accumulation order is exact.
+ * Per element: exactly 0 where nothing contributed; when the data is on the 1/8 grid and every
+ * partial sum is representable in fp32, bitwise agreement with the reference rounded once (RNE)
+ * to the output dtype, since then any fp32 accumulation order is exact; otherwise within the
+ * element's own bound u_out |ref| + 2 n 2^-24 abs + tiny (tol.h), from the reference's sum of
+ * |elementary products| (abs) and the fp32 roundings each of them goes through (n).
  */
 #ifndef LIG_TESTS_CHECK_H
 #define LIG_TESTS_CHECK_H
@@ -23,13 +24,36 @@ typedef struct check_stats {
 
 void check_stats_reset(void);
 check_stats check_stats_get(void);
+/* A th_note line with the totals; fails when the results were all zero or fewer than min_work
+ * slots counted. */
+void check_stats_note(const char *what, int64_t min_work);
 
-/* Relative tolerance for an output dtype (bf16 1e-2, fp16 2e-3, fp32 1e-4). */
+/* A relative tolerance per output dtype (bf16 1e-2, fp16 2e-3, fp32 1e-4), for comparisons with
+ * something less exact than the reference (finite differences). */
 double check_tolerance(lig_dtype out_dtype);
+
+/* What check_output found in one output. */
+typedef struct check_outcome {
+    int exact;          /* compared bitwise (grid data whose fp32 sums are exact) */
+    int64_t bad;        /* elements that failed */
+    int64_t first;      /* the first of them, -1 when none */
+    const char *why;    /* why it failed */
+    double first_bound; /* its bound */
+    double worst;       /* max |lib - ref| over the output */
+} check_outcome;
+
+/* Compares the n elements of one output of `dtype` with the reference under the rules above,
+ * without reporting: abs_sum and terms are the reference's (ref_grads), and an elementary
+ * product goes through terms[i] + extra_steps fp32 roundings. */
+void check_output(lig_dtype dtype, int grid, int64_t n, const double *lib, const double *ref, const double *abs_sum,
+                  const int64_t *terms, int64_t extra_steps, check_outcome *out);
 
 /* Compares a successful result with the reference; `label` prefixes failure messages.
  * Returns 1 when everything matched. */
 int check_result(const tcase *tc, const run_result *res, const char *label);
+
+/* Reads the outputs of an instance whose phase 2 succeeded and compares them (not the gaps). */
+int check_inst(const run_inst *ri, const tcase *tc, const char *label);
 
 /* Runs the case and expects success matching the reference. Returns 1 on success. */
 int check_case(tcase *tc, const char *label);

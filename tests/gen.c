@@ -218,6 +218,50 @@ void gen_layout(th_rng *r, tcase *tc, int tnd, int64_t s1, int64_t s2, int64_t e
     }
 }
 
+void gen_batch_1024(th_rng *r, tcase *tc, int tnd)
+{
+    tc_init(tc);
+    tc_set_dims(tc, 1024, 2, 1, 4, 4);
+    tc->dtype = LIG_FLOAT16;
+    gen_layout(r, tc, tnd, 3, 5, 2, 2, 1);
+}
+
+void gen_deepseek_heads(tcase *tc)
+{
+    tc_init(tc);
+    tc->p.N1 = 64;
+    tc->p.N2 = 1;
+    tc->p.D = 128;
+    tc->dtype = LIG_BFLOAT16;
+    tc->p.sparse_mode = 3;
+    tc->short_form = 1;
+}
+
+void gen_contended_case(th_rng *r, tcase *tc, lig_dtype dtype, int grid, int64_t n1, int64_t n2, int tnd)
+{
+    gen_opts o;
+    gen_opts_default(&o);
+    o.grid = grid;
+    o.min_abs_s = grid ? 0.0 : 1e-3;
+    o.dup_pool = 3;
+    o.p_dup = 0.3;
+    o.p_pad = 0.05;
+    o.p_mask = 0.05;
+    tc_init(tc);
+    tc->grid = grid;
+    tc->dtype = dtype;
+    tc->dw_dtype = dtype;
+    tc_set_dims(tc, 2, n1, n2, 24, 16);
+    if (tnd) {
+        gen_tnd(r, tc, 200, 220, 3, 0);
+    } else {
+        tc->p.S1 = 200;
+        tc->p.S2 = 200;
+        gen_bsnd(r, tc);
+    }
+    gen_data(r, tc, &o);
+}
+
 void gen_data(th_rng *r, tcase *tc, const gen_opts *o)
 {
     const ref_problem *p = &tc->p;

@@ -45,6 +45,20 @@ void gen_layout(th_rng *r, tcase *tc, int tnd, int64_t s1, int64_t s2, int64_t e
 void gen_matrix_shape(th_rng *r, tcase *tc, ref_layout layout, lig_dtype dtype, int64_t mode, lig_dtype idx_dtype,
                       int64_t n2, int v, const int64_t *Ks, int nK);
 
+/* B = 1024 small batches (N1 = 2, N2 = 1, D = 4, K = 4, FLOAT16): BSND with S1 = 3, S2 = 5 and
+ * both length arrays, or TND with lengths up to 3 / 5 and 2 rows past each last end (tc_init,
+ * then the lengths; the caller fills the data). */
+void gen_batch_1024(th_rng *r, tcase *tc, int tnd);
+
+/* DeepSeek-V3.2's indexer heads: tc_init, N1 = 64, N2 = 1, D = 128, BFLOAT16, causal (mode 3),
+ * indices in the short form. B, K, the layout and the data are the caller's. */
+void gen_deepseek_heads(tcase *tc);
+
+/* A backward problem where summation order matters: B = 2, causal, D = 24, K = 16, S about 200,
+ * and every row picks among the first 3 visible keys (heavy duplicates: many units scatter into
+ * the same dK rows). Grid data (exact sums) or continuous data. */
+void gen_contended_case(th_rng *r, tcase *tc, lig_dtype dtype, int grid, int64_t n1, int64_t n2, int tnd);
+
 /* Fills q, k, w, idx, dy of an allocated case (sequence arrays must be valid). */
 void gen_data(th_rng *r, tcase *tc, const gen_opts *o);
 

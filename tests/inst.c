@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "half.h"
+#include "harness.h"
 
 void inst_init(inst *in, int kind, int nbuf, int first_output, inst_phase1_fn phase1, inst_launch_fn launch)
 {
@@ -271,6 +272,28 @@ int inst_run(inst *in, inst_result *res)
         return 0;
     }
     res->gaps_ok = inst_gaps_ok(in);
+    return 1;
+}
+
+int inst_result_ran(const inst_result *res, const char *label, int *refused, int *ok)
+{
+    if (refused != NULL) {
+        *refused = 0;
+    }
+    if (refused != NULL && res->st1 == LIG_ERR_PARAM_INVALID) {
+        *refused = 1;
+        *ok = CHECK(res->message[0] != '\0', "%s: refused without a message", label);
+        *ok &= CHECK(res->unchanged, "%s: refused but wrote to a tensor", label);
+        *ok &= CHECK(res->executor_null_after_failure, "%s: refused but left an executor", label);
+        return 0;
+    }
+    if (res->st1 != LIG_SUCCESS || res->st2 != LIG_SUCCESS) {
+        const lig_status st = res->st1 != LIG_SUCCESS ? res->st1 : res->st2;
+        CHECK(0, "%s: phase %d failed with %d (%s): %s", label, res->st1 != LIG_SUCCESS ? 1 : 2, (int)st,
+              lig_status_string(st), res->message);
+        *ok = 0;
+        return 0;
+    }
     return 1;
 }
 

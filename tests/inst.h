@@ -113,6 +113,11 @@ typedef struct inst_result {
  * down and returns 0; on success records gaps_ok and returns 1 (the caller reads the outputs,
  * then tears down). */
 int inst_run(inst *in, inst_result *res);
+/* After inst_run: 1 when both phases succeeded (the caller compares the outputs). Otherwise 0,
+ * with the failure reported and *ok = 0 -- except a PARAM_INVALID from phase 1 when `refused`
+ * is not NULL (layouts the library may refuse): then *refused = 1 and *ok says whether the
+ * refusal was clean (a message, nothing written, no executor). */
+int inst_result_ran(const inst_result *res, const char *label, int *refused, int *ok);
 /* Copies the bytes of buffers which[0..n) (skipping negative or absent ones) into res->raw. */
 void inst_keep_raw(const inst *in, inst_result *res, const int *which, int n);
 void inst_result_free(inst_result *res);

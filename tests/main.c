@@ -16,6 +16,8 @@ static const th_test all_tests[] = {
     {"half_roundtrip_all_patterns", test_half_roundtrip_all_patterns},
     {"half_rounding_midpoints", test_half_rounding_midpoints},
     {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
+    /* the gradient checker's own bound */
+    {"check_per_element_bound", test_check_per_element_bound},
     /* the float64 reference */
     {"ref_visibility_rules", test_ref_visibility_rules},
     {"ref_visible_range_matches_pointwise", test_ref_visible_range_matches_pointwise},
@@ -66,6 +68,7 @@ static const th_test all_tests[] = {
     {"subnormal_inputs", test_subnormal_inputs},
     /* determinism */
     {"determinism_bitwise_across_runs_and_threads", test_determinism_bitwise},
+    {"grad_threads_change_between_phases", test_grad_threads_change_between_phases},
     {"determinism_off_loses_no_update", test_determinism_off_loses_no_update},
     {"determinism_commit_ring_capacity", test_commit_ring_capacity},
     /* beyond CANN's limits */
@@ -110,7 +113,7 @@ static const th_test all_tests[] = {
     {"kl_determinism_threads", test_kl_determinism_threads},
     {"kl_chain_forward_kl_backward", test_kl_chain_forward_kl_backward},
     {"kl_threads_change_between_phases", test_kl_threads_change_between_phases},
-    {"fwd_kl_concurrent_calls", test_fwd_kl_concurrent_calls},
+    {"concurrent_calls_all_operators", test_concurrent_calls_all_operators},
     {"fwd_kl_workspace_alignment", test_fwd_kl_workspace_alignment},
     /* error paths of the forward and the KL step */
     {"errors_fwd_null_pointers", test_errors_fwd_null_pointers},

@@ -9,6 +9,7 @@
 #include "half.h"
 #include "harness.h"
 #include "lig.h"
+#include "tol.h"
 
 /* Grid data: scores are multiples of 2^-9; every partial sum of a score is bounded by the sum of
  * |terms| ("scale"), so fp32 is exact while that stays below 2^24 * 2^-9. */
@@ -131,7 +132,9 @@ static int tolerant_unit(const tcase *tc, lig_dtype val_dtype, int64_t row, cons
     const ref_problem *p = &tc->p;
     const int64_t K = p->K;
     const int64_t G = p->N2 ? p->N1 / p->N2 : 0;
-    const double tol_f = 4.0 * ldexp(1.0, -24) * (double)(p->D + G + 2);
+    /* A score's elementary products w q_d k_d go through D roundings in q.k (a product, D - 1
+     * additions), one in the product by w and up to G - 1 additions over the heads (tol.h). */
+    const double steps = (double)(p->D + G);
     int64_t n = 0;
     while (n < K && ri[n] >= 0) {
         n++;
@@ -159,18 +162,18 @@ static int tolerant_unit(const tcase *tc, lig_dtype val_dtype, int64_t row, cons
         }
         double scale;
         const double sc = ref_fwd_score(p, tc->q, tc->k, tc->w, row, info, g, s, &scale);
-        if (sc < kth - tol_f * (scale + kth_scale)) {
+        if (sc < kth - tol_accumulated(steps, scale) - tol_accumulated(steps, kth_scale)) {
             snprintf(why, why_size, "slot %" PRId64 ": key %" PRId64 " scores %.9g, below the k-th score %.9g "
                      "beyond the tolerance", j, s, sc, kth);
             return 0;
         }
-        if (j > 0 && sc > prev + tol_f * (scale + prev_scale)) {
+        if (j > 0 && sc > prev + tol_accumulated(steps, scale) + tol_accumulated(steps, prev_scale)) {
             snprintf(why, why_size, "slot %" PRId64 ": key %" PRId64 " scores %.9g, above slot %" PRId64
                      "'s %.9g: not in descending order", j, s, sc, j - 1, prev);
             return 0;
         }
         if (lv != NULL) {
-            const double tol = 2.0 * tol_f * scale + 1.01 * op_eps(val_dtype) * fabs(sc) + op_tiny(val_dtype);
+            const double tol = tol_element(val_dtype, sc, steps, scale);
             if (!(fabs(lv[j] - sc) <= tol)) {
                 snprintf(why, why_size, "slot %" PRId64 ": value %.9g for key %" PRId64 ", reference %.9g (tol %.3g)",
                          j, lv[j], s, sc, tol);
@@ -282,8 +285,14 @@ int fwd_check_outputs(const tcase *tc, lig_dtype val_dtype, const int64_t *lib_i
     return bad == 0;
 }
 
-static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int allow_refusal,
-                     int *refused)
+int fwd_check_result(const tcase *tc, lig_dtype val_dtype, const op_result *res, const char *label)
+{
+    int ok = fwd_check_outputs(tc, val_dtype, res->idx, res->val, label);
+    ok &= CHECK(res->gaps_ok, "%s: an input changed or an output byte outside the strided view was written", label);
+    return ok;
+}
+
+int fwd_check_case_or_refused(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int *refused)
 {
     char desc[512], full[900];
     tc_describe(tc, desc, sizeof desc);
@@ -291,23 +300,8 @@ static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char
     op_result res;
     fwd_run(tc, with_values, val_dtype, &res);
     int ok;
-    if (refused != NULL) {
-        *refused = 0;
-    }
-    if (allow_refusal && res.st1 == LIG_ERR_PARAM_INVALID) {
-        *refused = 1;
-        ok = CHECK(res.message[0] != '\0', "%s: refused without a message", full);
-        ok &= CHECK(res.unchanged, "%s: refused but wrote to a tensor", full);
-        ok &= CHECK(res.executor_null_after_failure, "%s: refused but left an executor", full);
-    } else if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
-        const lig_status st = res.st1 != LIG_SUCCESS ? res.st1 : res.st2;
-        CHECK(0, "%s: phase %d failed with %d (%s): %s", full, res.st1 != LIG_SUCCESS ? 1 : 2, (int)st,
-              lig_status_string(st), res.message);
-        ok = 0;
-    } else {
-        ok = fwd_check_outputs(tc, val_dtype, res.idx, res.val, full);
-        ok &= CHECK(res.gaps_ok, "%s: an input changed or an output byte outside the strided view was written",
-                    full);
+    if (inst_result_ran(&res, full, refused, &ok)) {
+        ok = fwd_check_result(tc, val_dtype, &res, full);
     }
     inst_result_free(&res);
     return ok;
@@ -315,12 +309,7 @@ static int check_run(tcase *tc, int with_values, lig_dtype val_dtype, const char
 
 int fwd_check_case(tcase *tc, int with_values, lig_dtype val_dtype, const char *label)
 {
-    return check_run(tc, with_values, val_dtype, label, 0, NULL);
-}
-
-int fwd_check_case_or_refused(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int *refused)
-{
-    return check_run(tc, with_values, val_dtype, label, 1, refused);
+    return fwd_check_case_or_refused(tc, with_values, val_dtype, label, NULL);
 }
 
 /* ---- KL step ---- */
@@ -381,24 +370,6 @@ void kl_gen_data(th_rng *r, klcase *kc, const kl_gen_opts *o)
     }
 }
 
-double op_eps(lig_dtype dtype)
-{
-    switch (dtype) {
-    case LIG_FLOAT16: return ldexp(1.0, -11);
-    case LIG_BFLOAT16: return ldexp(1.0, -8);
-    default: return ldexp(1.0, -24);
-    }
-}
-
-double op_tiny(lig_dtype dtype)
-{
-    switch (dtype) {
-    case LIG_FLOAT16: return ldexp(1.0, -24);
-    case LIG_BFLOAT16: return ldexp(1.0, -133);
-    default: return ldexp(1.0, -149);
-    }
-}
-
 int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, const char *label)
 {
     const int64_t rows = kl_rows(kc), K = kl_K(kc), n = rows * K;
@@ -425,8 +396,8 @@ int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, co
         row_scale = fmax(row_scale, fabs(mass));
         for (int64_t j = 0; j < K; j++) {
             const int64_t i = r * K + j;
-            const double eps = op_eps(kc->dy_dtype);
-            const double tol = 2.0 * eps * fabs(dy[i]) + op_tiny(kc->dy_dtype) + 1e-12 * row_scale;
+            const double eps = tol_eps(kc->dy_dtype);
+            const double tol = 2.0 * eps * fabs(dy[i]) + tol_tiny(kc->dy_dtype) + 1e-12 * row_scale;
             const char *why = NULL;
             if (!counted[i] && lib_dy[i] != 0.0) {
                 why = "slot does not count: expected exactly 0";
@@ -472,7 +443,14 @@ int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label)
     return ok;
 }
 
-int kl_check_case(klcase *kc, const char *label)
+int kl_check_result(const klcase *kc, const op_result *res, const char *label)
+{
+    int ok = kl_check_outputs(kc, res->loss, res->dy, label);
+    ok &= CHECK(res->gaps_ok, "%s: an input changed or an output byte outside the view was written", label);
+    return ok;
+}
+
+int kl_check_case_or_refused(klcase *kc, const char *label, int *refused)
 {
     char desc[256], full[600];
     kl_describe(kc, desc, sizeof desc);
@@ -480,15 +458,14 @@ int kl_check_case(klcase *kc, const char *label)
     op_result res;
     kl_run(kc, &res);
     int ok;
-    if (res.st1 != LIG_SUCCESS || res.st2 != LIG_SUCCESS) {
-        const lig_status st = res.st1 != LIG_SUCCESS ? res.st1 : res.st2;
-        CHECK(0, "%s: phase %d failed with %d (%s): %s", full, res.st1 != LIG_SUCCESS ? 1 : 2, (int)st,
-              lig_status_string(st), res.message);
-        ok = 0;
-    } else {
-        ok = kl_check_outputs(kc, res.loss, res.dy, full);
-        ok &= CHECK(res.gaps_ok, "%s: an input changed or an output byte outside the view was written", full);
+    if (inst_result_ran(&res, full, refused, &ok)) {
+        ok = kl_check_result(kc, &res, full);
     }
     inst_result_free(&res);
     return ok;
+}
+
+int kl_check_case(klcase *kc, const char *label)
+{
+    return kl_check_case_or_refused(kc, label, NULL);
 }

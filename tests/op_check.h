@@ -6,8 +6,9 @@
  * every partial sum stays far below 2^24 * 2^-9, so fp32 scores are exact and equal the float64
  * ones; then the index lists must match the reference exactly, ties included, and sparse_values
  * must equal the reference score rounded once to their dtype. Continuous data: each selected key
- * must belong to the true top-k up to a tolerance near the k-th score (fp32 summation error),
- * in non-increasing order, with values within the same tolerance.
+ * must belong to the true top-k up to the fp32 error bound of the scores involved (tol.h, from
+ * each score's sum of |w q_d k_d|), in non-increasing order up to the same bounds, with each
+ * value within its own element bound.
  */
 #ifndef LIG_TESTS_OP_CHECK_H
 #define LIG_TESTS_OP_CHECK_H
@@ -48,6 +49,8 @@ void fwd_check_stats_note(const char *what);
  * passed) with the reference. Returns 1 when everything matched. */
 int fwd_check_outputs(const tcase *tc, lig_dtype val_dtype, const int64_t *lib_idx, const double *lib_val,
                       const char *label);
+/* Checks a successful fwd_run: outputs (fwd_check_outputs) and gaps. */
+int fwd_check_result(const tcase *tc, lig_dtype val_dtype, const op_result *res, const char *label);
 /* Runs the forward on the case and checks it (success, outputs, gaps). Returns 1 on success. */
 int fwd_check_case(tcase *tc, int with_values, lig_dtype val_dtype, const char *label);
 /* As fwd_check_case, but for layouts the library may refuse (innermost stride 2, broadcast):
@@ -67,11 +70,6 @@ void kl_gen_opts_default(kl_gen_opts *o);
 /* Fills values, target and indices of an allocated klcase. */
 void kl_gen_data(th_rng *r, klcase *kc, const kl_gen_opts *o);
 
-/* Relative rounding unit of a float dtype (2^-24, 2^-11, 2^-8). */
-double op_eps(lig_dtype dtype);
-/* Spacing of its subnormals (2^-149, 2^-24, 2^-133): the absolute error floor of a rounding. */
-double op_tiny(lig_dtype dtype);
-
 /* Compares KL outputs with the reference (loss within float rounding of the float64 sum,
  * dy elementwise within the dtype's rounding, exact zeros where nothing counts). */
 int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, const char *label);
@@ -79,7 +77,11 @@ int kl_check_outputs(const klcase *kc, double lib_loss, const double *lib_dy, co
  * sparse_values read when with_values; kl_check_outputs). */
 int fwd_check_inst(const op_inst *oi, const tcase *tc, int with_values, lig_dtype val_dtype, const char *label);
 int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label);
+/* Checks a successful kl_run: outputs (kl_check_outputs) and gaps. */
+int kl_check_result(const klcase *kc, const op_result *res, const char *label);
 /* Runs the KL step and checks it. Returns 1 on success. */
 int kl_check_case(klcase *kc, const char *label);
+/* As kl_check_case, but a clean phase-1 PARAM_INVALID is accepted too (*refused = 1). */
+int kl_check_case_or_refused(klcase *kc, const char *label, int *refused);
 
 #endif /* LIG_TESTS_OP_CHECK_H */

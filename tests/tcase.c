@@ -66,6 +66,15 @@ void tc_init(tcase *tc)
     tc->grid = 1;
 }
 
+void tc_set_dims(tcase *tc, int64_t B, int64_t N1, int64_t N2, int64_t D, int64_t K)
+{
+    tc->p.B = B;
+    tc->p.N1 = N1;
+    tc->p.N2 = N2;
+    tc->p.D = D;
+    tc->p.K = K;
+}
+
 void tc_free(tcase *tc)
 {
     free(tc->seq_q);

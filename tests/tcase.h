@@ -52,6 +52,8 @@ int64_t tc_numel_slots(const tcase *tc);
 
 /* Sets defaults (BSND, bf16, int32 indices, mode 3, no band, deterministic, contiguous). */
 void tc_init(tcase *tc);
+/* Sets p.B, p.N1, p.N2, p.D, p.K (before the layout's lengths are drawn and the case allocated). */
+void tc_set_dims(tcase *tc, int64_t B, int64_t N1, int64_t N2, int64_t D, int64_t K);
 /* (Re)allocates seq arrays for p.B and data arrays for the current dims (zero-filled) and
  * points p.seq_q / p.seq_k at the seq arrays according to has_seq_q / has_seq_k. */
 void tc_alloc(tcase *tc);

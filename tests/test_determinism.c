@@ -1,125 +1,65 @@
 /*
  * SPEC section 6. deterministic = true: output bytes identical across runs and across thread
  * counts 1, 2, 3, 5, on problems where summation order matters (continuous data, heavy duplicate
- * indices so many rows scatter into the same dK rows, causal, G > 1).
- * deterministic = false: no lost updates -- with grid data every fp32 sum is exact whatever the
- * order, so the result must equal the reference bit for bit even with racing threads.
+ * indices so many rows scatter into the same dK rows, causal, G > 1), also when the thread count
+ * changes between phase 1 and phase 2. deterministic = false: no lost updates -- with grid data
+ * every fp32 sum is exact whatever the order, so the result must equal the reference bit for bit
+ * even with racing threads.
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "check.h"
 #include "gen.h"
 #include "harness.h"
 #include "lig.h"
-#include "runner.h"
+#include "suite.h"
 #include "tests.h"
 
-static void contended_case(tcase *tc, th_rng *r, lig_dtype dtype, int grid, int64_t n1, int64_t n2, int tnd)
-{
-    gen_opts o;
-    gen_opts_default(&o);
-    o.grid = grid;
-    o.min_abs_s = grid ? 0.0 : 1e-3;
-    o.dup_pool = 3;  /* every row picks among the first 3 visible keys */
-    o.p_dup = 0.3;
-    o.p_pad = 0.05;
-    o.p_mask = 0.05;
-    tc_init(tc);
-    tc->grid = grid;
-    tc->dtype = dtype;
-    tc->dw_dtype = dtype;
-    tc->p.sparse_mode = 3;
-    tc->p.N1 = n1;
-    tc->p.N2 = n2;
-    tc->p.D = 24;
-    tc->p.K = 16;
-    tc->p.B = 2;
-    if (tnd) {
-        gen_tnd(r, tc, 200, 220, 3, 0);
-    } else {
-        tc->p.S1 = 200;
-        tc->p.S2 = 200;
-        gen_bsnd(r, tc);
-    }
-    gen_data(r, tc, &o);
-}
+typedef struct contended_problem {
+    lig_dtype dtype;
+    int64_t n1, n2;
+    int tnd;
+} contended_problem;
 
 void test_determinism_bitwise(void)
 {
     static const int threads[] = {1, 2, 3, 5};
-    static const struct {
-        lig_dtype dtype;
-        int64_t n1, n2;
-        int tnd;
-    } problems[] = {
+    static const contended_problem problems[] = {
         {LIG_BFLOAT16, 4, 1, 0},
         {LIG_FLOAT32, 6, 2, 0},
         {LIG_BFLOAT16, 8, 2, 1},
         {LIG_FLOAT32, 3, 1, 1},
     };
     for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
+        const contended_problem *p = &problems[pi];
         th_rng r = th_rng_make(31 + pi);
         tcase tc;
-        contended_case(&tc, &r, problems[pi].dtype, 0, problems[pi].n1, problems[pi].n2, problems[pi].tnd);
+        gen_contended_case(&r, &tc, p->dtype, 0, p->n1, p->n2, p->tnd);
         tc.deterministic = 1;
-        run_result first;
-        int have_first = 0;
-        for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
-            lig_set_num_threads(threads[ti]);
-            for (int rep = 0; rep < 2; rep++) {
-                run_result res;
-                run_case(&tc, &res);
-                if (!CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "problem %zu, %d threads: failed: %s",
-                           pi, threads[ti], res.message)) {
-                    inst_result_free(&res);
-                    continue;
-                }
-                if (!have_first) {
-                    char label[64];
-                    snprintf(label, sizeof label, "determinism problem %zu", pi);
-                    check_result(&tc, &res, label);
-                    first = res;
-                    have_first = 1;
-                    continue;
-                }
-                static const char *names[3] = {"d_query", "d_key", "d_weights"};
-                for (int o = 0; o < 3; o++) {
-                    CHECK(res.raw_bytes[o] == first.raw_bytes[o] &&
-                              memcmp(res.raw[o], first.raw[o], first.raw_bytes[o]) == 0,
-                          "problem %zu: %s bytes differ with %d threads (run %d) from the first run", pi, names[o],
-                          threads[ti], rep);
-                }
-                inst_result_free(&res);
-            }
-        }
-        if (have_first) {
-            inst_result_free(&first);
-        }
+        suite_case sc = {.tc = &tc};
+        char label[64];
+        snprintf(label, sizeof label, "determinism problem %zu", pi);
+        suite_bitwise_threads(&suite_backward, &sc, threads, 4, 2, label);
         tc_free(&tc);
     }
-    lig_set_num_threads(0);
 }
 
 void test_determinism_off_loses_no_update(void)
 {
     static const int threads[] = {2, 3, 5};
-    static const struct {
-        lig_dtype dtype;
-        int64_t n1, n2;
-        int tnd;
-    } problems[] = {
+    static const contended_problem problems[] = {
         {LIG_FLOAT32, 4, 1, 0},
         {LIG_BFLOAT16, 6, 2, 0},
         {LIG_FLOAT16, 4, 2, 1},
         {LIG_FLOAT32, 8, 1, 1},
     };
     for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
+        const contended_problem *p = &problems[pi];
         for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
             th_rng r = th_rng_make(77 + 10 * pi + ti);
             tcase tc;
-            contended_case(&tc, &r, problems[pi].dtype, 1, problems[pi].n1, problems[pi].n2, problems[pi].tnd);
+            gen_contended_case(&r, &tc, p->dtype, 1, p->n1, p->n2, p->tnd);
             tc.deterministic = 0;
             lig_set_num_threads(threads[ti]);
             char label[96];
@@ -129,4 +69,35 @@ void test_determinism_off_loses_no_update(void)
         }
     }
     lig_set_num_threads(0);
+}
+
+/* Phase 1 sizes the per-thread scratch (the deterministic commit ring holds two buffers per
+ * thread) for the thread count of its time; phase 2 may run with more threads or fewer. Both
+ * directions, both modes: deterministic results bitwise equal to a run without the change
+ * (continuous data, so a different summation order would show), non-deterministic ones exact
+ * on grid data (a lost update would show); ASan watches the workspace's end. */
+void test_grad_threads_change_between_phases(void)
+{
+    static const int pairs[6][2] = {{2, 2}, {1, 4}, {4, 1}, {2, 5}, {5, 2}, {3, 1}};
+    static const contended_problem problems[] = {
+        {LIG_FLOAT32, 6, 2, 0},
+        {LIG_BFLOAT16, 4, 1, 1},
+    };
+    for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
+        const contended_problem *p = &problems[pi];
+        for (int deterministic = 0; deterministic < 2; deterministic++) {
+            th_rng r = th_rng_make(83000u + 10 * pi + (uint64_t)deterministic);
+            tcase tc;
+            gen_contended_case(&r, &tc, p->dtype, !deterministic, p->n1, p->n2, p->tnd);
+            tc.deterministic = deterministic;
+            tc.dw_dtype = LIG_FLOAT32;
+            suite_case sc = {.tc = &tc};
+            char label[64];
+            snprintf(label, sizeof label, "problem %zu, deterministic %d", pi, deterministic);
+            check_stats_reset();
+            suite_threads_change(&suite_backward, &sc, pairs, 6, deterministic, label);
+            check_stats_note(label, 1);
+            tc_free(&tc);
+        }
+    }
 }

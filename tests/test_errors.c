@@ -38,14 +38,6 @@ typedef enum edit_kind {
     E_NULL_EXEC_PTR /* executor pointer NULL */
 } edit_kind;
 
-typedef enum ws_mode {
-    WS_EXACT = 0,
-    WS_SHORT,     /* one byte too small */
-    WS_ZERO,      /* NULL, size 0 */
-    WS_NULL_PTR,  /* NULL pointer with the right size */
-    WS_NULL_EXEC  /* NULL executor */
-} ws_mode;
-
 typedef struct err_case {
     const char *name;
     ref_layout layout;
@@ -61,7 +53,7 @@ typedef struct err_case {
     int64_t value;
     const char *str;
     int phase;   /* 1 or 2: where the failure must surface */
-    ws_mode ws;
+    errtest_ws ws;
     lig_status want;
     lig_status want_alt; /* also acceptable (0 = none) */
     const char *names;   /* acceptable parameter names, '|' separated */
@@ -105,11 +97,6 @@ static void apply_edit(const err_case *c, run_inst *ri)
     }
 }
 
-static int status_ok(const err_case *c, lig_status st)
-{
-    return st == c->want || (c->want_alt != LIG_SUCCESS && st == c->want_alt);
-}
-
 static void run_error_case(const err_case *c)
 {
     tcase tc;
@@ -119,49 +106,12 @@ static void run_error_case(const err_case *c)
     apply_edit(c, &ri);
     lig_status st = inst_phase1(&ri);
     if (c->phase == 1) {
-        CHECK(status_ok(c, st), "%s: phase 1 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
-              lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
-        if (st != LIG_SUCCESS) {
-            CHECK(ri.executor == NULL, "%s: a failed phase 1 left an executor behind", c->name);
-            ri.executor = NULL; /* never free what a failed call handed back */
-            check_error_message(c->name, ri.message, c->names);
-        }
+        errtest_verdict(c->name, 1, st, c->want, c->want_alt, &ri, c->names, NULL);
     } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, ri.message)) {
-        int skip = 0;
-        switch (c->ws) {
-        case WS_EXACT: st = inst_phase2(&ri, 0); break;
-        case WS_SHORT:
-        case WS_ZERO:
-            if (ri.workspace_size == 0) {
-                th_note("%s: skipped, this problem needs no workspace", c->name);
-                skip = 1;
-                st = inst_phase2(&ri, 0);
-            } else {
-                st = inst_phase2(&ri, c->ws == WS_SHORT ? -1 : -(int64_t)ri.workspace_size);
-            }
-            break;
-        case WS_NULL_PTR:
-            if (ri.workspace_size == 0) {
-                th_note("%s: skipped, this problem needs no workspace", c->name);
-                skip = 1;
-                st = inst_phase2(&ri, 0);
-            } else {
-                st = lig_indexer_grad(NULL, ri.workspace_size, ri.executor, NULL);
-                ri.executor = NULL;
-                snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
-            }
-            break;
-        case WS_NULL_EXEC:
-            st = lig_indexer_grad(NULL, 0, NULL, NULL);
-            snprintf(ri.message, sizeof ri.message, "%s", lig_get_last_error());
-            break; /* the real executor is destroyed by inst_teardown */
-        }
+        int skip;
+        st = errtest_phase2(&ri, c->ws, c->name, &skip);
         if (!skip) {
-            CHECK(status_ok(c, st), "%s: phase 2 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
-                  lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : ri.message);
-            if (st != LIG_SUCCESS) {
-                check_error_message(c->name, ri.message, c->names);
-            }
+            errtest_verdict(c->name, 2, st, c->want, c->want_alt, &ri, c->names, NULL);
         }
     }
     if (st != LIG_SUCCESS) {
@@ -204,7 +154,8 @@ void test_errors_null_pointers(void)
          .names = "workspace_size"},
         {.name = "executor NULL (phase 1)", .kind = E_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = WS_NULL_EXEC, .want = NULLPTR, .names = "executor"},
+        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
+         .names = "executor"},
         {.name = "TND query NULL", .layout = REF_TND, .kind = E_NULL_ARG, .target = RB_Q, .phase = 1,
          .want = NULLPTR, .names = "query"},
     };
@@ -362,65 +313,25 @@ void test_errors_heads_modes_band(void)
         {.name = "head_num 8 != N1 4", .kind = E_HEAD_NUM, .value = 8, .phase = 1, .want = INVALID,
          .names = "head_num"},
         {.name = "head_num -1", .kind = E_HEAD_NUM, .value = -1, .phase = 1, .want = INVALID, .names = "head_num"},
-        {.name = "sparse_mode 1", .kind = E_MODE, .value = 1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 2", .kind = E_MODE, .value = 2, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 4", .kind = E_MODE, .value = 4, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode -1", .kind = E_MODE, .value = -1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "pre_tokens -1", .kind = E_PRE, .value = -1, .phase = 1, .want = INVALID, .names = "pre_tokens"},
-        {.name = "pre_tokens INT64_MIN", .kind = E_PRE, .value = INT64_MIN, .phase = 1, .want = INVALID,
-         .names = "pre_tokens"},
-        {.name = "next_tokens -1", .kind = E_NEXT, .value = -1, .phase = 1, .want = INVALID, .names = "next_tokens"},
-        {.name = "TND next_tokens -7", .layout = REF_TND, .kind = E_NEXT, .value = -7, .phase = 1, .want = INVALID,
-         .names = "next_tokens"},
     };
     run_error_cases(cases, NCASES(cases));
+    static const edit_kind kinds[3] = {E_MODE, E_PRE, E_NEXT};
+    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
+        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
+        const err_case c = {.name = d->name, .layout = d->layout, .kind = kinds[d->which], .value = d->value,
+                            .phase = 1, .want = INVALID, .names = errtest_scalar_name(d->which)};
+        run_error_cases(&c, 1);
+    }
 }
-
-static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; }   /* S1 = 3 */
-static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
-static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; }   /* S2 = 5 */
-static void bsnd_k_negative(tcase *tc) { tc->seq_k[0] = -2; }
-static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
-static void tnd_k_decreasing(tcase *tc) { tc->seq_k[0] = 5; tc->seq_k[1] = 4; }
-static void tnd_q_above(tcase *tc) { tc->seq_q[1] = 5; }    /* T1 = 4 */
-static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; }    /* T2 = 6 */
-static void tnd_q_negative(tcase *tc) { tc->seq_q[0] = -1; }
-static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
-static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
-static void tnd_none(tcase *tc) { tc->has_seq_q = tc->has_seq_k = 0; tc_sync_seq(tc); }
-static void seq_i32_above(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = 6; }
 
 void test_errors_seq_lengths(void)
 {
-    static const err_case cases[] = {
-        {.name = "BSND query length above S1", .edit_data = bsnd_q_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND query length negative", .edit_data = bsnd_q_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND key length above S2", .edit_data = bsnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "BSND key length negative", .edit_data = bsnd_k_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "BSND int32 key length above S2", .edit_data = seq_i32_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND query ends decreasing", .layout = REF_TND, .edit_data = tnd_q_decreasing, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND key ends decreasing", .layout = REF_TND, .edit_data = tnd_k_decreasing, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND query end above T1", .layout = REF_TND, .edit_data = tnd_q_above, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND key end above T2", .layout = REF_TND, .edit_data = tnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND negative first end", .layout = REF_TND, .edit_data = tnd_q_negative, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND without query ends", .layout = REF_TND, .edit_data = tnd_no_q, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "TND without key ends", .layout = REF_TND, .edit_data = tnd_no_k, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND without any ends", .layout = REF_TND, .edit_data = tnd_none, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query|actual_seq_lengths_key"},
-    };
-    run_error_cases(cases, NCASES(cases));
+    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
+        const errtest_seq_defect *d = &errtest_seq_defects[i];
+        const err_case c = {.name = d->name, .layout = d->layout, .edit_data = d->edit, .phase = 1, .want = INVALID,
+                            .names = d->names};
+        run_error_cases(&c, 1);
+    }
 }
 
 void test_errors_overlap(void)
@@ -445,14 +356,14 @@ void test_errors_overlap(void)
 void test_errors_workspace(void)
 {
     static const err_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = WS_SHORT, .want = INVALID,
+        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
+        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
          .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = WS_NULL_PTR, .want = NULLPTR,
+        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
          .want_alt = INVALID, .names = "workspace"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
+        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
+         .want = INVALID, .names = "workspace|workspace_size"},
     };
     run_error_cases(cases, NCASES(cases));
 }

@@ -47,17 +47,13 @@ typedef enum fe_kind {
     FE_NULL_EXEC_PTR /* executor pointer NULL */
 } fe_kind;
 
+/* Phase-2 modes beyond errtest_ws's. */
 typedef enum fe_ws {
-    FW_EXACT = 0,
-    FW_SHORT,        /* one byte too small */
-    FW_ZERO,         /* NULL, size 0 */
-    FW_NULL_PTR,     /* NULL pointer with the right size */
-    FW_NULL_EXEC,    /* NULL executor */
-    FW_STREAM,       /* a non-NULL stream */
-    FW_FOREIGN_FWD,  /* a forward executor handed to this operator's phase 2 */
-    FW_FOREIGN_KL,   /* a KL-step executor handed to this operator's phase 2 */
-    FW_FOREIGN_GRAD, /* a backward executor handed to this operator's phase 2 */
-    FW_TO_GRAD       /* this operator's executor handed to lig_indexer_grad */
+    FW_STREAM = ERRTEST_WS_COMMON, /* a non-NULL stream */
+    FW_FOREIGN_FWD,                /* a forward executor handed to this operator's phase 2 */
+    FW_FOREIGN_KL,                 /* a KL-step executor handed to this operator's phase 2 */
+    FW_FOREIGN_GRAD,               /* a backward executor handed to this operator's phase 2 */
+    FW_TO_GRAD                     /* this operator's executor handed to lig_indexer_grad */
 } fe_ws;
 
 typedef struct fe_case {
@@ -79,7 +75,7 @@ typedef struct fe_case {
     int64_t value;
     const char *str;
     int phase;
-    fe_ws ws;
+    int ws;       /* errtest_ws or fe_ws */
     lig_status want, want_alt;
     const char *names;    /* acceptable parameter names, '|' separated */
     const char *has[2];   /* substrings the message must contain */
@@ -130,18 +126,6 @@ static void kl_base(klcase *kc, const fe_case *c)
     kl_gen_data(&r, kc, &o);
     if (c != NULL && c->edit_kc != NULL) {
         c->edit_kc(kc);
-    }
-}
-
-/* ---- message checks ---- */
-
-static void check_message(const fe_case *c, const char *msg)
-{
-    check_error_message(c->name, msg, c->names);
-    for (int i = 0; i < 2; i++) {
-        if (c->has[i] != NULL) {
-            CHECK(strstr(msg, c->has[i]) != NULL, "%s: message lacks \"%s\": \"%s\"", c->name, c->has[i], msg);
-        }
     }
 }
 
@@ -260,42 +244,18 @@ static int foreign_free(foreign *f)
     return unchanged;
 }
 
-static lig_status run_phase2_of(op_kind op, void *ws, uint64_t size, lig_executor *e, void *stream)
-{
-    return op == OP_FORWARD ? lig_indexer(ws, size, e, stream) : lig_indexer_kl_grad(ws, size, e, stream);
-}
-
 /* ---- one case ---- */
 
+/* The modes of fe_ws; errtest_phase2 the others. */
 static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
 {
-    lig_status st = LIG_SUCCESS;
+    lig_status st;
     *skip = 0;
     switch (c->ws) {
-    case FW_EXACT: return inst_phase2(oi, 0);
-    case FW_SHORT:
-    case FW_ZERO:
-    case FW_NULL_PTR:
-        if (oi->workspace_size == 0) {
-            th_note("%s: skipped, this problem needs no workspace", c->name);
-            *skip = 1;
-            return inst_phase2(oi, 0);
-        }
-        if (c->ws == FW_NULL_PTR) {
-            st = run_phase2_of(oi->kind, NULL, oi->workspace_size, oi->executor, NULL);
-            oi->executor = NULL;
-            snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
-            return st;
-        }
-        return inst_phase2(oi, c->ws == FW_SHORT ? -1 : -(int64_t)oi->workspace_size);
-    case FW_NULL_EXEC:
-        st = run_phase2_of(oi->kind, NULL, 0, NULL, NULL);
-        snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
-        return st; /* the real executor is destroyed by inst_teardown */
     case FW_STREAM: {
         void *ws = oi->workspace_size ? th_xmalloc((size_t)oi->workspace_size) : NULL;
         int dummy_stream = 0;
-        st = run_phase2_of(oi->kind, ws, oi->workspace_size, oi->executor, &dummy_stream);
+        st = oi->launch(ws, oi->workspace_size, oi->executor, &dummy_stream);
         oi->executor = NULL;
         snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
         free(ws);
@@ -312,7 +272,7 @@ static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
         }
         const uint64_t size = (f.ws > oi->workspace_size ? f.ws : oi->workspace_size) + 4096;
         void *ws = th_xmalloc((size_t)size);
-        st = run_phase2_of(oi->kind, ws, size, f.exec, NULL); /* consumes f.exec */
+        st = oi->launch(ws, size, f.exec, NULL); /* consumes f.exec */
         snprintf(oi->message, sizeof oi->message, "%s", lig_get_last_error());
         free(ws);
         CHECK(foreign_free(&f), "%s: the refused call wrote to the other operator's tensors", c->name);
@@ -327,8 +287,8 @@ static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
         free(ws);
         return st;
     }
+    default: return errtest_phase2(oi, c->ws, c->name, skip);
     }
-    return st;
 }
 
 static void run_fe_case(const fe_case *c)
@@ -345,25 +305,13 @@ static void run_fe_case(const fe_case *c)
     }
     apply_edit(c, &oi, c->op == OP_FORWARD ? &tc : NULL);
     lig_status st = inst_phase1(&oi);
-    const int ok_status = st == c->want || (c->want_alt != LIG_SUCCESS && st == c->want_alt);
     if (c->phase == 1) {
-        CHECK(ok_status, "%s: phase 1 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
-              lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : oi.message);
-        if (st != LIG_SUCCESS) {
-            CHECK(oi.executor == NULL, "%s: a failed phase 1 left an executor behind", c->name);
-            oi.executor = NULL;
-            check_message(c, oi.message);
-        }
+        errtest_verdict(c->name, 1, st, c->want, c->want_alt, &oi, c->names, c->has);
     } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, oi.message)) {
         int skip = 0;
         st = run_phase2_case(c, &oi, &skip);
         if (!skip) {
-            const int ok2 = st == c->want || (c->want_alt != LIG_SUCCESS && st == c->want_alt);
-            CHECK(ok2, "%s: phase 2 returned %d (%s), expected %d; message \"%s\"", c->name, (int)st,
-                  lig_status_string(st), (int)c->want, st == LIG_SUCCESS ? "" : oi.message);
-            if (st != LIG_SUCCESS) {
-                check_message(c, oi.message);
-            }
+            errtest_verdict(c->name, 2, st, c->want, c->want_alt, &oi, c->names, c->has);
         }
     }
     if (st != LIG_SUCCESS) {
@@ -404,10 +352,11 @@ void test_errors_fwd_null_pointers(void)
          .names = "workspace_size"},
         {.name = "executor NULL (phase 1)", .kind = FE_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = FW_NULL_EXEC, .want = NULLPTR, .names = "executor"},
+        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
+         .names = "executor"},
         {.name = "TND sparse_indices NULL", .layout = REF_TND, .kind = FE_NULL_ARG, .target = FW_IDX, .phase = 1,
          .want = NULLPTR, .names = "sparse_indices"},
-        {.name = "sparse_values NULL is fine", .no_values = 1, .phase = 2, .ws = FW_EXACT, .want = LIG_SUCCESS,
+        {.name = "sparse_values NULL is fine", .no_values = 1, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS,
          .names = ""},
     };
     run_fe_cases(cases, NCASES(cases));
@@ -490,7 +439,7 @@ void test_errors_fwd_dtypes(void)
         {.name = "sparse_values BFLOAT16, query FLOAT32", .edit_tc = dims_f32, .kind = FE_REPLACE, .target = FW_VAL,
          .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_values"},
         {.name = "sparse_values FLOAT32 is fine", .kind = FE_REPLACE, .target = FW_VAL, .dtype = LIG_FLOAT32,
-         .ndim = -1, .phase = 2, .ws = FW_EXACT, .want = LIG_SUCCESS, .names = ""},
+         .ndim = -1, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS, .names = ""},
         {.name = "key FLOAT16, query BFLOAT16", .kind = FE_REPLACE, .target = FW_K, .dtype = LIG_FLOAT16,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "key"},
         {.name = "weights FLOAT32, query BFLOAT16", .kind = FE_REPLACE, .target = FW_W, .dtype = LIG_FLOAT32,
@@ -518,52 +467,25 @@ void test_errors_fwd_count_modes_band(void)
          .want = INVALID, .names = "sparse_indices|sparse_count", .has = {"[2,3,2,4]", "[2,3,2,3]"}},
         {.name = "sparse_count 2, K of sparse_indices 3", .kind = FE_COUNT, .value = 2, .phase = 1,
          .want = INVALID, .names = "sparse_indices|sparse_count"},
-        {.name = "sparse_mode 1", .kind = FE_MODE, .value = 1, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 2", .kind = FE_MODE, .value = 2, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode 4", .kind = FE_MODE, .value = 4, .phase = 1, .want = INVALID, .names = "sparse_mode"},
-        {.name = "sparse_mode -1", .kind = FE_MODE, .value = -1, .phase = 1, .want = INVALID,
-         .names = "sparse_mode"},
-        {.name = "pre_tokens -1", .kind = FE_PRE, .value = -1, .phase = 1, .want = INVALID, .names = "pre_tokens"},
-        {.name = "pre_tokens INT64_MIN", .kind = FE_PRE, .value = INT64_MIN, .phase = 1, .want = INVALID,
-         .names = "pre_tokens"},
-        {.name = "next_tokens -1", .kind = FE_NEXT, .value = -1, .phase = 1, .want = INVALID,
-         .names = "next_tokens"},
-        {.name = "TND next_tokens -7", .layout = REF_TND, .kind = FE_NEXT, .value = -7, .phase = 1,
-         .want = INVALID, .names = "next_tokens"},
     };
     run_fe_cases(cases, NCASES(cases));
+    static const fe_kind kinds[3] = {FE_MODE, FE_PRE, FE_NEXT};
+    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
+        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
+        const fe_case c = {.name = d->name, .layout = d->layout, .kind = kinds[d->which], .value = d->value,
+                           .phase = 1, .want = INVALID, .names = errtest_scalar_name(d->which)};
+        run_fe_cases(&c, 1);
+    }
 }
-
-static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; } /* S1 = 3 */
-static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
-static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; } /* S2 = 5 */
-static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
-static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; } /* T2 = 6 */
-static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
-static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
-static void seq_i32_negative(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = -5; }
 
 void test_errors_fwd_seq_lengths(void)
 {
-    static const fe_case cases[] = {
-        {.name = "BSND query length above S1", .edit_seq = bsnd_q_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND query length negative", .edit_seq = bsnd_q_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "BSND key length above S2", .edit_seq = bsnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "BSND int32 key length negative", .edit_seq = seq_i32_negative, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND query ends decreasing", .layout = REF_TND, .edit_seq = tnd_q_decreasing, .phase = 1,
-         .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "TND key end above T2", .layout = REF_TND, .edit_seq = tnd_k_above, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-        {.name = "TND without query ends", .layout = REF_TND, .edit_seq = tnd_no_q, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_query"},
-        {.name = "TND without key ends", .layout = REF_TND, .edit_seq = tnd_no_k, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key"},
-    };
-    run_fe_cases(cases, NCASES(cases));
+    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
+        const errtest_seq_defect *d = &errtest_seq_defects[i];
+        const fe_case c = {.name = d->name, .layout = d->layout, .edit_seq = d->edit, .phase = 1, .want = INVALID,
+                           .names = d->names};
+        run_fe_cases(&c, 1);
+    }
 }
 
 void test_errors_fwd_overlap(void)
@@ -596,11 +518,11 @@ void test_errors_fwd_overlap(void)
 void test_errors_fwd_workspace_executor(void)
 {
     static const fe_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = FW_SHORT, .want = INVALID,
+        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = FW_ZERO, .want = INVALID, .want_alt = NULLPTR,
+        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
          .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = FW_NULL_PTR, .want = NULLPTR,
+        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
          .want_alt = INVALID, .names = "workspace"},
         {.name = "non-NULL stream", .phase = 2, .ws = FW_STREAM, .want = INVALID, .names = "stream"},
         {.name = "KL-step executor to lig_indexer", .phase = 2, .ws = FW_FOREIGN_KL, .want = INVALID,
@@ -609,7 +531,7 @@ void test_errors_fwd_workspace_executor(void)
          .names = "executor"},
         {.name = "forward executor to lig_indexer_grad", .phase = 2, .ws = FW_TO_GRAD, .want = INVALID,
          .names = "executor"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = FW_SHORT, .want = INVALID,
+        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
     };
     run_fe_cases(cases, NCASES(cases));
@@ -691,9 +613,9 @@ void test_errors_kl_null_pointers(void)
          .names = "workspace_size"},
         {.name = "KL executor NULL (phase 1)", .op = OP_KL, .kind = FE_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
-        {.name = "KL executor NULL (phase 2)", .op = OP_KL, .phase = 2, .ws = FW_NULL_EXEC, .want = NULLPTR,
+        {.name = "KL executor NULL (phase 2)", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
          .names = "executor"},
-        {.name = "KL sparse_indices NULL is fine", .op = OP_KL, .no_indices = 1, .phase = 2, .ws = FW_EXACT,
+        {.name = "KL sparse_indices NULL is fine", .op = OP_KL, .no_indices = 1, .phase = 2, .ws = ERRTEST_WS_EXACT,
          .want = LIG_SUCCESS, .names = ""},
     };
     run_fe_cases(cases, NCASES(cases));
@@ -738,7 +660,7 @@ void test_errors_kl_shapes_dtypes(void)
         {.name = "KL loss with no element", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = -1,
          .ndim = 1, .shape = {0}, .phase = 1, .want = INVALID, .names = "loss"},
         {.name = "KL loss [1,1] is fine", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = -1,
-         .ndim = 2, .shape = {1, 1}, .phase = 2, .ws = FW_EXACT, .want = LIG_SUCCESS, .names = ""},
+         .ndim = 2, .shape = {1, 1}, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS, .names = ""},
     };
     run_fe_cases(cases, NCASES(cases));
 }
@@ -765,11 +687,11 @@ void test_errors_kl_overlap(void)
 void test_errors_kl_workspace_executor(void)
 {
     static const fe_case cases[] = {
-        {.name = "KL workspace one byte short", .op = OP_KL, .phase = 2, .ws = FW_SHORT, .want = INVALID,
+        {.name = "KL workspace one byte short", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
-        {.name = "KL no workspace at all", .op = OP_KL, .phase = 2, .ws = FW_ZERO, .want = INVALID,
+        {.name = "KL no workspace at all", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID,
          .want_alt = NULLPTR, .names = "workspace|workspace_size"},
-        {.name = "KL NULL workspace with the right size", .op = OP_KL, .phase = 2, .ws = FW_NULL_PTR,
+        {.name = "KL NULL workspace with the right size", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_NULL_PTR,
          .want = NULLPTR, .want_alt = INVALID, .names = "workspace"},
         {.name = "KL non-NULL stream", .op = OP_KL, .phase = 2, .ws = FW_STREAM, .want = INVALID,
          .names = "stream"},
@@ -811,15 +733,15 @@ void test_errors_kl_target(void)
 {
     static const fe_case cases[] = {
         {.name = "KL negative target in a counted slot", .op = OP_KL, .edit_kc = target_negative, .phase = 2,
-         .ws = FW_EXACT, .want = INVALID, .names = "target"},
-        {.name = "KL NaN target in a counted slot", .op = OP_KL, .edit_kc = target_nan, .phase = 2, .ws = FW_EXACT,
-         .want = INVALID, .names = "target"},
+         .ws = ERRTEST_WS_EXACT, .want = INVALID, .names = "target"},
+        {.name = "KL NaN target in a counted slot", .op = OP_KL, .edit_kc = target_nan, .phase = 2,
+         .ws = ERRTEST_WS_EXACT, .want = INVALID, .names = "target"},
         {.name = "KL -inf target in a counted slot", .op = OP_KL, .edit_kc = target_minus_inf, .phase = 2,
-         .ws = FW_EXACT, .want = INVALID, .names = "target"},
+         .ws = ERRTEST_WS_EXACT, .want = INVALID, .names = "target"},
         {.name = "KL negative target without sparse_indices", .op = OP_KL, .no_indices = 1,
-         .edit_kc = target_negative, .phase = 2, .ws = FW_EXACT, .want = INVALID, .names = "target"},
+         .edit_kc = target_negative, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = INVALID, .names = "target"},
         {.name = "KL target -0.0 is fine", .op = OP_KL, .edit_kc = target_negative_zero, .phase = 2,
-         .ws = FW_EXACT, .want = LIG_SUCCESS, .names = ""},
+         .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS, .names = ""},
     };
     run_fe_cases(cases, NCASES(cases));
     /* Negative and NaN targets in slots that do not count are ignored (the generator puts them

@@ -27,11 +27,9 @@
 #include "op_runner.h"
 #include "reference/indexer_fwd_ref.h"
 #include "runner.h"
+#include "suite.h"
 #include "tests.h"
 
-static const lig_dtype k_dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-static const lig_dtype k_index_dtypes[2] = {LIG_INT32, LIG_INT64};
-static const int64_t k_modes[2] = {0, 3};
 
 /* sparse_values choice cycled by the tests: none, the query dtype, FLOAT32. */
 static int values_choice(int v, lig_dtype dtype, lig_dtype *val_dtype)
@@ -194,60 +192,38 @@ void test_fwd_ref_self_consistency(void)
 
 /* ---- the operator against the reference ---- */
 
-static void matrix_case(th_rng *r, tcase *tc, fwd_gen_opts *o, ref_layout layout, lig_dtype dtype, int64_t mode,
-                        lig_dtype idx_dtype, int64_t n2, int v)
+static void matrix_data(th_rng *r, suite_case *sc, int v)
 {
-    static const int64_t Ks[] = {1, 3, 7, 16, 17, 5, 2, 40};
-    fwd_gen_opts_default(o);
-    o->tie_heavy = (v / 2) % 2;
-    o->grid_den = (v / 7) % 2 ? 4 : 8;
-    o->grid_range = o->grid_den == 4 ? 4 : 8;
-    gen_matrix_shape(r, tc, layout, dtype, mode, idx_dtype, n2, v, Ks, 8);
-    fwd_gen_data(r, tc, o);
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.tie_heavy = (v / 2) % 2;
+    o.grid_den = (v / 7) % 2 ? 4 : 8;
+    o.grid_range = o.grid_den == 4 ? 4 : 8;
+    fwd_gen_data(r, sc->tc, &o);
+    sc->with_values = values_choice(v, sc->tc->dtype, &sc->val_dtype);
 }
 
-static void run_matrix(ref_layout layout, int variants)
+static void run_matrix(ref_layout layout)
 {
-    int cases = 0, ok = 0, v = 0;
-    fwd_check_stats_reset();
-    for (int di = 0; di < 3; di++) {
-        for (int mi = 0; mi < 2; mi++) {
-            for (int ii = 0; ii < 2; ii++) {
-                for (int64_t n2 = 1; n2 <= 3; n2++) {
-                    for (int rep = 0; rep < variants; rep++, v++) {
-                        th_rng r = th_rng_make(31000u + 1000u * (unsigned)layout + (uint64_t)v);
-                        tcase tc;
-                        fwd_gen_opts o;
-                        matrix_case(&r, &tc, &o, layout, k_dtypes[di], k_modes[mi], k_index_dtypes[ii], n2, v);
-                        lig_dtype vd;
-                        const int with_values = values_choice(v, tc.dtype, &vd);
-                        char label[64];
-                        snprintf(label, sizeof label, "forward matrix case %d", v);
-                        ok += fwd_check_case(&tc, with_values, vd, label);
-                        cases++;
-                        tc_free(&tc);
-                    }
-                }
-            }
-        }
-    }
-    th_note("%d of %d cases matched", ok, cases);
-    fwd_check_stats_note("matrix");
-    const fwd_check_stats s = fwd_check_stats_get();
-    CHECK(s.exact_cases == s.cases, "every matrix case must be on the exact grid (%" PRId64 " of %" PRId64 ")",
-          s.exact_cases, s.cases);
-    CHECK(s.boundary_ties > 20 && s.ordered_ties > 100 && s.padded > 100 && s.invalid_slots > 100,
+    static const int64_t Ks[] = {1, 3, 7, 16, 17, 5, 2, 40};
+    const suite_spec s = {.label = "forward matrix", .seed = 31000, .Ks = Ks, .nK = 8, .variants = 3,
+                          .data = matrix_data};
+    suite_matrix(&suite_forward, &s, layout);
+    const fwd_check_stats st = fwd_check_stats_get();
+    CHECK(st.exact_cases == st.cases, "every matrix case must be on the exact grid (%" PRId64 " of %" PRId64 ")",
+          st.exact_cases, st.cases);
+    CHECK(st.boundary_ties > 20 && st.ordered_ties > 100 && st.padded > 100 && st.invalid_slots > 100,
           "the matrix must exercise ties at the k-th score, ordered ties, padding and invalid rows");
 }
 
 void test_fwd_matrix_bsnd(void)
 {
-    run_matrix(REF_BSND, 3);
+    run_matrix(REF_BSND);
 }
 
 void test_fwd_matrix_tnd(void)
 {
-    run_matrix(REF_TND, 3);
+    run_matrix(REF_TND);
 }
 
 /* Rows built for ties: all heads dead or zero-weighted (every score exactly 0: the first K
@@ -267,9 +243,9 @@ void test_fwd_ties(void)
         o.p_dup_key = 0.4;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
-        tc.idx_dtype = k_index_dtypes[(v / 3) % 2];
-        tc.p.sparse_mode = k_modes[v % 2];
+        tc.dtype = suite_float_dtypes[v % 3];
+        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
+        tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + (v / 2) % 2;
         tc.p.N1 = tc.p.N2 * (1 + v % 4);
         tc.p.D = 1 + v % 6;
@@ -293,133 +269,68 @@ void test_fwd_ties(void)
           s.boundary_ties, s.ordered_ties, s.zero_selected);
 }
 
-/* Every input stride pattern against every output pattern (sentinels in the output gaps must
- * survive). Innermost stride 2 and stride-0 broadcast inputs may be refused, never answered
- * wrongly. */
-void test_fwd_strides(void)
+/* Sentinels in the output gaps must survive (suite_strides). */
+static void strides_data(th_rng *r, suite_case *sc, int v)
 {
-    fwd_check_stats_reset();
-    static const tc_strides outs[] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
-    int refused[TC_STRIDE_KINDS] = {0};
-    int v = 0;
-    for (int in = 0; in < TC_STRIDE_KINDS; in++) {
-        for (int out = 0; out < 4; out++) {
-            for (int di = 0; di < 3; di++, v++) {
-                th_rng r = th_rng_make(35000u + (uint64_t)v);
-                fwd_gen_opts o;
-                fwd_gen_opts_default(&o);
-                o.poison = in != TC_BROADCAST; /* broadcast would copy poison into valid rows */
-                o.tie_heavy = v % 2;
-                tcase tc;
-                tc_init(&tc);
-                tc.dtype = k_dtypes[di];
-                tc.idx_dtype = k_index_dtypes[v % 2];
-                tc.p.N2 = 1 + v % 2;
-                tc.p.N1 = tc.p.N2 * 2;
-                tc.p.D = 7 + 8 * (v % 3);
-                tc.p.K = 5;
-                tc.p.B = 2;
-                tc.in_strides = (tc_strides)in;
-                tc.out_strides = outs[out];
-                tc.short_form = tc.p.N2 == 1 && v % 4 == 0;
-                if (v % 3 == 2) {
-                    gen_tnd(&r, &tc, 5, 7, 1, 1);
-                } else {
-                    tc.p.S1 = 4;
-                    tc.p.S2 = 7;
-                    tc.has_seq_q = tc.has_seq_k = v % 3 == 1;
-                    gen_bsnd(&r, &tc);
-                }
-                fwd_gen_data(&r, &tc, &o);
-                lig_dtype vd = v % 2 ? LIG_FLOAT32 : tc.dtype;
-                int was_refused = 0;
-                if (in == TC_INNER_STRIDED || in == TC_BROADCAST) {
-                    fwd_check_case_or_refused(&tc, 1, vd, "forward strides", &was_refused);
-                } else {
-                    fwd_check_case(&tc, 1, vd, "forward strides");
-                }
-                refused[in] += was_refused;
-                tc_free(&tc);
-            }
-        }
-    }
-    th_note("innermost-stride-2 inputs refused in %d of 12 cases, broadcast inputs in %d of 12",
-            refused[TC_INNER_STRIDED], refused[TC_BROADCAST]);
-    fwd_check_stats_note("strides");
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.poison = sc->tc->in_strides != TC_BROADCAST; /* broadcast would copy poison into valid rows */
+    o.tie_heavy = v % 2;
+    fwd_gen_data(r, sc->tc, &o);
+    sc->with_values = 1;
+    sc->val_dtype = v % 2 ? LIG_FLOAT32 : sc->tc->dtype;
 }
 
-/* Narrow bands in both modes, bands past the sequence, and the largest finite values next to
- * INT64_MAX (overflow traps). */
+void test_fwd_strides(void)
+{
+    const suite_spec s = {.label = "forward strides", .seed = 35000, .s2 = 7, .data = strides_data};
+    suite_strides(&suite_forward, &s);
+}
+
+static void bands_data(th_rng *r, suite_case *sc, int v)
+{
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.tie_heavy = v % 2;
+    fwd_gen_data(r, sc->tc, &o);
+    sc->with_values = 1;
+    sc->val_dtype = sc->tc->dtype;
+}
+
 void test_fwd_band_limits(void)
 {
-    fwd_check_stats_reset();
-    static const int64_t bands[] = {0, 1, 2, 5, INT64_MAX - 1, INT64_MAX};
-    int v = 0;
-    for (int mi = 0; mi < 2; mi++) {
-        for (int pi = 0; pi < 6; pi++) {
-            for (int ni = 0; ni < 6; ni++, v++) {
-                th_rng r = th_rng_make(37000u + (uint64_t)v);
-                fwd_gen_opts o;
-                fwd_gen_opts_default(&o);
-                o.tie_heavy = v % 2;
-                tcase tc;
-                tc_init(&tc);
-                tc.dtype = k_dtypes[v % 3];
-                tc.p.sparse_mode = k_modes[mi];
-                tc.p.pre_tokens = bands[pi];
-                tc.p.next_tokens = bands[ni];
-                tc.p.N2 = 1;
-                tc.p.N1 = 2;
-                tc.p.D = 6;
-                tc.p.K = 1 + v % 8;
-                tc.p.B = 2;
-                gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
-                fwd_gen_data(&r, &tc, &o);
-                fwd_check_case(&tc, 1, tc.dtype, "forward band");
-                tc_free(&tc);
-            }
-        }
-    }
-    fwd_check_stats_note("bands");
+    static const int64_t Ks[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const suite_spec s = {.label = "forward bands", .seed = 37000, .Ks = Ks, .nK = 8, .data = bands_data};
+    suite_bands(&suite_forward, &s);
 }
 
 /* Continuous data rounded to the dtype: the selection must be the top-k up to the fp32 error
- * near the k-th score, in non-increasing order, with values within that error. */
+ * bounds of the scores near the k-th one, in non-increasing order, with values within theirs. */
+static void continuous_shape(tcase *tc, int v)
+{
+    const int rep = v % 3;
+    tc->p.N1 = tc->p.N2 * (1 + v % 4);
+    tc->p.K = 9 + 12 * rep;
+    tc->idx_dtype = suite_index_dtypes[rep % 2];
+    tc->out_strides = rep == 2 ? TC_PADDED : TC_CONTIGUOUS;
+}
+
+static void continuous_data(th_rng *r, suite_case *sc, int v)
+{
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.grid = 0;
+    o.p_dup_key = 0.0;
+    o.p_zero_w = 0.0;
+    fwd_gen_data(r, sc->tc, &o);
+    sc->with_values = values_choice(v + 1, sc->tc->dtype, &sc->val_dtype);
+}
+
 void test_fwd_continuous_data(void)
 {
-    fwd_check_stats_reset();
-    int v = 0;
-    for (int di = 0; di < 3; di++) {
-        for (int layout = 0; layout < 2; layout++) {
-            for (int rep = 0; rep < 3; rep++, v++) {
-                th_rng r = th_rng_make(39000u + (uint64_t)v);
-                fwd_gen_opts o;
-                fwd_gen_opts_default(&o);
-                o.grid = 0;
-                o.p_dup_key = 0.0;
-                o.p_zero_w = 0.0;
-                tcase tc;
-                tc_init(&tc);
-                tc.grid = 0;
-                tc.dtype = k_dtypes[di];
-                tc.idx_dtype = k_index_dtypes[rep % 2];
-                tc.p.sparse_mode = rep == 0 ? 0 : 3;
-                tc.p.N2 = 1 + rep;
-                tc.p.N1 = tc.p.N2 * (1 + v % 4);
-                tc.p.D = 31 + 16 * rep;
-                tc.p.K = 9 + 12 * rep;
-                tc.p.B = 2;
-                tc.out_strides = rep == 2 ? TC_PADDED : TC_CONTIGUOUS;
-                gen_layout(&r, &tc, layout, 30, 60, 2, 1, rep > 0);
-                fwd_gen_data(&r, &tc, &o);
-                lig_dtype vd;
-                const int with_values = values_choice(v + 1, tc.dtype, &vd);
-                fwd_check_case(&tc, with_values, vd, "forward continuous");
-                tc_free(&tc);
-            }
-        }
-    }
-    fwd_check_stats_note("continuous");
+    const suite_spec s = {.label = "forward continuous", .seed = 39000, .s1 = 30, .s2 = 60,
+                          .shape = continuous_shape, .data = continuous_data};
+    suite_continuous(&suite_forward, &s);
 }
 
 /* K around the key block (48), K far beyond it, K = 1, and K larger than every key length (up to
@@ -443,8 +354,8 @@ void test_fwd_topk_counts(void)
         tc.p.D = 8;
         tc.p.K = ks[i];
         tc.p.sparse_mode = i % 3 == 2 ? 3 : 0;
-        tc.dtype = k_dtypes[i % 3];
-        tc.idx_dtype = k_index_dtypes[i % 2];
+        tc.dtype = suite_float_dtypes[i % 3];
+        tc.idx_dtype = suite_index_dtypes[i % 2];
         tc.short_form = 1;
         tc.has_seq_k = 1;
         gen_bsnd(&r, &tc);
@@ -473,9 +384,9 @@ void test_fwd_trivial_cases(void)
                 fwd_gen_opts_default(&o);
                 tcase tc;
                 tc_init(&tc);
-                tc.dtype = k_dtypes[v % 3];
-                tc.idx_dtype = k_index_dtypes[v % 2];
-                tc.p.sparse_mode = k_modes[mode];
+                tc.dtype = suite_float_dtypes[v % 3];
+                tc.idx_dtype = suite_index_dtypes[v % 2];
+                tc.p.sparse_mode = suite_modes[mode];
                 if (v % 4 == 3) {
                     tc.p.pre_tokens = 2;
                     tc.p.next_tokens = 1;
@@ -548,8 +459,8 @@ void test_fwd_invalid_rows(void)
         fwd_gen_opts_default(&o);
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
-        tc.idx_dtype = k_index_dtypes[v % 2];
+        tc.dtype = suite_float_dtypes[v % 3];
+        tc.idx_dtype = suite_index_dtypes[v % 2];
         tc.p.sparse_mode = v % 4 < 2 ? 3 : 0;
         tc.p.N2 = 1 + v % 2;
         tc.p.N1 = 2 * tc.p.N2;
@@ -602,9 +513,9 @@ void test_fwd_feeds_backward(void)
         o.tie_heavy = v % 3 == 1;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
+        tc.dtype = suite_float_dtypes[v % 3];
         tc.dw_dtype = v % 2 ? LIG_FLOAT32 : tc.dtype;
-        tc.idx_dtype = k_index_dtypes[(v / 3) % 2];
+        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
         tc.deterministic = v % 4 != 3;
         tc.p.sparse_mode = v % 2 ? 3 : 0;
         tc.p.pre_tokens = v % 5 == 0 ? 3 : INT64_MAX;
@@ -654,52 +565,18 @@ void test_fwd_determinism_threads(void)
         tcase tc;
         tc_init(&tc);
         tc.grid = 0;
-        tc.dtype = k_dtypes[pi % 3];
-        tc.idx_dtype = k_index_dtypes[pi % 2];
+        tc.dtype = suite_float_dtypes[pi % 3];
+        tc.idx_dtype = suite_index_dtypes[pi % 2];
         tc.p.sparse_mode = 3;
-        tc.p.N2 = 1 + pi % 2;
-        tc.p.N1 = tc.p.N2 * 4;
-        tc.p.D = 40;
-        tc.p.K = 24;
-        tc.p.B = 2;
+        tc_set_dims(&tc, 2, 4 * (1 + pi % 2), 1 + pi % 2, 40, 24);
         gen_layout(&r, &tc, pi >= 2, 150, 200, 3, 0, pi == 1);
         fwd_gen_data(&r, &tc, &o);
-        const lig_dtype vd = pi % 2 ? LIG_FLOAT32 : tc.dtype;
-        op_result first;
-        int have_first = 0;
-        for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
-            lig_set_num_threads(threads[ti]);
-            for (int rep = 0; rep < 2; rep++) {
-                op_result res;
-                fwd_run(&tc, 1, vd, &res);
-                if (!CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "problem %d, %d threads: %s", pi,
-                           threads[ti], res.message)) {
-                    inst_result_free(&res);
-                    continue;
-                }
-                if (!have_first) {
-                    char label[64];
-                    snprintf(label, sizeof label, "forward determinism problem %d", pi);
-                    fwd_check_outputs(&tc, vd, res.idx, res.val, label);
-                    first = res;
-                    have_first = 1;
-                    continue;
-                }
-                static const char *names[2] = {"sparse_indices", "sparse_values"};
-                for (int b = 0; b < 2; b++) {
-                    CHECK(res.raw_bytes[b] == first.raw_bytes[b] &&
-                              memcmp(res.raw[b], first.raw[b], first.raw_bytes[b]) == 0,
-                          "problem %d: %s bytes differ with %d threads (run %d)", pi, names[b], threads[ti], rep);
-                }
-                inst_result_free(&res);
-            }
-        }
-        if (have_first) {
-            inst_result_free(&first);
-        }
+        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = pi % 2 ? LIG_FLOAT32 : tc.dtype};
+        char label[64];
+        snprintf(label, sizeof label, "forward determinism problem %d", pi);
+        suite_bitwise_threads(&suite_forward, &sc, threads, 3, 2, label);
         tc_free(&tc);
     }
-    lig_set_num_threads(0);
 }
 
 /* Phase 1 only, on broadcast (stride-0) inputs so that long sequences cost no memory: the
@@ -802,7 +679,7 @@ static int check_rows(const tcase *tc, const int64_t *lib_idx, const double *lib
  * length must be -1 / -inf. */
 void test_fwd_long_sequence(void)
 {
-    const int64_t S = th_env_int("LIG_TEST_QUICK", 0) ? 16384 : 131072;
+    const int64_t S = suite_long_rows();
     for (int part = 0; part < 2; part++) {
         th_rng r = th_rng_make(51000u + (uint64_t)part);
         fwd_gen_opts o;
@@ -872,9 +749,9 @@ void test_fwd_nonfinite_inputs(void)
         o.tie_heavy = v % 2;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
-        tc.idx_dtype = k_index_dtypes[(v / 3) % 2];
-        tc.p.sparse_mode = k_modes[v % 2];
+        tc.dtype = suite_float_dtypes[v % 3];
+        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
+        tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + v % 2;
         tc.p.N1 = tc.p.N2 * (1 + v % 3);
         tc.p.D = 1 + v % 5;
@@ -923,7 +800,7 @@ void test_fwd_nonfinite_inputs(void)
  * result must not change, and phase 2 must stay inside its workspace (ASan watches). */
 void test_fwd_threads_change_between_phases(void)
 {
-    static const int pairs[4][2] = {{1, 3}, {3, 1}, {2, 5}, {1, 1}};
+    static const int pairs[4][2] = {{1, 1}, {1, 3}, {3, 1}, {2, 5}};
     th_rng r = th_rng_make(55000);
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
@@ -931,86 +808,33 @@ void test_fwd_threads_change_between_phases(void)
     tc_init(&tc);
     tc.dtype = LIG_BFLOAT16;
     tc.p.sparse_mode = 3;
-    tc.p.N2 = 2;
-    tc.p.N1 = 6;
-    tc.p.D = 24;
-    tc.p.K = 20;
-    tc.p.B = 2;
+    tc_set_dims(&tc, 2, 6, 2, 24, 20);
     tc.p.S1 = 80;
     tc.p.S2 = 120;
     tc.has_seq_k = 1;
     gen_bsnd(&r, &tc);
     fwd_gen_data(&r, &tc, &o);
-    unsigned char *first = NULL;
-    size_t first_bytes = 0;
-    for (int i = 0; i < 4; i++) {
-        op_inst oi;
-        fwd_setup(&tc, 1, LIG_FLOAT32, &oi);
-        lig_set_num_threads(pairs[i][0]);
-        lig_status st = inst_phase1(&oi);
-        lig_set_num_threads(pairs[i][1]);
-        if (CHECK(st == LIG_SUCCESS, "phase 1: %s", oi.message)) {
-            st = inst_phase2(&oi, 0);
-            if (CHECK(st == LIG_SUCCESS, "%d then %d threads: phase 2: %s", pairs[i][0], pairs[i][1], oi.message)) {
-                const int64_t slots = tc_numel_slots(&tc);
-                int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
-                double *val = th_xmalloc((size_t)slots * sizeof(double));
-                fwd_read(&oi, idx, val);
-                char label[64];
-                snprintf(label, sizeof label, "%d then %d threads", pairs[i][0], pairs[i][1]);
-                fwd_check_outputs(&tc, LIG_FLOAT32, idx, val, label);
-                CHECK(inst_gaps_ok(&oi), "%s: wrote outside the views", label);
-                const tbuf *b = &oi.buf[FW_VAL];
-                if (first == NULL) {
-                    first_bytes = b->bytes;
-                    first = th_xmalloc(first_bytes);
-                    memcpy(first, b->base, first_bytes);
-                } else {
-                    CHECK(first_bytes == b->bytes && memcmp(first, b->base, first_bytes) == 0,
-                          "%s: sparse_values differ from the first run", label);
-                }
-                free(idx);
-                free(val);
-            }
-        }
-        inst_teardown(&oi);
-    }
-    free(first);
+    suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT32};
+    suite_threads_change(&suite_forward, &sc, pairs, 4, 1, "forward");
     tc_free(&tc);
-    lig_set_num_threads(0);
 }
 
 /* B = 1024 (BSND with lengths, TND with empty batches). */
 void test_fwd_large_batch_1024(void)
 {
-    fwd_check_stats_reset();
     for (int layout = 0; layout < 2; layout++) {
         th_rng r = th_rng_make(57000u + (uint64_t)layout);
         fwd_gen_opts o;
         fwd_gen_opts_default(&o);
         o.tie_heavy = layout;
         tcase tc;
-        tc_init(&tc);
-        tc.p.B = 1024;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 4;
-        tc.p.K = 4;
-        tc.dtype = LIG_FLOAT16;
+        gen_batch_1024(&r, &tc, layout);
         tc.short_form = layout;
-        if (layout == 0) {
-            tc.p.S1 = 3;
-            tc.p.S2 = 5;
-            tc.has_seq_q = tc.has_seq_k = 1;
-            gen_bsnd(&r, &tc);
-        } else {
-            gen_tnd(&r, &tc, 3, 5, 2, 2);
-        }
         fwd_gen_data(&r, &tc, &o);
-        fwd_check_case(&tc, 1, LIG_FLOAT16, layout ? "TND B=1024" : "BSND B=1024");
+        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT16};
+        suite_large(&suite_forward, &sc, layout ? "TND B=1024" : "BSND B=1024");
         tc_free(&tc);
     }
-    fwd_check_stats_note("B=1024");
 }
 
 /* DeepSeek-V3.2's indexer heads (N1 = 64, N2 = 1, D = 128, bf16, causal): the blocked SIMD
@@ -1018,21 +842,15 @@ void test_fwd_large_batch_1024(void)
  * 2100-key sequence. */
 void test_fwd_deepseek_shape(void)
 {
-    fwd_check_stats_reset();
     for (int c = 0; c < 3; c++) {
         th_rng r = th_rng_make(59000u + (uint64_t)c);
         fwd_gen_opts o;
         fwd_gen_opts_default(&o);
         o.tie_heavy = c == 1;
         tcase tc;
-        tc_init(&tc);
-        tc.dtype = LIG_BFLOAT16;
-        tc.p.N1 = 64;
-        tc.p.N2 = 1;
-        tc.p.D = 128;
+        gen_deepseek_heads(&tc);
         tc.p.K = c == 2 ? 2048 : 32;
         tc.p.sparse_mode = c == 2 ? 0 : 3;
-        tc.short_form = 1;
         if (c == 0) {
             tc.p.B = 1;
             tc.p.S1 = tc.p.S2 = 128;
@@ -1047,11 +865,11 @@ void test_fwd_deepseek_shape(void)
             gen_bsnd(&r, &tc);
         }
         fwd_gen_data(&r, &tc, &o);
-        fwd_check_case(&tc, 1, c == 1 ? LIG_FLOAT32 : LIG_BFLOAT16, "N1=64 D=128");
+        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = c == 1 ? LIG_FLOAT32 : LIG_BFLOAT16};
+        suite_large(&suite_forward, &sc, "N1=64 D=128");
+        CHECK(fwd_check_stats_get().exact_cases == 1, "the DeepSeek-shaped cases must compare exactly");
         tc_free(&tc);
     }
-    fwd_check_stats_note("deepseek shape");
-    CHECK(fwd_check_stats_get().exact_cases == 3, "the DeepSeek-shaped cases must compare exactly");
 }
 
 /* As fwd_nonfinite_inputs, with head groups of G = 8, 9, 16 and 17 (the vectorized head sum's
@@ -1073,8 +891,8 @@ void test_fwd_nonfinite_weights_wide_groups(void)
         o.p_dead_head = 0.5;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
-        tc.p.sparse_mode = k_modes[v % 2];
+        tc.dtype = suite_float_dtypes[v % 3];
+        tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + (v / 4) % 2;
         tc.p.N1 = tc.p.N2 * Gs[v % 4];
         tc.p.D = 3;

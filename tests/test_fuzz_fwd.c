@@ -30,40 +30,6 @@
 
 #define FUZZ_DEFAULT_SEED 20251130
 
-typedef struct ff_expect {
-    int null_err;      /* phase 1 PARAM_NULLPTR */
-    int invalid1;      /* phase 1 PARAM_INVALID */
-    int invalid2;      /* phase 2 PARAM_INVALID */
-    int maybe_refused; /* innermost stride 2 / broadcast inputs: phase 1 may refuse */
-    int empty;         /* a zero extent: workspace 0 expected (forward) */
-    char what[256];
-} ff_expect;
-
-typedef struct ff_stats {
-    int64_t iterations[2], successes[2], refusals[2], nullptr_errors[2], invalid1[2], invalid2[2];
-} ff_stats;
-
-static tc_strides pick_in_strides(th_rng *r, ff_expect *ex)
-{
-    static const tc_strides plain[4] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
-    double u = th_rng_unit(r);
-    if (u < 0.1) {
-        ex->maybe_refused = 1;
-        return TC_INNER_STRIDED;
-    }
-    if (u < 0.17) {
-        ex->maybe_refused = 1;
-        return TC_BROADCAST;
-    }
-    return plain[th_rng_range(r, 0, 3)];
-}
-
-static lig_dtype pick_float(th_rng *r)
-{
-    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-    return floats[th_rng_range(r, 0, 2)];
-}
-
 /* ---- forward ---- */
 
 typedef struct ff_fwd {
@@ -72,12 +38,11 @@ typedef struct ff_fwd {
     lig_dtype val_dtype;
 } ff_fwd;
 
-static void random_forward(th_rng *r, ff_fwd *f, ff_expect *ex)
+static void random_forward(th_rng *r, ff_fwd *f, fuzz_expect *ex)
 {
-    static const tc_strides plain[4] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
     tcase *tc = &f->tc;
     tc_init(tc);
-    tc->dtype = pick_float(r);
+    tc->dtype = fuzz_pick_float(r);
     tc->idx_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     tc->seq_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     f->with_values = th_rng_chance(r, 0.7);
@@ -86,16 +51,13 @@ static void random_forward(th_rng *r, ff_fwd *f, ff_expect *ex)
     tc->p.pre_tokens = fuzz_pick_band(r);
     tc->p.next_tokens = fuzz_pick_band(r);
     int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 5) : -1;
-    tc->p.B = zero == 0 ? 0 : th_rng_range(r, 1, 3);
-    tc->p.N2 = th_rng_range(r, 1, 3);
-    tc->p.N1 = zero == 1 ? 0 : tc->p.N2 * th_rng_range(r, 1, 3);
-    tc->p.D = zero == 2 ? 0 : th_rng_range(r, 1, 17);
+    fuzz_pick_heads(r, tc, zero);
     tc->p.K = th_rng_chance(r, 0.2) ? th_rng_range(r, 9, 40) : th_rng_range(r, 1, 8);
     int64_t s1 = zero == 3 ? 0 : th_rng_range(r, 1, 8);
     int64_t s2 = zero == 4 ? 0 : th_rng_range(r, 1, 14);
     tc->short_form = tc->p.N2 == 1 && th_rng_chance(r, 0.5);
-    tc->in_strides = pick_in_strides(r, ex);
-    tc->out_strides = plain[th_rng_range(r, 0, 3)];
+    tc->in_strides = fuzz_pick_in_strides(r, 0.1, 0.17, ex);
+    tc->out_strides = fuzz_pick_plain_strides(r);
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
     o.grid = th_rng_chance(r, 0.8);
@@ -104,61 +66,16 @@ static void random_forward(th_rng *r, ff_fwd *f, ff_expect *ex)
     o.poison = tc->in_strides != TC_BROADCAST;
     o.p_dup_key = 0.3 * th_rng_unit(r);
     o.p_zero_w = 0.3 * th_rng_unit(r);
-    if (th_rng_chance(r, 0.4)) {
-        gen_tnd(r, tc, s1, s2, th_rng_range(r, 0, 2), th_rng_range(r, 0, 2));
-    } else {
-        tc->p.S1 = s1;
-        tc->p.S2 = s2;
-        tc->has_seq_q = th_rng_chance(r, 0.5);
-        tc->has_seq_k = th_rng_chance(r, 0.5);
-        gen_bsnd(r, tc);
-    }
+    fuzz_layout(r, tc, s1, s2);
     fwd_gen_data(r, tc, &o);
     const ref_problem *p = &tc->p;
     ex->empty = p->B == 0 || p->S1 == 0 || p->S2 == 0 || p->N1 == 0 || p->D == 0;
 }
 
-static void defect_seq(th_rng *r, tcase *tc, ff_expect *ex)
-{
-    ref_problem *p = &tc->p;
-    if (p->B == 0) {
-        return;
-    }
-    int64_t b = th_rng_range(r, 0, p->B - 1);
-    int on_q = th_rng_chance(r, 0.5);
-    int64_t *seq = on_q ? tc->seq_q : tc->seq_k;
-    int64_t limit = on_q ? p->S1 : p->S2;
-    if (p->layout == REF_BSND) {
-        if (on_q) {
-            tc->has_seq_q = 1;
-        } else {
-            tc->has_seq_k = 1;
-        }
-        tc_sync_seq(tc);
-        seq[b] = th_rng_chance(r, 0.5) ? limit + th_rng_range(r, 1, 3) : -th_rng_range(r, 1, 3);
-        fuzz_note_defect(ex->what, sizeof ex->what, "BSND length out of range");
-    } else if (th_rng_chance(r, 0.3)) {
-        if (on_q) {
-            tc->has_seq_q = 0;
-        } else {
-            tc->has_seq_k = 0;
-        }
-        tc_sync_seq(tc);
-        fuzz_note_defect(ex->what, sizeof ex->what, "TND without a length array");
-    } else if (b > 0 && seq[b - 1] > 0 && th_rng_chance(r, 0.5)) {
-        seq[b] = seq[b - 1] - th_rng_range(r, 1, seq[b - 1]);
-        fuzz_note_defect(ex->what, sizeof ex->what, "TND ends decreasing");
-    } else {
-        seq[p->B - 1] = limit + th_rng_range(r, 1, 3);
-        fuzz_note_defect(ex->what, sizeof ex->what, "TND end above T");
-    }
-    ex->invalid1 = 1;
-}
-
 static const int k_fwd_tensors[5] = {FW_Q, FW_K, FW_W, FW_IDX, FW_VAL};
 
 /* Defects applied to the materialized call. `kind` 0..11. */
-static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_expect *ex)
+static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_expect *ex)
 {
     static const char *bad_layouts[] = {"bsnd", "tnd", "BSN", "", "BSND\n", "TND ", "SBND"};
     const tcase *tc = &f->tc;
@@ -167,32 +84,32 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         static const int req[4] = {FW_Q, FW_K, FW_W, FW_IDX};
         oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
         ex->null_err = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "NULL tensor");
+        fuzz_note_defect(ex, "NULL tensor");
         break;
     }
     case 1:
         oi->layout = bad_layouts[th_rng_range(r, 0, 6)];
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "bad layout");
+        fuzz_note_defect(ex, "bad layout");
         break;
     case 2:
         oi->layout = NULL;
         ex->null_err = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "NULL layout");
+        fuzz_note_defect(ex, "NULL layout");
         break;
     case 3: {
         const int64_t K = tc->p.K;
         const int64_t choices[4] = {0, -th_rng_range(r, 1, 5), K + 1, K > 1 ? K - 1 : INT64_MIN};
         oi->sparse_count = choices[th_rng_range(r, 0, 3)];
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "sparse_count");
+        fuzz_note_defect(ex, "sparse_count");
         break;
     }
     case 4: {
         static const int64_t modes[] = {1, 2, 4, -1, 100};
         oi->sparse_mode = modes[th_rng_range(r, 0, 4)];
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "sparse_mode");
+        fuzz_note_defect(ex, "sparse_mode");
         break;
     }
     case 5:
@@ -202,7 +119,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
             oi->next_tokens = -th_rng_range(r, 1, 1000);
         }
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "negative band");
+        fuzz_note_defect(ex, "negative band");
         break;
     case 6: { /* wrong dtype */
         int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
@@ -223,7 +140,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         }
         oi->arg[slot] = inst_new_tensor(oi, wrong, b->ndim, b->shape);
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "wrong dtype");
+        fuzz_note_defect(ex, "wrong dtype");
         break;
     }
     case 7: { /* wrong shape: the last axis is tied to another tensor or to sparse_count */
@@ -237,7 +154,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
         shape[b->ndim - 1] += 1;
         oi->arg[slot] = inst_new_tensor(oi, b->dtype, b->ndim, shape);
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "wrong shape");
+        fuzz_note_defect(ex, "wrong shape");
         break;
     }
     case 8: { /* an output over an input or over the other output */
@@ -250,7 +167,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
             const tbuf *v = &oi->buf[FW_VAL];
             oi->arg[FW_VAL] = inst_adopt(oi, lig_create_tensor(out->base + (size_t)out->offset * th_dtype_size(out->dtype),
                                                              v->dtype, v->ndim, v->shape, NULL));
-            fuzz_note_defect(ex->what, sizeof ex->what, "sparse_values over sparse_indices");
+            fuzz_note_defect(ex, "sparse_values over sparse_indices");
         } else {
             const tbuf *q = &oi->buf[FW_Q];
             if (tbuf_numel(q) == 0) {
@@ -270,7 +187,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
             } else {
                 break;
             }
-            fuzz_note_defect(ex->what, sizeof ex->what, "sparse_indices over query");
+            fuzz_note_defect(ex, "sparse_indices over query");
         }
         ex->invalid1 = 1;
         break;
@@ -278,12 +195,12 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
     case 9:
         oi->workspace_size_arg = NULL;
         ex->null_err = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "NULL workspace_size");
+        fuzz_note_defect(ex, "NULL workspace_size");
         break;
     case 10:
         oi->executor_arg = NULL;
         ex->null_err = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "NULL executor");
+        fuzz_note_defect(ex, "NULL executor");
         break;
     default: break;
     }
@@ -291,23 +208,22 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, ff_exp
 
 /* ---- KL step ---- */
 
-static void random_kl(th_rng *r, klcase *kc, ff_expect *ex)
+static void random_kl(th_rng *r, klcase *kc, fuzz_expect *ex)
 {
-    static const tc_strides plain[4] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
     kl_init(kc);
     kc->ndim = (int)th_rng_range(r, 1, 4);
     for (int i = 0; i < kc->ndim - 1; i++) {
         kc->shape[i] = th_rng_chance(r, 0.05) ? 0 : th_rng_range(r, 1, 4);
     }
     kc->shape[kc->ndim - 1] = th_rng_chance(r, 0.05) ? 0 : th_rng_range(r, 1, 20);
-    kc->v_dtype = pick_float(r);
-    kc->t_dtype = pick_float(r);
-    kc->dy_dtype = pick_float(r);
+    kc->v_dtype = fuzz_pick_float(r);
+    kc->t_dtype = fuzz_pick_float(r);
+    kc->dy_dtype = fuzz_pick_float(r);
     kc->idx_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     kc->has_indices = th_rng_chance(r, 0.5);
     kc->loss_ndim = (int)th_rng_range(r, 0, 2);
-    kc->in_strides = pick_in_strides(r, ex);
-    kc->out_strides = plain[th_rng_range(r, 0, 3)];
+    kc->in_strides = fuzz_pick_in_strides(r, 0.1, 0.17, ex);
+    kc->out_strides = fuzz_pick_plain_strides(r);
     kl_alloc(kc);
     kl_gen_opts o;
     kl_gen_opts_default(&o);
@@ -338,14 +254,14 @@ static int64_t some_counted(th_rng *r, const klcase *kc)
 
 static const int k_kl_tensors[5] = {KL_VAL, KL_IDX, KL_TGT, KL_LOSS, KL_DY};
 
-static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_expect *ex)
+static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_expect *ex)
 {
     switch (kind) {
     case 0: {
         static const int req[4] = {KL_VAL, KL_TGT, KL_LOSS, KL_DY};
         oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
         ex->null_err = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "NULL tensor");
+        fuzz_note_defect(ex, "NULL tensor");
         break;
     }
     case 1:
@@ -355,7 +271,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
             oi->executor_arg = NULL;
         }
         ex->null_err = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "NULL workspace_size / executor pointer");
+        fuzz_note_defect(ex, "NULL workspace_size / executor pointer");
         break;
     case 2: { /* wrong dtype */
         int slot = k_kl_tensors[th_rng_range(r, 0, 4)];
@@ -374,7 +290,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
         }
         oi->arg[slot] = inst_new_tensor(oi, wrong, b->ndim, b->shape);
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "wrong dtype");
+        fuzz_note_defect(ex, "wrong dtype");
         break;
     }
     case 3: { /* wrong shape */
@@ -394,7 +310,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
         }
         oi->arg[slot] = inst_new_tensor(oi, b->dtype, nd, shape);
         ex->invalid1 = 1;
-        fuzz_note_defect(ex->what, sizeof ex->what, "wrong shape");
+        fuzz_note_defect(ex, "wrong shape");
         break;
     }
     case 4: { /* loss inside dy, or dy over target / values */
@@ -409,7 +325,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
             const tbuf *l = &oi->buf[KL_LOSS];
             oi->arg[KL_LOSS] = inst_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
                                                               LIG_FLOAT32, l->ndim, l->shape, NULL));
-            fuzz_note_defect(ex->what, sizeof ex->what, "loss inside dy");
+            fuzz_note_defect(ex, "loss inside dy");
         } else {
             const int src = th_rng_chance(r, 0.5) ? KL_TGT : KL_VAL;
             const tbuf *s = &oi->buf[src];
@@ -422,7 +338,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
                 oi->arg[src] = inst_adopt(oi, lig_create_tensor(dy->base + (size_t)dy->offset * th_dtype_size(dy->dtype),
                                                               s->dtype, s->ndim, s->shape, NULL));
             }
-            fuzz_note_defect(ex->what, sizeof ex->what, "dy over an input");
+            fuzz_note_defect(ex, "dy over an input");
         }
         ex->invalid1 = 1;
         break;
@@ -435,13 +351,13 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, ff_exp
 
 static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
 {
-    ff_stats *stats = arg;
     th_rng r = th_rng_make(seed ^ ((uint64_t)iter * 0x9E3779B97F4A7C15ull));
     const int op = (int)(iter % 2); /* 0 forward, 1 KL step */
+    fuzz_stats *stats = (fuzz_stats *)arg + op;
     if (th_rng_chance(&r, 0.3)) {
         lig_set_num_threads((int)th_rng_range(&r, 1, 4));
     }
-    ff_expect ex;
+    fuzz_expect ex;
     memset(&ex, 0, sizeof ex);
     ff_fwd f;
     klcase kc;
@@ -466,7 +382,7 @@ static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
         }
         kinds[i] = k;
         if (op == 0 && k == 11) {
-            defect_seq(&r, &f.tc, &ex);
+            fuzz_defect_seq(&r, &f.tc, 0.3, &ex);
         } else if ((op == 0 && k >= 12) || (op == 1 && k >= 5)) {
             phase2_defect = op == 1 && k == 7 ? 3 : (int)th_rng_range(&r, 1, 2);
         }
@@ -513,32 +429,14 @@ static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
              phase2_defect == 1 ? ", short workspace" : phase2_defect == 2 ? ", stream" : "",
              bad_target_live ? ", bad target in a counted slot" : "");
     const int before = th_current_failures();
-    stats->iterations[op]++;
+    stats->iterations++;
 
-    lig_status st = inst_phase1(&oi);
-    const int phase1_must_fail = ex.null_err || ex.invalid1;
-    if (st != LIG_SUCCESS) {
-        CHECK(oi.executor == NULL, "%s: failed phase 1 left an executor", label);
-        oi.executor = NULL;
-        CHECK(oi.message[0] != '\0', "%s: failure without a message", label);
-        CHECK(inst_all_unchanged(&oi), "%s: failed phase 1 wrote to a tensor", label);
-        if (phase1_must_fail) {
-            CHECK(fuzz_status_in(st, ex.null_err, ex.invalid1 || ex.maybe_refused), "%s: phase 1 returned %d: %s", label,
-                  (int)st, oi.message);
-            stats->nullptr_errors[op] += st == LIG_ERR_PARAM_NULLPTR;
-            stats->invalid1[op] += st == LIG_ERR_PARAM_INVALID;
-        } else if (ex.maybe_refused && st == LIG_ERR_PARAM_INVALID) {
-            stats->refusals[op]++;
-        } else {
-            CHECK(0, "%s: valid problem rejected in phase 1 with %d: %s", label, (int)st, oi.message);
-        }
-    } else if (phase1_must_fail) {
-        CHECK(0, "%s: phase 1 accepted a defective call", label);
-    } else {
+    if (fuzz_check_phase1(&oi, inst_phase1(&oi), &ex, label, stats)) {
         if (op == 0 && ex.empty) {
             CHECK(oi.workspace_size == 0, "%s: empty problem wants %" PRIu64 " workspace bytes", label,
                   oi.workspace_size);
         }
+        lig_status st;
         int want_fail2 = 0;
         if (phase2_defect == 1 && oi.workspace_size > 0) {
             st = inst_phase2(&oi, -(int64_t)th_rng_range(&r, 1, (int64_t)oi.workspace_size));
@@ -558,23 +456,8 @@ static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
             st = inst_phase2(&oi, 0);
             want_fail2 = bad_target_live;
         }
-        if (st != LIG_SUCCESS) {
-            CHECK(want_fail2 && st == LIG_ERR_PARAM_INVALID, "%s: phase 2 returned %d: %s", label, (int)st,
-                  oi.message);
-            CHECK(oi.message[0] != '\0', "%s: phase 2 failure without a message", label);
-            CHECK(inst_all_unchanged(&oi), "%s: failed phase 2 wrote to a tensor", label);
-            stats->invalid2[op]++;
-        } else if (want_fail2) {
-            CHECK(0, "%s: phase 2 accepted a defective call", label);
-        } else {
-            CHECK(inst_gaps_ok(&oi), "%s: an input changed or an output byte outside the view was written", label);
-            if (op == 0) {
-                fwd_check_inst(&oi, &f.tc, f.with_values, f.val_dtype, label);
-            } else {
-                kl_check_inst(&oi, &kc, label);
-            }
-            stats->successes[op]++;
-        }
+        suite_case sc = {.tc = &f.tc, .kc = &kc, .with_values = f.with_values, .val_dtype = f.val_dtype};
+        fuzz_check_phase2(&oi, st, want_fail2, want_fail2, op == 0 ? &suite_forward : &suite_kl, &sc, label, stats);
     }
     inst_teardown(&oi);
     if (op == 0) {
@@ -587,15 +470,11 @@ static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
 
 void test_fuzz_forward_kl(void)
 {
-    ff_stats stats;
-    memset(&stats, 0, sizeof stats);
+    fuzz_stats stats[2];
+    memset(stats, 0, sizeof stats);
     fwd_check_stats_reset();
-    fuzz_drive(FUZZ_SHARE_FORWARD_KL, FUZZ_DEFAULT_SEED, 40, fuzz_one, &stats);
-    for (int op = 0; op < 2; op++) {
-        th_note("%s: %" PRId64 " iterations: %" PRId64 " matched the reference, %" PRId64 " refused strides, %" PRId64
-                " NULLPTR, %" PRId64 " INVALID in phase 1, %" PRId64 " failures in phase 2",
-                op == 0 ? "forward" : "KL step", stats.iterations[op], stats.successes[op], stats.refusals[op],
-                stats.nullptr_errors[op], stats.invalid1[op], stats.invalid2[op]);
-    }
+    fuzz_drive(FUZZ_SHARE_FORWARD_KL, FUZZ_DEFAULT_SEED, 40, fuzz_one, stats);
+    fuzz_stats_note("forward", &stats[0]);
+    fuzz_stats_note("KL step", &stats[1]);
     fwd_check_stats_note("forward fuzz");
 }

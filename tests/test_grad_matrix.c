@@ -2,7 +2,9 @@
  * LightningIndexerGrad against the float64 reference over a broad generated matrix:
  * layout x dtype x sparse_mode x index dtype x N2, with secondary choices (head groups, odd D
  * and K, sequence arrays and their dtype, short index forms, strides of inputs and outputs,
- * deterministic, d_weights dtype, head_num 0, bands) cycled through the cases.
+ * deterministic, d_weights dtype, head_num 0, bands) cycled through the cases. The matrix, stride
+ * and band tests are suite.h's drivers, shared with the forward; this file adds the backward's
+ * own options and data.
  *
  * Data sits on the 1/8 grid unless a test says otherwise, so S = q.k is exact in fp32 and the
  * ReLU decisions (including exact S == 0) agree with the reference; see check.c for the
@@ -17,194 +19,95 @@
 #include "gen.h"
 #include "harness.h"
 #include "lig.h"
+#include "suite.h"
 #include "tests.h"
 
-static const lig_dtype k_dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-static const lig_dtype k_index_dtypes[2] = {LIG_INT32, LIG_INT64};
-static const int64_t k_modes[2] = {0, 3};
-
-/* Secondary choices, cycled by `v`. */
-static void matrix_case(th_rng *r, tcase *tc, ref_layout layout, lig_dtype dtype, int64_t mode,
-                        lig_dtype idx_dtype, int64_t n2, int v)
+/* The operator's own choices, cycled by `v`: d_weights dtype, determinism, head_num 0. */
+static void matrix_data(th_rng *r, suite_case *sc, int v)
 {
-    static const int64_t Ks[] = {1, 3, 7, 16, 17, 5, 2};
+    tcase *tc = sc->tc;
     gen_opts o;
     gen_opts_default(&o);
-    gen_matrix_shape(r, tc, layout, dtype, mode, idx_dtype, n2, v, Ks, 7);
-    tc->dw_dtype = (v % 2) ? LIG_FLOAT32 : dtype;
+    tc->dw_dtype = (v % 2) ? LIG_FLOAT32 : tc->dtype;
     tc->deterministic = (v / 2) % 2 == 0;
     tc->head_num = (v % 4 == 3) ? 0 : tc->p.N1;
     gen_data(r, tc, &o);
 }
 
-/* Notes what a test exercised and fails it if it compared nothing but zeros. */
-static void note_stats(const char *what)
+static void run_matrix(ref_layout layout)
 {
-    check_stats s = check_stats_get();
-    th_note("%s: %" PRId64 " results, %" PRId64 " counted slots, %" PRId64 " non-zero reference elements, %" PRId64
-            " outputs compared bit-exactly",
-            what, s.cases, s.counted_slots, s.nonzero, s.exact_outputs);
-    CHECK(s.cases == 0 || (s.counted_slots > 0 && s.nonzero > 0), "%s exercised no gradient at all", what);
-}
-
-static void run_matrix(ref_layout layout, int variants)
-{
-    int cases = 0, ok = 0, v = 0;
-    check_stats_reset();
-    for (int di = 0; di < 3; di++) {
-        for (int mi = 0; mi < 2; mi++) {
-            for (int ii = 0; ii < 2; ii++) {
-                for (int64_t n2 = 1; n2 <= 3; n2++) {
-                    for (int rep = 0; rep < variants; rep++, v++) {
-                        th_rng r = th_rng_make(1000u * (unsigned)layout + (uint64_t)v);
-                        tcase tc;
-                        matrix_case(&r, &tc, layout, k_dtypes[di], k_modes[mi], k_index_dtypes[ii], n2, v);
-                        char label[64];
-                        snprintf(label, sizeof label, "matrix case %d", v);
-                        ok += check_case(&tc, label);
-                        cases++;
-                        tc_free(&tc);
-                    }
-                }
-            }
-        }
-    }
-    th_note("%d of %d cases matched", ok, cases);
-    note_stats("matrix");
+    static const int64_t Ks[] = {1, 3, 7, 16, 17, 5, 2};
+    const suite_spec s = {.label = "matrix", .seed = 0, .Ks = Ks, .nK = 7, .variants = 4, .data = matrix_data};
+    suite_matrix(&suite_backward, &s, layout);
 }
 
 void test_grad_matrix_bsnd(void)
 {
-    run_matrix(REF_BSND, 4);
+    run_matrix(REF_BSND);
 }
 
 void test_grad_matrix_tnd(void)
 {
-    run_matrix(REF_TND, 4);
+    run_matrix(REF_TND);
 }
 
-/* Every input stride pattern against every output pattern. Innermost stride 2 and stride-0
- * broadcast inputs may be refused (PARAM_INVALID, nothing written) but never answered wrongly. */
+static void strides_data(th_rng *r, suite_case *sc, int v)
+{
+    gen_opts o;
+    gen_opts_default(&o);
+    o.poison = sc->tc->in_strides != TC_BROADCAST; /* broadcast would copy poison into valid rows */
+    sc->tc->dw_dtype = v % 2 ? LIG_FLOAT32 : sc->tc->dtype;
+    gen_data(r, sc->tc, &o);
+}
+
 void test_grad_strides(void)
 {
-    check_stats_reset();
-    static const tc_strides outs[] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
-    int refused[TC_STRIDE_KINDS] = {0};
-    int v = 0;
-    for (int in = 0; in < TC_STRIDE_KINDS; in++) {
-        for (int out = 0; out < 4; out++) {
-            for (int di = 0; di < 3; di++, v++) {
-                th_rng r = th_rng_make(5000u + (uint64_t)v);
-                gen_opts o;
-                gen_opts_default(&o);
-                o.poison = in != TC_BROADCAST; /* broadcast would copy poison into valid rows */
-                tcase tc;
-                tc_init(&tc);
-                tc.dtype = k_dtypes[di];
-                tc.dw_dtype = v % 2 ? LIG_FLOAT32 : tc.dtype;
-                tc.idx_dtype = k_index_dtypes[v % 2];
-                tc.p.N2 = 1 + v % 2;
-                tc.p.N1 = tc.p.N2 * 2;
-                tc.p.D = 7 + 8 * (v % 3);
-                tc.p.K = 5;
-                tc.p.B = 2;
-                tc.in_strides = (tc_strides)in;
-                tc.out_strides = outs[out];
-                tc.short_form = tc.p.N2 == 1 && v % 4 == 0;
-                if (v % 3 == 2) {
-                    gen_tnd(&r, &tc, 5, 6, 1, 1);
-                } else {
-                    tc.p.S1 = 4;
-                    tc.p.S2 = 6;
-                    tc.has_seq_q = tc.has_seq_k = v % 3 == 1;
-                    gen_bsnd(&r, &tc);
-                }
-                gen_data(&r, &tc, &o);
-                int was_refused = 0;
-                if (in == TC_INNER_STRIDED || in == TC_BROADCAST) {
-                    check_case_or_refused(&tc, "strides", &was_refused);
-                } else {
-                    check_case(&tc, "strides");
-                }
-                refused[in] += was_refused;
-                tc_free(&tc);
-            }
-        }
-    }
-    th_note("innermost-stride-2 inputs refused in %d of 12 cases, broadcast inputs in %d of 12",
-            refused[TC_INNER_STRIDED], refused[TC_BROADCAST]);
-    note_stats("strides");
+    const suite_spec s = {.label = "strides", .seed = 5000, .s2 = 6, .data = strides_data};
+    suite_strides(&suite_backward, &s);
 }
 
-/* Narrow bands in both modes, including bands that reach past the sequence and the largest
- * finite values next to INT64_MAX (overflow traps). */
+static void bands_data(th_rng *r, suite_case *sc, int v)
+{
+    (void)v;
+    gen_opts o;
+    gen_opts_default(&o);
+    sc->tc->dw_dtype = sc->tc->dtype;
+    gen_data(r, sc->tc, &o);
+}
+
 void test_grad_band_limits(void)
 {
-    check_stats_reset();
-    static const int64_t bands[] = {0, 1, 2, 5, INT64_MAX - 1, INT64_MAX};
-    int v = 0;
-    for (int mi = 0; mi < 2; mi++) {
-        for (int pi = 0; pi < 6; pi++) {
-            for (int ni = 0; ni < 6; ni++, v++) {
-                th_rng r = th_rng_make(7000u + (uint64_t)v);
-                gen_opts o;
-                gen_opts_default(&o);
-                tcase tc;
-                tc_init(&tc);
-                tc.dtype = k_dtypes[v % 3];
-                tc.dw_dtype = tc.dtype;
-                tc.p.sparse_mode = k_modes[mi];
-                tc.p.pre_tokens = bands[pi];
-                tc.p.next_tokens = bands[ni];
-                tc.p.N2 = 1;
-                tc.p.N1 = 2;
-                tc.p.D = 6;
-                tc.p.K = 6;
-                tc.p.B = 2;
-                gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
-                gen_data(&r, &tc, &o);
-                check_case(&tc, "band");
-                tc_free(&tc);
-            }
-        }
-    }
-    note_stats("bands");
+    static const int64_t Ks[] = {6};
+    const suite_spec s = {.label = "bands", .seed = 7000, .Ks = Ks, .nK = 1, .data = bands_data};
+    suite_bands(&suite_backward, &s);
 }
 
-/* Continuous random data (rounded to the dtype): tolerance only; slots with |S| < 1e-3 are turned
- * into padding so fp32 and float64 cannot disagree about the ReLU. */
+/* Continuous random data (rounded to the dtype): per-element bounds only; slots with |S| < 1e-3
+ * are turned into padding so fp32 and float64 cannot disagree about the ReLU. */
+static void continuous_shape(tcase *tc, int v)
+{
+    const int rep = v % 3;
+    tc->p.N1 = 3 * tc->p.N2;
+    tc->p.K = 9 + 4 * rep;
+    tc->dw_dtype = rep == 1 ? LIG_FLOAT32 : tc->dtype;
+    tc->deterministic = rep != 2;
+}
+
+static void continuous_data(th_rng *r, suite_case *sc, int v)
+{
+    (void)v;
+    gen_opts o;
+    gen_opts_default(&o);
+    o.grid = 0;
+    o.min_abs_s = 1e-3;
+    gen_data(r, sc->tc, &o);
+}
+
 void test_grad_continuous_data(void)
 {
-    check_stats_reset();
-    int v = 0;
-    for (int di = 0; di < 3; di++) {
-        for (int layout = 0; layout < 2; layout++) {
-            for (int rep = 0; rep < 3; rep++, v++) {
-                th_rng r = th_rng_make(9000u + (uint64_t)v);
-                gen_opts o;
-                gen_opts_default(&o);
-                o.grid = 0;
-                o.min_abs_s = 1e-3;
-                tcase tc;
-                tc_init(&tc);
-                tc.grid = 0;
-                tc.dtype = k_dtypes[di];
-                tc.dw_dtype = rep == 1 ? LIG_FLOAT32 : tc.dtype;
-                tc.deterministic = rep != 2;
-                tc.p.sparse_mode = rep == 0 ? 0 : 3;
-                tc.p.N2 = 1 + rep;
-                tc.p.N1 = tc.p.N2 * 3;
-                tc.p.D = 31 + 16 * rep;
-                tc.p.K = 9 + 4 * rep;
-                tc.p.B = 2;
-                gen_layout(&r, &tc, layout, 12, 16, 2, 1, rep > 0);
-                gen_data(&r, &tc, &o);
-                check_case(&tc, "continuous");
-                tc_free(&tc);
-            }
-        }
-    }
-    note_stats("continuous");
+    const suite_spec s = {.label = "continuous", .seed = 9000, .s1 = 12, .s2 = 16, .shape = continuous_shape,
+                          .data = continuous_data};
+    suite_continuous(&suite_backward, &s);
 }
 
 /* Most slots skipped (padding, masked) with NaN/Inf dy there, many invalid rows with garbage. */
@@ -220,23 +123,19 @@ void test_grad_poison_is_ignored(void)
         o.p_dup = 0.1;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
+        tc.dtype = suite_float_dtypes[v % 3];
         tc.dw_dtype = tc.dtype;
-        tc.idx_dtype = k_index_dtypes[(v / 3) % 2];
-        tc.p.sparse_mode = k_modes[v % 2];
+        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
+        tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.pre_tokens = v % 4 < 2 ? 2 : INT64_MAX;
         tc.p.next_tokens = 1;
-        tc.p.N2 = 2;
-        tc.p.N1 = 4;
-        tc.p.D = 9;
-        tc.p.K = 8;
-        tc.p.B = 3;
+        tc_set_dims(&tc, 3, 4, 2, 9, 8);
         gen_layout(&r, &tc, v % 2, 7, 9, 3, 2, 1);
         gen_data(&r, &tc, &o);
         check_case(&tc, "poison");
         tc_free(&tc);
     }
-    note_stats("poison");
+    check_stats_note("poison", 1);
 }
 
 /* Indices as the forward writes them: distinct visible keys, -1 only as a tail (rows that see
@@ -254,27 +153,17 @@ void test_grad_forward_like_indices(void)
         o.p_dup = 0.0;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
+        tc.dtype = suite_float_dtypes[v % 3];
         tc.dw_dtype = LIG_FLOAT32;
         tc.p.sparse_mode = 3;
-        tc.p.N2 = 1;
-        tc.p.N1 = 8;
-        tc.p.D = 32;
-        tc.p.K = 16;
-        tc.p.B = 2;
+        tc_set_dims(&tc, 2, 8, 1, 32, 16);
         tc.short_form = 1;
-        if (v % 2) {
-            gen_tnd(&r, &tc, 20, 24, 0, 0);
-        } else {
-            tc.p.S1 = 20;
-            tc.p.S2 = 24;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, v % 2, 20, 24, 0, 0, 0);
         gen_data(&r, &tc, &o);
         check_case(&tc, "forward-like");
         tc_free(&tc);
     }
-    note_stats("forward-like");
+    check_stats_note("forward-like", 1);
 }
 
 /* head_num 0 ("take it from query") and N1, the short and long index forms with N2 == 1. */
@@ -287,25 +176,15 @@ void test_grad_head_num_and_forms(void)
         gen_opts_default(&o);
         tcase tc;
         tc_init(&tc);
-        tc.dtype = k_dtypes[v % 3];
+        tc.dtype = suite_float_dtypes[v % 3];
         tc.dw_dtype = (v / 3) % 2 ? LIG_FLOAT32 : tc.dtype;
-        tc.p.N2 = 1;
-        tc.p.N1 = 5;
-        tc.p.D = 12;
-        tc.p.K = 4;
-        tc.p.B = 2;
+        tc_set_dims(&tc, 2, 5, 1, 12, 4);
         tc.head_num = v % 2 ? 0 : 5;
         tc.short_form = (v / 2) % 2;
-        if ((v / 4) % 2) {
-            gen_tnd(&r, &tc, 5, 6, 1, 1);
-        } else {
-            tc.p.S1 = 5;
-            tc.p.S2 = 6;
-            gen_bsnd(&r, &tc);
-        }
+        gen_layout(&r, &tc, (v / 4) % 2, 5, 6, 1, 1, 0);
         gen_data(&r, &tc, &o);
         check_case(&tc, "head_num/forms");
         tc_free(&tc);
     }
-    note_stats("head_num/forms");
+    check_stats_note("head_num/forms", 1);
 }

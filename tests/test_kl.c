@@ -12,7 +12,6 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +26,9 @@
 #include "op_runner.h"
 #include "reference/indexer_fwd_ref.h"
 #include "runner.h"
+#include "suite.h"
 #include "tests.h"
 
-static const lig_dtype k_dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
 
 /* ---- the reference itself ---- */
 
@@ -141,9 +140,9 @@ void test_kl_matrix(void)
                         th_rng r = th_rng_make(61000u + (uint64_t)v);
                         klcase kc;
                         kl_init(&kc);
-                        kc.v_dtype = k_dtypes[vi];
-                        kc.t_dtype = k_dtypes[ti];
-                        kc.dy_dtype = k_dtypes[di];
+                        kc.v_dtype = suite_float_dtypes[vi];
+                        kc.t_dtype = suite_float_dtypes[ti];
+                        kc.dy_dtype = suite_float_dtypes[di];
                         kc.has_indices = with_idx;
                         kc.idx_dtype = v % 3 ? LIG_INT32 : LIG_INT64;
                         kc.loss_ndim = v % 3;
@@ -176,9 +175,9 @@ void test_kl_strides(void)
             th_rng r = th_rng_make(63000u + (uint64_t)v);
             klcase kc;
             kl_init(&kc);
-            kc.v_dtype = k_dtypes[v % 3];
-            kc.t_dtype = k_dtypes[(v + 1) % 3];
-            kc.dy_dtype = k_dtypes[(v + 2) % 3];
+            kc.v_dtype = suite_float_dtypes[v % 3];
+            kc.t_dtype = suite_float_dtypes[(v + 1) % 3];
+            kc.dy_dtype = suite_float_dtypes[(v + 2) % 3];
             kc.has_indices = v % 2;
             kc.in_strides = (tc_strides)in;
             kc.out_strides = outs[out];
@@ -188,22 +187,10 @@ void test_kl_strides(void)
             kl_gen_opts o;
             kl_gen_opts_default(&o);
             kl_gen_data(&r, &kc, &o);
-            if (in == TC_INNER_STRIDED || in == TC_BROADCAST) {
-                op_result res;
-                kl_run(&kc, &res);
-                if (res.st1 == LIG_ERR_PARAM_INVALID) {
-                    refused++;
-                    CHECK(res.message[0] != '\0' && res.unchanged && res.executor_null_after_failure,
-                          "stride kind %d refused uncleanly: \"%s\"", in, res.message);
-                } else if (CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "stride kind %d: %s", in,
-                                 res.message)) {
-                    kl_check_outputs(&kc, res.loss, res.dy, "KL strides");
-                    CHECK(res.gaps_ok, "KL strides: wrote outside the views");
-                }
-                inst_result_free(&res);
-            } else {
-                kl_check_case(&kc, "KL strides");
-            }
+            int was_refused = 0;
+            const int may_refuse = in == TC_INNER_STRIDED || in == TC_BROADCAST;
+            kl_check_case_or_refused(&kc, "KL strides", may_refuse ? &was_refused : NULL);
+            refused += was_refused;
             kl_free(&kc);
         }
     }
@@ -271,8 +258,8 @@ void test_kl_large_logits(void)
         th_rng r = th_rng_make(65000u + (uint64_t)v);
         klcase kc;
         kl_init(&kc);
-        kc.v_dtype = k_dtypes[v % 3];
-        kc.t_dtype = k_dtypes[(v / 3) % 3];
+        kc.v_dtype = suite_float_dtypes[v % 3];
+        kc.t_dtype = suite_float_dtypes[(v / 3) % 3];
         kc.dy_dtype = LIG_FLOAT32;
         kc.has_indices = v % 2;
         kc.ndim = 3;
@@ -335,9 +322,9 @@ void test_kl_determinism_threads(void)
         th_rng r = th_rng_make(67000u + (uint64_t)pi);
         klcase kc;
         kl_init(&kc);
-        kc.v_dtype = k_dtypes[pi];
+        kc.v_dtype = suite_float_dtypes[pi];
         kc.t_dtype = LIG_FLOAT32;
-        kc.dy_dtype = k_dtypes[(pi + 1) % 3];
+        kc.dy_dtype = suite_float_dtypes[(pi + 1) % 3];
         kc.has_indices = pi != 1;
         kc.ndim = 3;
         kc.shape[0] = 8;
@@ -348,34 +335,12 @@ void test_kl_determinism_threads(void)
         kl_gen_opts_default(&o);
         o.normalize = pi != 2;
         kl_gen_data(&r, &kc, &o);
-        op_result first;
-        int have_first = 0;
-        for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
-            lig_set_num_threads(threads[ti]);
-            op_result res;
-            kl_run(&kc, &res);
-            if (!CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "problem %d: %s", pi, res.message)) {
-                inst_result_free(&res);
-                continue;
-            }
-            if (!have_first) {
-                kl_check_outputs(&kc, res.loss, res.dy, "KL determinism");
-                first = res;
-                have_first = 1;
-                continue;
-            }
-            CHECK(memcmp(res.raw[0], first.raw[0], first.raw_bytes[0]) == 0,
-                  "problem %d: loss %.9g with %d threads, %.9g with 1", pi, res.loss, threads[ti], first.loss);
-            CHECK(memcmp(res.raw[1], first.raw[1], first.raw_bytes[1]) == 0, "problem %d: dy bytes differ with %d threads",
-                  pi, threads[ti]);
-            inst_result_free(&res);
-        }
-        if (have_first) {
-            inst_result_free(&first);
-        }
+        suite_case sc = {.kc = &kc};
+        char label[64];
+        snprintf(label, sizeof label, "KL determinism problem %d", pi);
+        suite_bitwise_threads(&suite_kl, &sc, threads, 4, 1, label);
         kl_free(&kc);
     }
-    lig_set_num_threads(0);
 }
 
 /* ---- forward -> KL step -> backward, against the float64 chain rule ---- */
@@ -561,10 +526,11 @@ void test_kl_chain_forward_kl_backward(void)
     }
 }
 
-/* The thread count may change between phase 1 and phase 2 of the KL step. */
+/* The thread count may change between phase 1 and phase 2 of the KL step: the same bytes as
+ * without the change. */
 void test_kl_threads_change_between_phases(void)
 {
-    static const int pairs[3][2] = {{1, 4}, {4, 1}, {2, 3}};
+    static const int pairs[4][2] = {{1, 1}, {1, 4}, {4, 1}, {2, 3}};
     th_rng r = th_rng_make(71000);
     klcase kc;
     kl_init(&kc);
@@ -576,131 +542,9 @@ void test_kl_threads_change_between_phases(void)
     kl_gen_opts o;
     kl_gen_opts_default(&o);
     kl_gen_data(&r, &kc, &o);
-    for (int i = 0; i < 3; i++) {
-        op_inst oi;
-        kl_setup(&kc, &oi);
-        lig_set_num_threads(pairs[i][0]);
-        lig_status st = inst_phase1(&oi);
-        lig_set_num_threads(pairs[i][1]);
-        if (CHECK(st == LIG_SUCCESS, "phase 1: %s", oi.message)) {
-            st = inst_phase2(&oi, 0);
-            if (CHECK(st == LIG_SUCCESS, "%d then %d threads: %s", pairs[i][0], pairs[i][1], oi.message)) {
-                kl_check_inst(&oi, &kc, "KL, thread count changed between phases");
-            }
-        }
-        inst_teardown(&oi);
-    }
+    suite_case sc = {.kc = &kc};
+    suite_threads_change(&suite_kl, &sc, pairs, 4, 1, "KL step");
     kl_free(&kc);
-    lig_set_num_threads(0);
-}
-
-/* ---- several application threads at once ---- */
-
-#define CONC_THREADS 3
-#define CONC_ITERS 12
-
-typedef struct conc_job {
-    int id;
-    tcase tc[CONC_ITERS];
-    klcase kc[CONC_ITERS];
-    op_result res[CONC_ITERS];
-} conc_job;
-
-static void *conc_main(void *arg)
-{
-    conc_job *j = arg;
-    for (int i = 0; i < CONC_ITERS; i++) {
-        if (i % 2 == 0) {
-            fwd_run(&j->tc[i], 1, LIG_FLOAT32, &j->res[i]);
-        } else {
-            kl_run(&j->kc[i], &j->res[i]);
-        }
-    }
-    return NULL;
-}
-
-/* lig functions may be called from several threads at once (a call that finds the pool busy
- * runs on its own thread): three threads run forwards and KL steps concurrently; every result
- * must match the reference. */
-void test_fwd_kl_concurrent_calls(void)
-{
-    static conc_job jobs[CONC_THREADS];
-    lig_set_num_threads(2);
-    for (int t = 0; t < CONC_THREADS; t++) {
-        conc_job *j = &jobs[t];
-        j->id = t;
-        for (int i = 0; i < CONC_ITERS; i++) {
-            th_rng r = th_rng_make(73000u + 100u * (uint64_t)t + (uint64_t)i);
-            if (i % 2 == 0) {
-                tcase *tc = &j->tc[i];
-                fwd_gen_opts o;
-                fwd_gen_opts_default(&o);
-                o.tie_heavy = i % 4 == 0;
-                tc_init(tc);
-                tc->dtype = k_dtypes[(t + i) % 3];
-                tc->p.sparse_mode = 3;
-                tc->p.N2 = 1 + t % 2;
-                tc->p.N1 = 2 * tc->p.N2;
-                tc->p.D = 16;
-                tc->p.K = 8;
-                tc->p.B = 2;
-                tc->p.S1 = 40;
-                tc->p.S2 = 60;
-                tc->has_seq_q = tc->has_seq_k = 1;
-                gen_bsnd(&r, tc);
-                fwd_gen_data(&r, tc, &o);
-            } else {
-                klcase *kc = &j->kc[i];
-                kl_init(kc);
-                kc->ndim = 2;
-                kc->shape[0] = 300;
-                kc->shape[1] = 16;
-                kc->has_indices = i % 3 != 0;
-                kc->v_dtype = k_dtypes[(t + i) % 3];
-                kl_alloc(kc);
-                kl_gen_opts o;
-                kl_gen_opts_default(&o);
-                kl_gen_data(&r, kc, &o);
-            }
-        }
-    }
-    pthread_t th[CONC_THREADS];
-    int started[CONC_THREADS];
-    for (int t = 0; t < CONC_THREADS; t++) {
-        started[t] = pthread_create(&th[t], NULL, conc_main, &jobs[t]) == 0;
-        CHECK(started[t], "pthread_create failed");
-    }
-    for (int t = 0; t < CONC_THREADS; t++) {
-        if (started[t]) {
-            pthread_join(th[t], NULL);
-        } else {
-            conc_main(&jobs[t]);
-        }
-    }
-    fwd_check_stats_reset();
-    for (int t = 0; t < CONC_THREADS; t++) {
-        conc_job *j = &jobs[t];
-        for (int i = 0; i < CONC_ITERS; i++) {
-            op_result *res = &j->res[i];
-            char label[64];
-            snprintf(label, sizeof label, "thread %d call %d (%s)", t, i, i % 2 ? "KL step" : "forward");
-            if (CHECK(res->st1 == LIG_SUCCESS && res->st2 == LIG_SUCCESS, "%s failed: %s", label, res->message)) {
-                CHECK(res->gaps_ok, "%s: wrote outside the views", label);
-                if (i % 2 == 0) {
-                    fwd_check_outputs(&j->tc[i], LIG_FLOAT32, res->idx, res->val, label);
-                } else {
-                    kl_check_outputs(&j->kc[i], res->loss, res->dy, label);
-                }
-            }
-            inst_result_free(res);
-            if (i % 2 == 0) {
-                tc_free(&j->tc[i]);
-            } else {
-                kl_free(&j->kc[i]);
-            }
-        }
-    }
-    lig_set_num_threads(0);
 }
 
 /* Phase 2 of the forward and of the KL step with workspaces at odd addresses (exactly the size

@@ -1,7 +1,8 @@
 /*
  * SPEC section 7: shapes past CANN's limits (D = 128, N2 = 1, N1 <= 64, K <= 2048, no BSND
  * lengths, no band), kept cheap: the work per counted slot is 6*G*D flops, so long sequences
- * with small D and K cost little, and the reference is a per-row loop.
+ * with small D and K cost little, and the reference is a per-row loop. Each case goes through
+ * suite_large (checked, timed, and failed when fewer slots than a quarter of the rows counted).
  *
  * LIG_TEST_QUICK=1 (used under sanitizers) shrinks the two 131072-row tests to 16384 rows; the
  * other tests keep their sizes.
@@ -10,33 +11,26 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "check.h"
 #include "gen.h"
 #include "harness.h"
 #include "lig.h"
+#include "suite.h"
 #include "tests.h"
 
-static int64_t long_rows(void)
+/* Default generator options, then the backward's check of one large case. */
+static void data_and_check(th_rng *r, tcase *tc, const char *label)
 {
-    return th_env_int("LIG_TEST_QUICK", 0) ? 16384 : 131072;
-}
-
-static void run_checked(tcase *tc, const char *label)
-{
-    double t0 = th_now();
-    check_stats_reset();
-    check_case(tc, label);
-    check_stats s = check_stats_get();
-    th_note("%s: %.2f s (library, reference and checks), %" PRId64 " counted slots", label, th_now() - t0,
-            s.counted_slots);
-    /* Guard against a vacuous pass: most rows must have contributed. */
-    CHECK(s.cases == 0 || s.counted_slots * 4 >= ref_rows_q(&tc->p), "%s: only %" PRId64 " counted slots", label,
-          s.counted_slots);
+    gen_opts o;
+    gen_opts_default(&o);
+    gen_data(r, tc, &o);
+    suite_case sc = {.tc = tc};
+    suite_large(&suite_backward, &sc, label);
+    tc_free(tc);
 }
 
 void test_large_bsnd_128k(void)
 {
-    const int64_t S = long_rows();
+    const int64_t S = suite_long_rows();
     th_rng r = th_rng_make(131072);
     gen_opts o;
     gen_opts_default(&o);
@@ -44,39 +38,28 @@ void test_large_bsnd_128k(void)
     o.p_dup = 0.05;
     tcase tc;
     tc_init(&tc);
-    tc.p.B = 1;
+    tc_set_dims(&tc, 1, 2, 1, 4, 8);
     tc.p.S1 = tc.p.S2 = S;
-    tc.p.N1 = 2;
-    tc.p.N2 = 1;
-    tc.p.D = 4;
-    tc.p.K = 8;
-    tc.p.sparse_mode = 3;
     tc.short_form = 1;
     gen_bsnd(&r, &tc);
     gen_data(&r, &tc, &o);
     char label[64];
     snprintf(label, sizeof label, "BSND S1=S2=%" PRId64 " causal", S);
-    run_checked(&tc, label);
+    suite_case sc = {.tc = &tc};
+    suite_large(&suite_backward, &sc, label);
     tc_free(&tc);
 }
 
 void test_large_tnd_128k(void)
 {
-    const int64_t T = long_rows();
+    const int64_t T = suite_long_rows();
     th_rng r = th_rng_make(7);
-    gen_opts o;
-    gen_opts_default(&o);
     tcase tc;
     tc_init(&tc);
+    tc_set_dims(&tc, 4, 2, 1, 4, 8);
     tc.p.layout = REF_TND;
-    tc.p.B = 4;
     tc.p.S1 = T;
     tc.p.S2 = T;
-    tc.p.N1 = 2;
-    tc.p.N2 = 1;
-    tc.p.D = 4;
-    tc.p.K = 8;
-    tc.p.sparse_mode = 3;
     tc.p.pre_tokens = 1000;
     tc.idx_dtype = LIG_INT64;
     tc.seq_dtype = LIG_INT32;
@@ -90,38 +73,19 @@ void test_large_tnd_128k(void)
         tc.seq_q[b] = q_ends[b];
         tc.seq_k[b] = k_ends[b];
     }
-    gen_data(&r, &tc, &o);
     char label[64];
     snprintf(label, sizeof label, "TND T=%" PRId64 " in 4 batches, band 1000", T);
-    run_checked(&tc, label);
-    tc_free(&tc);
+    data_and_check(&r, &tc, label);
 }
 
 void test_large_batch_1024(void)
 {
     th_rng r = th_rng_make(1024);
-    gen_opts o;
-    gen_opts_default(&o);
     for (int layout = 0; layout < 2; layout++) {
         tcase tc;
-        tc_init(&tc);
-        tc.p.B = 1024;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 4;
-        tc.p.K = 4;
-        tc.dtype = tc.dw_dtype = LIG_FLOAT16;
-        if (layout == 0) {
-            tc.p.S1 = 3;
-            tc.p.S2 = 5;
-            tc.has_seq_q = tc.has_seq_k = 1;
-            gen_bsnd(&r, &tc);
-        } else {
-            gen_tnd(&r, &tc, 3, 5, 2, 2);
-        }
-        gen_data(&r, &tc, &o);
-        run_checked(&tc, layout == 0 ? "BSND B=1024 with lengths" : "TND B=1024");
-        tc_free(&tc);
+        gen_batch_1024(&r, &tc, layout);
+        tc.dw_dtype = LIG_FLOAT16;
+        data_and_check(&r, &tc, layout == 0 ? "BSND B=1024 with lengths" : "TND B=1024");
     }
 }
 
@@ -130,26 +94,15 @@ void test_large_head_dims(void)
     static const int64_t dims[] = {1, 300};
     for (int i = 0; i < 2; i++) {
         th_rng r = th_rng_make(300 + (uint64_t)i);
-        gen_opts o;
-        gen_opts_default(&o);
         tcase tc;
         tc_init(&tc);
-        tc.p.B = 2;
-        tc.p.S1 = 16;
-        tc.p.S2 = 32;
-        tc.p.N1 = 4;
-        tc.p.N2 = 2;
-        tc.p.D = dims[i];
-        tc.p.K = 8;
+        tc_set_dims(&tc, 2, 4, 2, dims[i], 8);
         tc.dtype = i ? LIG_BFLOAT16 : LIG_FLOAT32;
         tc.dw_dtype = LIG_FLOAT32;
-        tc.has_seq_q = tc.has_seq_k = 1;
-        gen_bsnd(&r, &tc);
-        gen_data(&r, &tc, &o);
+        gen_layout(&r, &tc, 0, 16, 32, 0, 0, 1);
         char label[32];
         snprintf(label, sizeof label, "D=%" PRId64, dims[i]);
-        run_checked(&tc, label);
-        tc_free(&tc);
+        data_and_check(&r, &tc, label);
     }
 }
 
@@ -158,50 +111,29 @@ void test_large_topk_counts(void)
     static const int64_t ks[] = {1, 5000};
     for (int i = 0; i < 2; i++) {
         th_rng r = th_rng_make(5000 + (uint64_t)i);
-        gen_opts o;
-        gen_opts_default(&o);
         tcase tc;
         tc_init(&tc);
-        tc.p.B = 1;
-        tc.p.S1 = 16;
-        tc.p.S2 = 6000;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 8;
-        tc.p.K = ks[i];
+        tc_set_dims(&tc, 1, 2, 1, 8, ks[i]);
         tc.p.sparse_mode = 0;
         tc.dtype = tc.dw_dtype = LIG_BFLOAT16;
         tc.short_form = 1;
-        gen_bsnd(&r, &tc);
-        gen_data(&r, &tc, &o);
+        gen_layout(&r, &tc, 0, 16, 6000, 0, 0, 0);
         char label[32];
         snprintf(label, sizeof label, "K=%" PRId64, ks[i]);
-        run_checked(&tc, label);
-        tc_free(&tc);
+        data_and_check(&r, &tc, label);
     }
 }
 
 void test_large_heads_80_groups_5(void)
 {
     th_rng r = th_rng_make(80);
-    gen_opts o;
-    gen_opts_default(&o);
     tcase tc;
     tc_init(&tc);
-    tc.p.B = 2;
-    tc.p.S1 = 8;
-    tc.p.S2 = 16;
-    tc.p.N1 = 80;
-    tc.p.N2 = 5;
-    tc.p.D = 16;
-    tc.p.K = 8;
+    tc_set_dims(&tc, 2, 80, 5, 16, 8);
     tc.dtype = LIG_BFLOAT16;
     tc.dw_dtype = LIG_FLOAT32;
-    tc.has_seq_q = tc.has_seq_k = 1;
-    gen_bsnd(&r, &tc);
-    gen_data(&r, &tc, &o);
-    run_checked(&tc, "N1=80 N2=5");
-    tc_free(&tc);
+    gen_layout(&r, &tc, 0, 8, 16, 0, 0, 1);
+    data_and_check(&r, &tc, "N1=80 N2=5");
 }
 
 /* CANN's own shape class (N1 = 64, N2 = 1, D = 128, bf16, causal) at a small sequence length, so the
@@ -210,26 +142,12 @@ void test_large_deepseek_shape(void)
 {
     for (int layout = 0; layout < 2; layout++) {
         th_rng r = th_rng_make(64128 + (uint64_t)layout);
-        gen_opts o;
-        gen_opts_default(&o);
         tcase tc;
-        tc_init(&tc);
+        gen_deepseek_heads(&tc);
         tc.p.B = 2;
-        tc.p.N1 = 64;
-        tc.p.N2 = 1;
-        tc.p.D = 128;
         tc.p.K = 32;
-        tc.p.sparse_mode = 3;
-        tc.short_form = 1;
         tc.dw_dtype = LIG_FLOAT32;
-        if (layout == 0) {
-            tc.p.S1 = tc.p.S2 = 96;
-            gen_bsnd(&r, &tc);
-        } else {
-            gen_tnd(&r, &tc, 96, 128, 4, 0);
-        }
-        gen_data(&r, &tc, &o);
-        run_checked(&tc, layout == 0 ? "BSND N1=64 D=128 K=32" : "TND N1=64 D=128 K=32");
-        tc_free(&tc);
+        gen_layout(&r, &tc, layout, 96, layout ? 128 : 96, 4, 0, 0);
+        data_and_check(&r, &tc, layout == 0 ? "BSND N1=64 D=128 K=32" : "TND N1=64 D=128 K=32");
     }
 }

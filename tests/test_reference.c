@@ -187,14 +187,31 @@ void test_ref_hand_example(void)
     p.K = 4;
     p.sparse_mode = 0;
     p.pre_tokens = p.next_tokens = INT64_MAX;
-    double dq[4], dk[6], dw[2];
-    ref_grads g = {dq, dk, dw, NULL, NULL, NULL};
-    ref_backward(&p, q, k, w, idx, dy, &g);
+    double dq[4], dk[6], dw[2], dq_abs[4], dk_abs[6], dw_abs[2];
+    int64_t dq_terms[4], dk_terms[6], dw_terms[2];
+    ref_grads g = {dq, dk, dw, dq_abs, dk_abs, dw_abs};
+    const ref_grad_terms terms = {dq_terms, dk_terms, dw_terms};
+    ref_backward_counted(&p, q, k, w, idx, dy, &g, &terms);
     const double want_dq[4] = {3, 1.5, 0, 0}, want_dk[6] = {1.5, 3, 0, 0, 1.5, 3}, want_dw[2] = {12, 0};
     CHECK(memcmp(dq, want_dq, sizeof dq) == 0, "dQ = (%g,%g,%g,%g)", dq[0], dq[1], dq[2], dq[3]);
     CHECK(memcmp(dk, want_dk, sizeof dk) == 0, "dK = (%g,%g,%g,%g,%g,%g)", dk[0], dk[1], dk[2], dk[3], dk[4],
           dk[5]);
     CHECK(memcmp(dw, want_dw, sizeof dw) == 0, "dW = (%g,%g)", dw[0], dw[1]);
+    /* Nothing cancels here, so every abs sum is the |value|; k0's second component makes one
+     * term of dQ_h0[1] an exact 0 that still counts as a term. dW_h0 sums |q_d k_d| * |dy|:
+     * (1 + 2) * 1 + 1 * 3 + (1 + 2) * 2. */
+    const double want_dq_abs[4] = {3, 1.5, 0, 0}, want_dk_abs[6] = {1.5, 3, 0, 0, 1.5, 3}, want_dw_abs[2] = {12, 0};
+    const int64_t want_dq_terms[4] = {3, 3, 0, 0}, want_dk_terms[6] = {1, 1, 0, 0, 2, 2}, want_dw_terms[2] = {3, 0};
+    CHECK(memcmp(dq_abs, want_dq_abs, sizeof dq_abs) == 0 && memcmp(dk_abs, want_dk_abs, sizeof dk_abs) == 0 &&
+              memcmp(dw_abs, want_dw_abs, sizeof dw_abs) == 0,
+          "abs sums: dQ_h0 (%g,%g), dK2 (%g,%g), dW (%g,%g)", dq_abs[0], dq_abs[1], dk_abs[4], dk_abs[5], dw_abs[0],
+          dw_abs[1]);
+    CHECK(memcmp(dq_terms, want_dq_terms, sizeof dq_terms) == 0 &&
+              memcmp(dk_terms, want_dk_terms, sizeof dk_terms) == 0 &&
+              memcmp(dw_terms, want_dw_terms, sizeof dw_terms) == 0,
+          "term counts: dQ_h0 (%" PRId64 ",%" PRId64 "), dK (%" PRId64 ",%" PRId64 ",%" PRId64 "), dW (%" PRId64
+          ",%" PRId64 ")",
+          dq_terms[0], dq_terms[1], dk_terms[0], dk_terms[2], dk_terms[4], dw_terms[0], dw_terms[1]);
     CHECK(ref_loss(&p, q, k, w, idx, dy) == 6.0, "L = %g", ref_loss(&p, q, k, w, idx, dy));
 
     p.sparse_mode = 3;

@@ -8,6 +8,9 @@ void test_half_roundtrip_all_patterns(void);
 void test_half_rounding_midpoints(void);
 void test_half_bf16_matches_bit_trick(void);
 
+/* test_check.c */
+void test_check_per_element_bound(void);
+
 /* test_reference.c */
 void test_ref_visibility_rules(void);
 void test_ref_visible_range_matches_pointwise(void);
@@ -54,6 +57,7 @@ void test_grad_head_num_and_forms(void);
 /* test_determinism.c */
 void test_determinism_bitwise(void);
 void test_determinism_off_loses_no_update(void);
+void test_grad_threads_change_between_phases(void);
 
 /* test_large.c */
 void test_large_bsnd_128k(void);
@@ -100,8 +104,10 @@ void test_kl_empty(void);
 void test_kl_determinism_threads(void);
 void test_kl_chain_forward_kl_backward(void);
 void test_kl_threads_change_between_phases(void);
-void test_fwd_kl_concurrent_calls(void);
 void test_fwd_kl_workspace_alignment(void);
+
+/* test_concurrent.c */
+void test_concurrent_calls_all_operators(void);
 
 /* test_errors_fwd.c */
 void test_errors_fwd_null_pointers(void);

@@ -237,9 +237,35 @@ static void zero(double *a, int64_t n)
     }
 }
 
+static void zero_counts(int64_t *a, int64_t n)
+{
+    if (a != NULL) {
+        for (int64_t i = 0; i < n; i++) {
+            a[i] = 0;
+        }
+    }
+}
+
+static double abs_dot(const double *a, const double *b, int64_t n)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s += fabs(a[i] * b[i]);
+    }
+    return s;
+}
+
 void ref_backward(const ref_problem *p, const double *q, const double *k, const double *w,
                   const int64_t *idx, const double *dy, const ref_grads *out)
 {
+    ref_backward_counted(p, q, k, w, idx, dy, out, NULL);
+}
+
+void ref_backward_counted(const ref_problem *p, const double *q, const double *k, const double *w,
+                          const int64_t *idx, const double *dy, const ref_grads *out, const ref_grad_terms *terms)
+{
+    const ref_grad_terms none = {NULL, NULL, NULL};
+    const ref_grad_terms *t = terms != NULL ? terms : &none;
     const int64_t rows = ref_rows_q(p);
     const int64_t G = p->N1 / p->N2;
     const int64_t D = p->D;
@@ -252,6 +278,9 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
     zero(out->dq_abs, nq);
     zero(out->dk_abs, nk);
     zero(out->dw_abs, nw);
+    zero_counts(t->dq, nq);
+    zero_counts(t->dk, nk);
+    zero_counts(t->dw, nw);
 
     for (int64_t r = 0; r < rows; r++) {
         ref_row row;
@@ -277,7 +306,10 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
                     const int64_t wi = r * p->N1 + h;
                     out->dw[wi] += s * grad;
                     if (out->dw_abs != NULL) {
-                        out->dw_abs[wi] += fabs(s * grad);
+                        out->dw_abs[wi] += fabs(grad) * abs_dot(qv, kv, D);
+                    }
+                    if (t->dw != NULL) {
+                        t->dw[wi]++;
                     }
                     const double a = w[wi] * grad;
                     for (int64_t d = 0; d < D; d++) {
@@ -288,6 +320,12 @@ void ref_backward(const ref_problem *p, const double *q, const double *k, const 
                         }
                         if (out->dk_abs != NULL) {
                             out->dk_abs[krow * D + d] += fabs(a * qv[d]);
+                        }
+                        if (t->dq != NULL) {
+                            t->dq[(r * p->N1 + h) * D + d]++;
+                        }
+                        if (t->dk != NULL) {
+                            t->dk[krow * D + d]++;
                         }
                     }
                 }

@@ -70,18 +70,29 @@ int64_t ref_find_bad_index(const ref_problem *p, const int64_t *idx);
 void ref_forward_slots(const ref_problem *p, const double *q, const double *k, const double *w,
                        const int64_t *idx, double *scores);
 
-/* Backward results. dq/dk/dw have the shapes of q/k/w. The *_abs arrays (optional, may be
- * NULL) receive the sum of |term| of every contribution to each element: an element with
- * abs == 0 got nothing (must be exactly 0), and the bound tells when fp32 sums are exact. */
+/* Backward results. dq/dk/dw have the shapes of q/k/w. The *_abs arrays (optional, may be NULL)
+ * receive the sum of |elementary product| over everything summed into each element: |w dy k_d|
+ * (dQ), |w dy q_d| (dK), |dy q_d k_d| over d and the slots (dW, whose terms S dy are themselves
+ * sums). An element with abs == 0 got nothing (must be exactly 0); the bound tells when fp32
+ * sums are exact, and how large fp32's error can be. */
 typedef struct ref_grads {
     double *dq, *dk, *dw;
     double *dq_abs, *dk_abs, *dw_abs;
 } ref_grads;
 
+/* How many non-zero terms each element sums (each array optional): slots with S > 0 (dQ, dW),
+ * (row, head, slot) contributions (dK). */
+typedef struct ref_grad_terms {
+    int64_t *dq, *dk, *dw;
+} ref_grad_terms;
+
 /* Requires ref_seq_ok(p) and ref_find_bad_index(p, idx) == -1. Reads dy only at counted slots
  * and idx only in valid rows. */
 void ref_backward(const ref_problem *p, const double *q, const double *k, const double *w,
                   const int64_t *idx, const double *dy, const ref_grads *out);
+/* The same, with the term counts too (terms may be NULL). */
+void ref_backward_counted(const ref_problem *p, const double *q, const double *k, const double *w,
+                          const int64_t *idx, const double *dy, const ref_grads *out, const ref_grad_terms *terms);
 
 /* L = sum over counted slots of dy * I at that slot: the loss whose gradient the backward is. */
 double ref_loss(const ref_problem *p, const double *q, const double *k, const double *w,
