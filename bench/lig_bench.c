@@ -46,8 +46,9 @@
  *   grad  dQ and dW of sample rows, and dK of sample keys (every slot of every row that selected
  *         the key, found by a scan of the indices).
  * Per element the tolerance is: the output dtype's rounding (u * |ref|, plus its smallest
- * subnormal) + the fp32 accumulation bound (n + 2) * 2^-24 * sum|terms| over the element's n
- * terms + for sets that compute products from bf16 operands (avx512bf16, amx-bf16), 2^-7 *
+ * subnormal) + the fp32 accumulation bound (n + 2) * 2^-24 * sum|terms|, n the length of the
+ * element's chain of sums (dQ, dW: its counted slots; dK: the slots that selected the key plus G,
+ * each slot's G-head contribution summed first, the slots then in any order) + for sets that compute products from bf16 operands (avx512bf16, amx-bf16), 2^-7 *
  * sum|terms| (both operands rounded to bf16) + for each slot whose score is within its own
  * error bound of 0 (the ReLU gate may go either way), that slot's term. The report gives the
  * worst error as a fraction of its tolerance, so a loose bound is visible.
@@ -613,7 +614,8 @@ static int check_grad(const problem *P, const char *ks, checker *c, int *rows_ch
                             a->ref += A * qd[h * D + d];
                             a->abs += fabs(A * qd[h * D + d]);
                             if (ambiguous) a->amb += fabs(wd[h] * dyv * qd[h * D + d]);
-                            a->n += 1;
+                            /* the chain: one G-term contribution per slot, the slots summed in any order */
+                            if (h == 0) a->n += 1;
                         }
                     }
                 }
@@ -625,7 +627,8 @@ static int check_grad(const problem *P, const char *ks, checker *c, int *rows_ch
         nk++;
         for (int64_t g = 0; g < N2; g++)
             for (int64_t d = 0; d < D; d++) {
-                const acc *a = &dk[(key * N2 + g) * D + d];
+                acc *a = &dk[(key * N2 + g) * D + d];
+                if (a->n > 0) a->n += (double)G;
                 const double lib = load(P->dk, P->dt, (size_t)((keys[key] * N2 + g) * D + d));
                 if (a->n == 0 && lib != 0.0) /* nobody selected the key: exactly 0 */
                     check_value(c, "dK (never selected) [key,head,dim]", keys[key], g, d, lib, 0.0, 0.0);
@@ -1035,7 +1038,8 @@ static const char *kernels_of(const result *r, op_kind op, char *buf, size_t siz
     if (op == OP_FWD) snprintf(buf, size, "%s", r->ks_fwd);
     else if (op == OP_GRAD) snprintf(buf, size, "%s", r->ks_grad);
     else if (!strcmp(r->ks_fwd, r->ks_grad) && !strcmp(r->ks_fwd, r->ks_kl)) snprintf(buf, size, "%s", r->ks_fwd);
-    else snprintf(buf, size, "%s/%s/%s", r->ks_fwd, r->ks_kl, r->ks_grad);
+    else if (!strcmp(r->ks_fwd, r->ks_grad)) snprintf(buf, size, "%s, kl %s", r->ks_fwd, r->ks_kl);
+    else snprintf(buf, size, "fwd %s, kl %s, grad %s", r->ks_fwd, r->ks_kl, r->ks_grad);
     return buf;
 }
 
@@ -1092,7 +1096,7 @@ int main(int argc, char **argv) {
         const char *set = o.sets[si];
         if (!o.json) {
             printf("\nkernel set %s\n", set);
-            printf("%-4s %6s %3s %3s %9s %9s %-17s %-18s %9s %7s %8s %8s  %s\n", "op", "S", "thr", "det", "median s",
+            printf("%-4s %6s %3s %3s %9s %9s %-22s %-16s %9s %7s %8s %8s  %s\n", "op", "S", "thr", "det", "median s",
                    "GFLOP/s", "kernels", "unit", "unit peak", "% peak", "ws MiB", "RSS MiB", "check");
         }
         for (int oi = 0; oi < o.n_ops; oi++) {
@@ -1108,7 +1112,7 @@ int main(int argc, char **argv) {
                                     (long long)o.seq[s], o.threads[ti],
                                     op == OP_FWD ? "" : det ? ", deterministic" : ", non-deterministic");
                         run_isolated(&o, set, op, o.seq[s], o.threads[ti], det, &r);
-                        char unit[64], kbuf[100];
+                        char unit[64], kbuf[128];
                         const double peak = r.ok ? result_peak(&r, &pk, ti, unit, sizeof unit) : 0.0;
                         if (!r.ok) snprintf(unit, sizeof unit, "none");
                         const double flops = r.flops_fwd + r.flops_grad;
@@ -1152,14 +1156,14 @@ int main(int argc, char **argv) {
                             if (!r.ok) {
                                 printf("failed: %s\n", r.error);
                             } else {
-                                printf("%9.4f %9.1f %-17s %-18s ", r.median_s, gf, kernels_of(&r, op, kbuf, sizeof kbuf),
+                                printf("%9.4f %9.1f %-22s %-16s ", r.median_s, gf, kernels_of(&r, op, kbuf, sizeof kbuf),
                                        unit);
                                 if (peak > 0) printf("%9.1f %6.1f%% ", peak, pct);
                                 else printf("%9s %7s ", "-", "-");
                                 printf("%8.1f %8.1f  %s\n", (double)r.workspace / 1048576.0,
                                        (double)r.peak_rss_kib / 1024.0, r.check);
                                 if (op == OP_STEP)
-                                    printf("%21s(step parts, medians: forward %.4f s, KL step %.4f s, backward %.4f s)\n",
+                                    printf("%22s(step parts, medians: forward %.4f s, KL step %.4f s, backward %.4f s)\n",
                                            "", r.part_s[0], r.part_s[1], r.part_s[2]);
                             }
                         }

@@ -70,7 +70,7 @@ def print_tables(lig, peer, seqs, threads, ops):
         print("%s  (lig: median of %d; PyTorch: fastest correct variant, median; speedup = PyTorch s / lig det s)" % (
             {"grad": "BACKWARD (LightningIndexerGrad)", "fwd": "FORWARD (scores + top-k)",
              "step": "TRAINING STEP (forward + KL step + backward)"}[op], lig["problem"]["reps"]))
-        head = "%6s %3s | %-10s %-17s %-16s %9s %9s %8s %7s %8s | %-12s %9s %8s | %8s %8s | %s"
+        head = "%6s %3s | %-10s %-22s %-16s %9s %9s %8s %7s %8s | %-12s %9s %8s | %8s %8s | %s"
         print(head % ("S", "thr", "set", "kernels", "unit", "det s", "nondet s", "GFLOP/s", "% peak", "RSS MiB",
                       "torch var.", "torch s", "RSS MiB", "speedup", "mem l/t", "lig check"))
         for s in seqs:
@@ -90,8 +90,11 @@ def print_tables(lig, peer, seqs, threads, ops):
                         print("%6d %3d | %-10s failed: %s" % (s, t, st, main["error"]))
                         continue
                     kern = main["kernel_set_fwd"] if op == "fwd" else main["kernel_set_grad"]
-                    if op == "step" and len({main["kernel_set_fwd"], main["kernel_set_kl"], main["kernel_set_grad"]}) > 1:
-                        kern = "/".join((main["kernel_set_fwd"], main["kernel_set_kl"], main["kernel_set_grad"]))
+                    if op == "step" and main["kernel_set_kl"] != kern:
+                        kern = "%s, kl %s" % (kern, main["kernel_set_kl"])
+                    if op == "step" and main["kernel_set_fwd"] != main["kernel_set_grad"]:
+                        kern = "fwd %s, kl %s, grad %s" % (main["kernel_set_fwd"], main["kernel_set_kl"],
+                                                         main["kernel_set_grad"])
                     pct = main.get("percent_of_unit_peak")
                     if pr and pr.get("ok"):
                         ptxt = "%-12s %9.3f %8.0f" % (pr["variant"], pr["median_s"], pr["peak_rss_kib"] / 1024)
@@ -101,7 +104,7 @@ def print_tables(lig, peer, seqs, threads, ops):
                         why = (pr or {}).get("error", "not run")
                         ptxt = "%-12s %9s %8s" % ("OOM" if "memory" in why else "-", "-", "-")
                         ratio = "%8s %8s" % ("-", "-")
-                    print("%6d %3d | %-10s %-17s %-16s %9s %9s %8.1f %7s %8.0f | %s | %s | %s" % (
+                    print("%6d %3d | %-10s %-22s %-16s %9s %9s %8.1f %7s %8.0f | %s | %s | %s" % (
                         s, t, st, kern, main["unit"], fmt(d and d["median_s"], "%.4f"), fmt(n and n["median_s"], "%.4f"),
                         main["gflops"], fmt(pct, "%.1f%%"), main["peak_rss_kib"] / 1024, ptxt, ratio,
                         "ok" if main["check_ok"] else main["check"]))
