@@ -2,7 +2,7 @@
  * set this machine has, checks a sample of every result against float64, and reports GFLOP/s as
  * a fraction of the measured peak of the unit each set computes with.
  *
- *   lig-bench [--op grad|fwd|step|all[,...]] [--sets all|scalar,avx2,...] [--seq 4096[,...]]
+ *   lig-bench [--op grad|fwd|step|all[,...]] [--sets all|scalar,avx2,...|all,-scalar] [--seq 4096[,...]]
  *             [--heads 64] [--kv-heads 1] [--dim 128] [--topk 2048] [--dtype bf16|fp16|fp32]
  *             [--threads 1,2] [--det 1|0|both] [--reps 5] [--json]
  *
@@ -903,7 +903,7 @@ static int parse_list(const char *s, int64_t *out, int cap) {
 static void usage(const char *why) {
     if (why) fprintf(stderr, "lig-bench: %s\n", why);
     fprintf(stderr,
-            "usage: lig-bench [--op grad|fwd|step|all[,...]] [--sets all|<set>[,<set>...]] [--seq 4096[,...]]\n"
+            "usage: lig-bench [--op grad|fwd|step|all[,...]] [--sets all|<set>[,...]|all,-<set>] [--seq 4096[,...]]\n"
             "                 [--heads 64] [--kv-heads 1] [--dim 128] [--topk 2048] [--dtype bf16|fp16|fp32]\n"
             "                 [--threads 1,2] [--det 1|0|both] [--reps 5] [--json]\n"
             "kernel sets on this machine: %s\n",
@@ -988,25 +988,36 @@ static void parse_args(int argc, char **argv, options *o) {
         }
     }
     if (o->N1 % o->N2) usage("--heads must be a multiple of --kv-heads");
-    char avail[MAX_SETS][32];
+    /* --sets: names, "all" (every set lig_kernel_sets() reports), "-name" to leave one out */
+    char avail[MAX_SETS][32], items[MAX_SETS][32];
     const int n_avail = split_names(lig_kernel_sets(), avail, MAX_SETS);
-    if (!strcmp(sets, "all")) {
-        o->n_sets = n_avail > 0 ? n_avail : 0;
-        memcpy(o->sets, avail, sizeof avail);
-    } else {
-        o->n_sets = split_names(sets, o->sets, MAX_SETS);
-        if (o->n_sets < 1) usage("--sets: expected all or a list of kernel sets");
-        for (int j = 0; j < o->n_sets; j++) {
-            int found = 0;
-            for (int k = 0; k < n_avail; k++) found |= !strcmp(o->sets[j], avail[k]);
-            if (!found) {
-                char why[160];
-                snprintf(why, sizeof why, "--sets: \"%s\" is not a kernel set this build and CPU support", o->sets[j]);
-                usage(why);
+    const int n_items = split_names(sets, items, MAX_SETS);
+    if (n_items < 1) usage("--sets: expected all or a list of kernel sets (-name leaves one out)");
+    o->n_sets = 0;
+    for (int j = 0; j < n_items; j++) {
+        const int drop = items[j][0] == '-';
+        const char *name = items[j] + drop;
+        int found = !strcmp(name, "all");
+        for (int k = 0; k < n_avail; k++) found |= !strcmp(name, avail[k]);
+        if (!found) {
+            char why[160];
+            snprintf(why, sizeof why, "--sets: \"%s\" is not a kernel set this build and CPU support", name);
+            usage(why);
+        }
+        for (int k = 0; k < n_avail; k++) {
+            if (strcmp(name, "all") && strcmp(name, avail[k])) continue;
+            int at = -1;
+            for (int m = 0; m < o->n_sets; m++)
+                if (!strcmp(o->sets[m], avail[k])) at = m;
+            if (drop && at >= 0) { /* remove, keeping the order */
+                for (int m = at; m + 1 < o->n_sets; m++) memcpy(o->sets[m], o->sets[m + 1], 32);
+                o->n_sets--;
+            } else if (!drop && at < 0) {
+                memcpy(o->sets[o->n_sets++], avail[k], 32);
             }
         }
     }
-    if (o->n_sets < 1) usage("lig_kernel_sets() reported no kernel set");
+    if (o->n_sets < 1) usage("--sets: no kernel set left to run");
 }
 
 /* ---- reporting ---------------------------------------------------------------------------------- */

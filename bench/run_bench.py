@@ -178,7 +178,7 @@ def small_group(args, seqs, threads, ops, extra):
         runs[n1] = run_lig(args.lig_bench, seqs, threads, ops, args.sets, args.reps, args.det,
                            ["--heads", str(n1)] + extra)
     print()
-    print("Small groups (N2 = 1, so G = N1): %% of the unit peak per set; last column G=8 / G=64 (target >= 0.60)")
+    print("Small groups (N2 = 1, so G = N1): % of the unit peak per set; last column G=8 / G=64 (target >= 0.60)")
     print("%-5s %6s %3s %-10s %-16s %s %9s" % ("op", "S", "thr", "set", "unit",
                                              " ".join("%8s" % ("G=%d" % g) for g in SMALL_GROUP_HEADS), "8/64"))
     failures = sum(1 for g in SMALL_GROUP_HEADS for r in runs[g]["results"] if not (r["ok"] and r["check_ok"]))
