@@ -51,17 +51,21 @@ test-python: venv
 venv:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 
-# lig-bench and the PyTorch peer side by side (BENCHMARKS.md): a table with the ratios, and
-# bench/results/{bench.json,gflops_vs_seq.png}. bench-full sweeps S from 1K to 32K.
+# lig-bench (every kernel set: forward, backward, training step) and the PyTorch peer side by
+# side (BENCHMARKS.md, bench/README.md): tables with the ratios, and
+# bench/results/{bench.json,gflops_vs_seq.png}. bench-full sweeps S from 1K to 32K without the
+# portable scalar set (minutes per run at those sizes).
 BENCH_SEQ ?= 1024,2048
 BENCH_THREADS ?= 1,$(JOBS)
+BENCH_OPS ?= grad,fwd,step
+BENCH_SETS ?= all
 bench: build venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy matplotlib
 	$(VENV)/bin/python bench/run_bench.py --seq $(BENCH_SEQ) --threads $(BENCH_THREADS) \
-	  --lig-bench $(BUILD)/bench/lig-bench
+	  --ops $(BENCH_OPS) --sets $(BENCH_SETS) --lig-bench $(BUILD)/bench/lig-bench
 
 bench-full:
-	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768
+	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768 BENCH_SETS=all,-scalar
 
 # The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam). Only the
 # library and the demo are built (same build tree as `make build`, other targets left alone).

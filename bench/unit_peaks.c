@@ -1,0 +1,276 @@
+/* The peak of every compute unit a lig kernel set can use, measured on this machine.
+ *
+ * For each unit, every thread runs a loop of nothing but that unit's instruction on independent
+ * accumulators (enough of them to cover the instruction's latency with its throughput), all
+ * threads at once; the figure is the best of a few runs (the peak is what the cores can do,
+ * noise only ever lowers it), in GFLOP/s, per thread count. Flops counted per instruction:
+ *   AVX2 FMA      vfmadd231ps ymm   8 lanes x 2                      =    16
+ *   AVX-512 FMA   vfmadd231ps zmm  16 lanes x 2                      =    32
+ *   AVX512-BF16   vdpbf16ps zmm    16 lanes x 2 bf16 pairs x 2       =    64
+ *   AMX-BF16      tdpbf16ps        16 x 16 x 32 tile product x 2     = 16384
+ * A unit is measured only when CPUID says the CPU has it and XGETBV says the OS saves its state
+ * (for AMX, the process also asks the kernel for the tile data state once, with
+ * arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)). Each loop is compiled for its ISA with a
+ * per-function target attribute, so the file builds with any x86-64 compiler flags.
+ *
+ * Nothing can be folded away: every accumulator is loop-carried (each instruction reads the
+ * previous one's result), the other operands come from volatile loads, and the AMX instructions
+ * are volatile asm. The results are stored into a volatile sink at the end. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "unit_peaks.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#define X86 0
+#endif
+
+static const char *const keys[BENCH_UNIT_COUNT] = {"avx2-fma", "avx512-fma", "avx512-bf16", "amx-bf16"};
+static const char *const labels[BENCH_UNIT_COUNT] = {"AVX2 FMA", "AVX-512 FMA", "AVX512-BF16 dot", "AMX-BF16 tiles"};
+static const char *const instructions[BENCH_UNIT_COUNT] = {
+    "vfmadd231ps ymm, 16 flops each", "vfmadd231ps zmm, 32 flops each",
+    "vdpbf16ps zmm, 64 flops each (16 lanes x 2 bf16 pairs x 2)",
+    "tdpbf16ps 16x16x32 bf16 tiles, 16384 flops each (2*16*16*32)"};
+
+const char *bench_unit_key(int unit) { return unit >= 0 && unit < BENCH_UNIT_COUNT ? keys[unit] : "none"; }
+const char *bench_unit_label(int unit) { return unit >= 0 && unit < BENCH_UNIT_COUNT ? labels[unit] : "none"; }
+const char *bench_unit_instruction(int unit) {
+    return unit >= 0 && unit < BENCH_UNIT_COUNT ? instructions[unit] : "portable C, no vector unit";
+}
+
+int bench_unit_for_kernel_set(const char *set) {
+    if (!set) return BENCH_UNIT_NONE;
+    if (!strcmp(set, "avx2")) return BENCH_UNIT_AVX2_FMA;
+    if (!strcmp(set, "avx512")) return BENCH_UNIT_AVX512_FMA;
+    if (!strcmp(set, "avx512bf16")) return BENCH_UNIT_AVX512_BF16;
+    if (!strcmp(set, "amx-bf16")) return BENCH_UNIT_AMX_BF16;
+    return BENCH_UNIT_NONE;
+}
+
+static volatile float sink;
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#if X86
+/* ---- which units this CPU and OS provide -------------------------------------------------- */
+
+static uint64_t xcr0(void) {
+    uint32_t a, d;
+    __asm__ volatile("xgetbv" : "=a"(a), "=d"(d) : "c"(0));
+    return ((uint64_t)d << 32) | a;
+}
+
+static int detected[BENCH_UNIT_COUNT];
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
+static void detect(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1;
+    if (!osxsave) return;
+    const uint64_t x = xcr0();
+    const int ymm_state = (x & 0x6) == 0x6, zmm_state = ymm_state && (x & 0xe0) == 0xe0,
+              tile_state = (x & 0x60000) == 0x60000;
+    unsigned b7 = 0, d7 = 0, a71 = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        b7 = b;
+        d7 = d;
+        if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
+    }
+    const int avx2 = (b7 >> 5) & 1, avx512f = (b7 >> 16) & 1, avx512bf16 = (a71 >> 5) & 1;
+    const int amx_bf16 = (d7 >> 22) & 1, amx_tile = (d7 >> 24) & 1;
+    detected[BENCH_UNIT_AVX2_FMA] = avx2 && fma && ymm_state;
+    detected[BENCH_UNIT_AVX512_FMA] = avx512f && zmm_state;
+    detected[BENCH_UNIT_AVX512_BF16] = avx512f && avx512bf16 && zmm_state;
+    if (amx_bf16 && amx_tile && tile_state) {
+        /* Linux hands out the 8 KiB tile state only on request (once per process). */
+        const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+        detected[BENCH_UNIT_AMX_BF16] = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    }
+}
+
+int bench_unit_available(int unit) {
+    pthread_once(&detect_once, detect);
+    return unit >= 0 && unit < BENCH_UNIT_COUNT && detected[unit];
+}
+
+/* ---- the loops ---------------------------------------------------------------------------- */
+
+static volatile float operand_a = 0.999999f, operand_b = 1e-7f, operand_small = 0.0009765625f;
+
+/* 12 chains of 4-cycle FMAs keep 2 FMA pipes busy (8 would do; 12 leaves slack). */
+__attribute__((target("avx2,fma"))) static float avx2_fma_loop(int64_t iters) {
+    enum { CHAINS = 12 };
+    __m256 acc[CHAINS];
+    const __m256 x = _mm256_set1_ps(operand_a), y = _mm256_set1_ps(operand_b);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+    }
+    __m256 s = acc[0];
+    for (int i = 1; i < CHAINS; i++) s = _mm256_add_ps(s, acc[i]);
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0];
+}
+
+__attribute__((target("avx512f"))) static float avx512_fma_loop(int64_t iters) {
+    enum { CHAINS = 16 };
+    __m512 acc[CHAINS];
+    const __m512 x = _mm512_set1_ps(operand_a), y = _mm512_set1_ps(operand_b);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+    }
+    __m512 s = acc[0];
+    for (int i = 1; i < CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+/* acc += a . b over bf16 pairs; acc is loop-carried, a and b come from volatile loads. The
+ * values stay normal and finite for any iteration count used here (acc grows by 2^-19 a step). */
+__attribute__((target("avx512f,avx512bf16"))) static float avx512_bf16_loop(int64_t iters) {
+    enum { CHAINS = 16 };
+    __m512 acc[CHAINS];
+    const __m512 va = _mm512_set1_ps(operand_small), vb = _mm512_set1_ps(operand_small);
+    const __m512bh a = _mm512_cvtne2ps_pbh(va, va), b = _mm512_cvtne2ps_pbh(vb, vb);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    }
+    __m512 s = acc[0];
+    for (int i = 1; i < CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+typedef struct tile_config {
+    uint8_t palette_id, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* Four independent accumulator tiles (tmm0-3) fed by two A tiles (tmm4, tmm5) and two B tiles
+ * (tmm6, tmm7), 2 x 2 as in a GEMM micro-kernel: four products in flight hide tdpbf16ps's
+ * latency behind its throughput. Operands are loaded once; the loop is the tile unit alone. */
+__attribute__((target("amx-tile,amx-bf16"))) static float amx_bf16_loop(int64_t iters) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette_id = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+    uint16_t ops[16 * 32];
+    float out[16 * 16];
+    const float v = operand_small;
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    for (int i = 0; i < 16 * 32; i++) ops[i] = (uint16_t)(bits >> 16); /* 2^-10 is exact in bf16 */
+    _tile_loadd(4, ops, 64);
+    _tile_loadd(5, ops, 64);
+    _tile_loadd(6, ops, 64);
+    _tile_loadd(7, ops, 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t n = 0; n < iters; n++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, 64);
+    const float r = out[0];
+    _tile_stored(3, out, 64);
+    _tile_release();
+    return r + out[255];
+}
+
+static float run_unit(int unit, int64_t iters) {
+    switch (unit) {
+    case BENCH_UNIT_AVX2_FMA: return avx2_fma_loop(iters);
+    case BENCH_UNIT_AVX512_FMA: return avx512_fma_loop(iters);
+    case BENCH_UNIT_AVX512_BF16: return avx512_bf16_loop(iters);
+    case BENCH_UNIT_AMX_BF16: return amx_bf16_loop(iters);
+    default: return 0.0f;
+    }
+}
+
+/* Flops per loop iteration, and iterations for about 0.1 s at 3 GHz (the count only sets how
+ * long one measurement lasts). */
+static const double flops_per_iter[BENCH_UNIT_COUNT] = {12 * 16, 16 * 32, 16 * 64, 4 * 16384};
+static const int64_t iters_per_run[BENCH_UNIT_COUNT] = {40000000, 30000000, 15000000, 4000000};
+
+#else /* not x86-64: no unit is measured */
+int bench_unit_available(int unit) {
+    (void)unit;
+    return 0;
+}
+static float run_unit(int unit, int64_t iters) {
+    (void)unit;
+    (void)iters;
+    return 0.0f;
+}
+static const double flops_per_iter[BENCH_UNIT_COUNT] = {0};
+static const int64_t iters_per_run[BENCH_UNIT_COUNT] = {0};
+#endif
+
+typedef struct job {
+    int unit;
+    int64_t iters;
+    float result;
+} job;
+
+static void *run_job(void *arg) {
+    job *j = arg;
+    j->result = run_unit(j->unit, j->iters);
+    return NULL;
+}
+
+double bench_unit_peak_gflops(int unit, int threads, int reps) {
+    enum { MAX = 256 };
+    if (!bench_unit_available(unit)) return 0.0;
+    if (threads < 1) threads = 1;
+    if (threads > MAX) threads = MAX;
+    if (reps < 1) reps = 1;
+    /* a short run first: clocks and (for AMX) the unit's power-up settle before the timings */
+    sink = run_unit(unit, iters_per_run[unit] / 20);
+    double best = 0.0;
+    for (int rep = 0; rep < reps; rep++) {
+        pthread_t th[MAX];
+        job jobs[MAX];
+        int started = 0;
+        const double t0 = seconds();
+        for (int i = 0; i < threads; i++) {
+            jobs[i] = (job){.unit = unit, .iters = iters_per_run[unit]};
+            if (pthread_create(&th[i], NULL, run_job, &jobs[i]) != 0) break;
+            started++;
+        }
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+        const double dt = seconds() - t0;
+        for (int i = 0; i < started; i++) sink = sink + jobs[i].result;
+        const double gf = flops_per_iter[unit] * (double)iters_per_run[unit] * started / dt * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return best;
+}

@@ -1,0 +1,31 @@
+#ifndef LIG_BENCH_UNIT_PEAKS_H
+#define LIG_BENCH_UNIT_PEAKS_H
+
+/* The compute units a lig kernel set can run on, and their peaks measured on this machine
+ * (bench/unit_peaks.c explains how). */
+typedef enum bench_unit {
+    BENCH_UNIT_NONE = -1,   /* portable C: no vector unit is claimed, no ratio is reported */
+    BENCH_UNIT_AVX2_FMA,    /* vfmadd231ps ymm: 8 lanes x 2 flops = 16 flops per instruction */
+    BENCH_UNIT_AVX512_FMA,  /* vfmadd231ps zmm: 16 lanes x 2 flops = 32 flops */
+    BENCH_UNIT_AVX512_BF16, /* vdpbf16ps zmm: 16 lanes x 2 bf16 pairs x 2 flops = 64 flops */
+    BENCH_UNIT_AMX_BF16,    /* tdpbf16ps 16x16x32 tiles: 2*16*16*32 = 16384 flops */
+    BENCH_UNIT_COUNT
+} bench_unit;
+
+/* Short key for JSON ("avx2-fma", ...); "none" for BENCH_UNIT_NONE. */
+const char *bench_unit_key(int unit);
+/* Label for tables ("AVX2 FMA", ...); "none" for BENCH_UNIT_NONE. */
+const char *bench_unit_label(int unit);
+/* The instruction timed and the flops counted per instruction, in words. */
+const char *bench_unit_instruction(int unit);
+/* 1 when the CPU has the unit and the OS lets this process use it (for AMX: after the
+ * ARCH_REQ_XCOMP_PERM request, made once here). */
+int bench_unit_available(int unit);
+/* Best of `reps` runs of `threads` threads running the unit's instruction at once, GFLOP/s;
+ * 0 when the unit is not available. */
+double bench_unit_peak_gflops(int unit, int threads, int reps);
+/* The unit the kernels of a lig kernel set use (lig_executor_kernel_set's names): scalar ->
+ * none, avx2 -> AVX2 FMA, avx512 -> AVX-512 FMA, avx512bf16 -> AVX512-BF16, amx-bf16 -> AMX. */
+int bench_unit_for_kernel_set(const char *set);
+
+#endif
