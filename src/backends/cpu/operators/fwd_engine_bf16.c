@@ -4,6 +4,7 @@
  * set's bf16 micro-kernels (exact products, fp32 sums), then the set's score kernel sums
  * w_h ReLU(S) over the heads. Heads and D are padded to multiples of 32 with zeros, which
  * add nothing (a padded head has S = 0: closed). */
+#include <stddef.h>
 #include <string.h>
 
 #include "backends/cpu/operators/fwd_engine.h"
@@ -81,15 +82,34 @@ static void begin_unit(const lig_fwd_ctx *c, char *s, const char *q_rows, const 
         for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + h] = qwords[h * (dp / 2) + p];
 }
 
+/* The key rows as the product's A operand in place: a whole number of tiles of unit-stride rows
+ * evenly spaced, D already a multiple of 32. Returns the row stride in elements, or 0. */
+static int64_t rows_in_place(const lig_fwd_ctx *c, int64_t nb, const char *const *key) {
+    if (nb < 2 || nb % 32 != 0 || c->k_dim != 1 || c->D % 32 != 0) return 0;
+    const ptrdiff_t stride = key[1] - key[0];
+    if (stride <= 0 || stride % 2 != 0) return 0;
+    for (int64_t n = 2; n < nb; n++)
+        if (key[n] - key[n - 1] != stride) return 0;
+    return stride / 2;
+}
+
 static void score_block(const lig_fwd_ctx *c, char *s, int64_t nb, const char *const *key, float *score) {
     const layout L = layout_for(c);
     const int64_t gp = L.gp, dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
     float *st = (float *)(void *)(s + L.st);
-    for (int64_t n = 0; n < nb; n++) copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
-    const int64_t rows = (nb + 31) / 32 * 32; /* whole tiles: the padding rows are zero keys */
-    if (nb < rows) memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((rows - nb) * dp));
-    lig_bf16_gemm(&c->ks->bf16_gemm, rows, gp, dp, kb, dp, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,
+    const uint16_t *a = kb;
+    int64_t lda = dp, rows = nb;
+    const int64_t in_place = rows_in_place(c, nb, key);
+    if (in_place) { /* consecutive keys of a key tensor: no copy */
+        a = (const uint16_t *)(const void *)key[0];
+        lda = in_place;
+    } else {
+        for (int64_t n = 0; n < nb; n++) copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
+        rows = (nb + 31) / 32 * 32; /* whole tiles: the padding rows are zero keys */
+        if (nb < rows) memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((rows - nb) * dp));
+    }
+    lig_bf16_gemm(&c->ks->bf16_gemm, rows, gp, dp, a, lda, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,
                   false);
     c->ks->fwd_scores(st, nb, gp, (const float *)(const void *)(s + L.wf), score);
 }

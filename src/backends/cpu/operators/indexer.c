@@ -1,6 +1,6 @@
 /* LightningIndexer phase 2 on the CPU (SPEC 1.1): for each unit (batch, valid row, key head)
  * stream the visible keys in blocks, have the plan's engine score them,
- * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count in a heap. Nothing of size
+ * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count (topk.h). Nothing of size
  * S1 x S2 is ever held; each unit's result is independent of the others, so the output is
  * the same for any thread count. */
 #include <math.h>
@@ -69,15 +69,19 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
     p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
                           lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
     const int64_t visible = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
-    lig_topk top = {.heap = (lig_candidate *)(void *)(s + L->heap), .size = 0, .cap = visible < pr->K ? visible : pr->K};
+    const int64_t pending = lig_topk_pending_cap(p->heap_cap);
+    lig_topk top = {.kept = (lig_candidate *)(void *)(s + L->kept), .spare = (lig_candidate *)(void *)(s + L->spare),
+                    .pending = (lig_candidate *)(void *)(s + L->pending), .words = (uint64_t *)(void *)(s + L->words),
+                    .cap = visible < pr->K ? visible : pr->K,
+                    .pending_cap = pending};
     for (int64_t s0 = x.lo; s0 <= x.hi; s0 += p->ctx.block) {
         const int64_t nb = x.hi - s0 + 1 < p->ctx.block ? x.hi - s0 + 1 : p->ctx.block;
         for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x.b, s0 + n, x.g);
         p->engine->score_block(&p->ctx, s + L->engine, nb, key, score);
         for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
     }
-    lig_topk_sort(&top);
-    write_slots(pb, &x, top.heap, top.size);
+    lig_topk_finish(&top);
+    write_slots(pb, &x, top.kept, top.nkept);
 }
 
 static void units_task(void *ctx, int tid, int n) {
