@@ -17,69 +17,93 @@
 #include "core/workspace.h"
 
 typedef struct kl_run {
-    const lig_kl_problem *p;
+    const lig_cpu_kl_plan *plan;
     double *row_loss;
+    char *scratch; /* per thread: double[K] exponentials, float[K] targets, uint8[K] counted */
 } kl_run;
 
-/* Slot j of row r of a view. */
-static char *slot(const lig_kl_problem *p, const lig_slot_view *v, int64_t r, int64_t j) {
-    return v->data + lig_slot_offset(p, v, r, j) * v->esize;
+/* A row of a slot view: its first slot and the step between slots, in bytes. */
+typedef struct row_ptr {
+    const char *at;
+    int64_t step;
+} row_ptr;
+
+static row_ptr row_of(const lig_kl_problem *p, const lig_slot_view *v, int64_t r) {
+    return (row_ptr){.at = v->data + lig_slot_offset(p, v, r, 0) * v->esize,
+                     .step = v->strides[p->ndim - 1] * v->esize};
 }
 
 /* With indices, slot j counts when its index is >= 0; without, when its value is not -inf
  * (what the forward writes into padded slots). */
-static bool counts(const lig_kl_problem *p, int64_t r, int64_t j, float value) {
-    if (p->has_indices) return lig_load_int(p->indices.dtype, slot(p, &p->indices, r, j)) >= 0;
+static bool counts(const lig_kl_problem *p, const row_ptr *idx, int64_t j, float value) {
+    if (p->has_indices) return lig_load_int(p->indices.dtype, idx->at + j * idx->step) >= 0;
     return value != -INFINITY;
 }
 
 static void scan_targets(void *ctx, int64_t r0, int64_t r1, lig_failure *first) {
     const lig_kl_problem *p = ctx;
-    for (int64_t r = r0; r < r1; r++)
+    for (int64_t r = r0; r < r1; r++) {
+        const row_ptr val = row_of(p, &p->values, r), tgt = row_of(p, &p->target, r);
+        const row_ptr idx = p->has_indices ? row_of(p, &p->indices, r) : (row_ptr){0};
         for (int64_t j = 0; j < p->K; j++) {
-            const float v = lig_load_float(p->values.dtype, slot(p, &p->values, r, j));
-            if (!counts(p, r, j, v)) continue;
-            const float t = lig_load_float(p->target.dtype, slot(p, &p->target, r, j));
+            const float v = lig_load_float(p->values.dtype, val.at + j * val.step);
+            if (!counts(p, &idx, j, v)) continue;
+            const float t = lig_load_float(p->target.dtype, tgt.at + j * tgt.step);
             if (!(t >= 0.0f)) {
                 *first = (lig_failure){.item = r, .slot = j, .value = t};
                 return;
             }
         }
+    }
+}
+
+/* One row: the softmax over its counted slots in double, each exponential computed once.
+ * Scratch: e (values, then exponentials), tg (targets), on (which slots count). */
+static double row_step(const lig_kl_problem *p, int64_t r, double *e, float *tg, unsigned char *on) {
+    const row_ptr val = row_of(p, &p->values, r), tgt = row_of(p, &p->target, r), dyr = row_of(p, &p->dy, r);
+    const row_ptr idx = p->has_indices ? row_of(p, &p->indices, r) : (row_ptr){0};
+    double m = -INFINITY;
+    bool any = false;
+    for (int64_t j = 0; j < p->K; j++) {
+        const float v = lig_load_float(p->values.dtype, val.at + j * val.step);
+        on[j] = counts(p, &idx, j, v);
+        if (!on[j]) continue;
+        e[j] = v;
+        if (!any || v > m) m = v;
+        any = true;
+    }
+    double z = 0.0, mass = 0.0;
+    for (int64_t j = 0; any && j < p->K; j++) {
+        if (!on[j]) continue;
+        tg[j] = lig_load_float(p->target.dtype, tgt.at + j * tgt.step);
+        e[j] = exp(e[j] - m);
+        z += e[j];
+        mass += tg[j];
+    }
+    const double log_z = any ? log(z) : 0.0;
+    double loss = 0.0;
+    char *dy = (char *)dyr.at;
+    for (int64_t j = 0; j < p->K; j++, dy += dyr.step) {
+        float g = 0.0f;
+        if (any && on[j]) {
+            const double t = tg[j];
+            const double v = lig_load_float(p->values.dtype, val.at + j * val.step);
+            if (t > 0.0) loss += t * (log(t) - (v - m - log_z));
+            g = (float)(e[j] / z * mass - t);
+        }
+        lig_store_float(p->dy.dtype, dy, g);
+    }
+    return loss;
 }
 
 static void compute_task(void *ctx, int tid, int n) {
     kl_run *k = ctx;
-    const lig_kl_problem *p = k->p;
-    for (int64_t r = p->rows * tid / n; r < p->rows * (tid + 1) / n; r++) {
-        double m = -INFINITY, z = 0.0, mass = 0.0;
-        bool any = false;
-        for (int64_t j = 0; j < p->K; j++) {
-            const float v = lig_load_float(p->values.dtype, slot(p, &p->values, r, j));
-            if (!counts(p, r, j, v)) continue;
-            if (!any || v > m) m = v;
-            any = true;
-        }
-        for (int64_t j = 0; any && j < p->K; j++) {
-            const float v = lig_load_float(p->values.dtype, slot(p, &p->values, r, j));
-            if (!counts(p, r, j, v)) continue;
-            z += exp((double)v - m);
-            mass += lig_load_float(p->target.dtype, slot(p, &p->target, r, j));
-        }
-        const double log_z = any ? log(z) : 0.0;
-        double loss = 0.0;
-        for (int64_t j = 0; j < p->K; j++) {
-            const float v = lig_load_float(p->values.dtype, slot(p, &p->values, r, j));
-            float g = 0.0f;
-            if (any && counts(p, r, j, v)) {
-                const double t = lig_load_float(p->target.dtype, slot(p, &p->target, r, j));
-                const double log_q = (double)v - m - log_z;
-                if (t > 0.0) loss += t * (log(t) - log_q);
-                g = (float)(exp(log_q) * mass - t);
-            }
-            lig_store_float(p->dy.dtype, slot(p, &p->dy, r, j), g);
-        }
-        k->row_loss[r] = loss;
-    }
+    const lig_kl_problem *p = k->plan->pb;
+    char *s = k->scratch + (size_t)tid * k->plan->scratch_stride;
+    double *e = (double *)(void *)s;
+    float *tg = (float *)(void *)(s + sizeof(double) * (size_t)p->K);
+    unsigned char *on = (unsigned char *)(s + (sizeof(double) + sizeof(float)) * (size_t)p->K);
+    for (int64_t r = p->rows * tid / n; r < p->rows * (tid + 1) / n; r++) k->row_loss[r] = row_step(p, r, e, tg, on);
 }
 
 static lig_status run(void *plan, void *workspace, void *stream) {
@@ -95,7 +119,8 @@ static lig_status run(void *plan, void *workspace, void *stream) {
                         (long long)bad.item, (long long)bad.slot);
     double total = 0.0;
     if (p->rows > 0) {
-        kl_run k = {.p = p, .row_loss = (double *)(void *)lig_ws_base(workspace)};
+        char *ws = lig_ws_base(workspace);
+        kl_run k = {.plan = pl, .row_loss = (double *)(void *)ws, .scratch = ws + pl->scratch_at};
         lig_parallel(threads, compute_task, &k);
         for (int64_t r = 0; r < p->rows; r++) total += k.row_loss[r];
     }
@@ -112,8 +137,12 @@ lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_pl
     p->pb = pb;
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
-    /* a double per row, for a sum in row order */
-    const uint64_t bytes = pb->rows ? sizeof(double) * (uint64_t)pb->rows + LIG_WS_ALIGN : 0;
+    /* a double per row, for a sum in row order, then each thread's row scratch */
+    uint64_t at = 0;
+    lig_ws_take(&at, sizeof(double) * (uint64_t)pb->rows);
+    p->scratch_stride = (sizeof(double) + sizeof(float) + 1) * (uint64_t)pb->K;
+    p->scratch_at = lig_ws_take(&at, p->scratch_stride * (uint64_t)p->threads);
+    const uint64_t bytes = pb->rows ? at + LIG_WS_ALIGN : 0;
     *out = (lig_backend_plan){.plan = p, .workspace_size = bytes, .kernel_set = "scalar", .run = run,
                               .free = free_plan};
     return LIG_SUCCESS;
