@@ -134,6 +134,7 @@ int main(int argc, char **argv) {
         lig_executor *exec = NULL;
         lig_status st = lig_indexer_grad_get_workspace_size(tq, tk, tdy, ti, tw, NULL, NULL, N1, "BSND", 3, INT64_MAX,
                                                             INT64_MAX, o.deterministic, tdq, tdk, tdw, &ws_size, &exec);
+        if (st == LIG_SUCCESS && rep == 0) printf("kernels: %s (kernel sets on this CPU: %s)\n", lig_executor_kernel_set(exec), lig_kernel_sets());
         if (st == LIG_SUCCESS && !workspace && ws_size) workspace = malloc(ws_size);
         double t0 = now();
         if (st == LIG_SUCCESS) st = lig_indexer_grad(workspace, ws_size, exec, NULL);

@@ -209,6 +209,7 @@ int main(int argc, char **argv) {
     uint64_t workspace_cap = 0;
     double first_recall = 0, last_recall = 0, first_loss = 0, total_time = 0, grad_time = 0, grad_flops = 0;
     const double chance = (double)K / ((double)S - (double)Lq / 2.0);
+    int kernels_printed = 0;
     for (int64_t step = 1; step <= c.steps; step++) {
         const double t0 = now();
         for (int64_t i = 0; i < S * F; i++) x[i] = gaussian();
@@ -221,6 +222,7 @@ int main(int argc, char **argv) {
         lig_executor *e = NULL;
         check(lig_indexer_get_workspace_size(tq, tk, tw, NULL, NULL, "BSND", K, 3, INT64_MAX, INT64_MAX, tidx, tval,
                                              &need, &e), "lig_indexer_get_workspace_size");
+        const char *fwd_kernels = lig_executor_kernel_set(e);
         if (need > workspace_cap) {
             free(workspace);
             workspace = xcalloc(1, need);
@@ -276,6 +278,11 @@ int main(int argc, char **argv) {
             free(workspace);
             workspace = xcalloc(1, need);
             workspace_cap = need;
+        }
+        if (!kernels_printed) { /* once: which kernels this CPU runs */
+            printf("kernels: forward %s, backward %s (kernel sets on this CPU: %s)\n", fwd_kernels,
+                   lig_executor_kernel_set(e), lig_kernel_sets());
+            kernels_printed = 1;
         }
         const double tg = now();
         check(lig_indexer_grad(workspace, workspace_cap, e, NULL), "lig_indexer_grad");
