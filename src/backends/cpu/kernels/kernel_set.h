@@ -52,6 +52,7 @@ typedef struct lig_kernel_set {
     lig_axpy_row_fn axpy_row;
     /* the bf16 engines' kernels; bf16_gemm.ukernel is NULL for a set without them */
     lig_bf16_gemm_config bf16_gemm;
+    int64_t bf16_min_group;    /* heads per key head from which bf16 inputs take the bf16 engine */
     lig_bf16_pack_pairs_fn bf16_pack_pairs;
     lig_bf16_gate_fn bf16_gate;
     lig_bf16_open_rows_fn bf16_open_rows;

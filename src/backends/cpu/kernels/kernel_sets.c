@@ -94,6 +94,8 @@ static const lig_kernel_set avx512bf16_set = {
     .store_row = lig_store_row__avx512,
     .axpy_row = lig_axpy_row__avx512,
     .bf16_gemm = {.mr = 12, .nr = 32, .kr = 2, .ukernel = lig_bf16_gemm_ukernel_12x32__avx512bf16},
+    /* below 16 heads the padding to 32 and the operand packing cost more than the pairs save */
+    .bf16_min_group = 16,
     .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
     .bf16_gate = lig_bf16_gate__avx512bf16,
     .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
@@ -121,6 +123,7 @@ static const lig_kernel_set amx_set = {
     .bf16_gemm = {.mr = 32, .nr = 32, .kr = 32, .ukernel = lig_bf16_gemm_ukernel_32x32__amx,
                   .tiles = lig_bf16_gemm_tiles__amx,
                   .thread_begin = lig_amx_tiles_begin, .thread_end = lig_amx_tiles_end},
+    .bf16_min_group = 1, /* the tiles win even with a group of 8 padded to 32 */
     .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
     .bf16_gate = lig_bf16_gate__avx512bf16,
     .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
