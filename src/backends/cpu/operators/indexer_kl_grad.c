@@ -140,7 +140,7 @@ lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_pl
     /* a double per row, for a sum in row order, then each thread's row scratch */
     uint64_t at = 0;
     lig_ws_take(&at, sizeof(double) * (uint64_t)pb->rows);
-    p->scratch_stride = (sizeof(double) + sizeof(float) + 1) * (uint64_t)pb->K;
+    p->scratch_stride = ((sizeof(double) + sizeof(float) + 1) * (uint64_t)pb->K + LIG_WS_ALIGN - 1) & ~(uint64_t)(LIG_WS_ALIGN - 1);
     p->scratch_at = lig_ws_take(&at, p->scratch_stride * (uint64_t)p->threads);
     const uint64_t bytes = pb->rows ? at + LIG_WS_ALIGN : 0;
     *out = (lig_backend_plan){.plan = p, .workspace_size = bytes, .kernel_set = "scalar", .run = run,
