@@ -155,3 +155,86 @@ def examples(n: int) -> int:
     import os
 
     return int(os.environ.get("LIG_HYPOTHESIS_EXAMPLES", n))
+
+
+# ---- paged key caches ------------------------------------------------------------------------------
+
+# What fills everything a paged forward must not read: spare blocks, the rows past a batch's length
+# in its last block, and the table entries past the blocks a batch uses. Read garbage keys change
+# the scores (64 and inf dominate any grid score; NaN counts as 0); read garbage entries lie outside
+# [0, num_blocks), which the library would refuse.
+KEY_GARBAGE = (64.0, -64.0, float("nan"), float("inf"), float("-inf"))
+BLOCK_SIZES = (1, 2, 3, 4, 7, 16, 64)
+
+
+def table_garbage(num_blocks: int):
+    return (-1, -7, num_blocks, num_blocks + 100, 2**31 - 1, -(2**31))
+
+
+@dataclasses.dataclass
+class PagedCase:
+    base: Case  # the same problem with contiguous keys (base.k, base.ak), for lig.indexer
+    key_cache: torch.Tensor  # [num_blocks, block_size, N2, D]
+    block_table: torch.Tensor  # [B, max_blocks_per_seq]
+    lengths: List[int]  # per-batch key lengths
+    lengths_arg: Union[list, torch.Tensor]
+    block_size: int
+
+    def kwargs(self):
+        c = self.base
+        return dict(actual_seq_lengths_query=c.aq_arg, layout=c.layout, sparse_mode=c.mode, pre_tokens=c.pre,
+                    next_tokens=c.nxt)
+
+
+def batch_keys(layout: str, k: torch.Tensor, B: int, ak: Optional[List[int]]) -> List[torch.Tensor]:
+    """The keys of each batch of a contiguous key tensor: [Lk, N2, D] each."""
+    if layout == "BSND":
+        return [k[b, : (ak[b] if ak is not None else k.shape[1])] for b in range(B)]
+    starts = [0] + list(ak[:-1])
+    return [k[s:e] for s, e in zip(starts, ak)]
+
+
+def page(keys: List[torch.Tensor], n2: int, d: int, dtype: torch.dtype, block_size: int, spare: int, extra: int,
+         table_dtype: torch.dtype, gen: torch.Generator, cache_strides: int = 0, table_view: bool = False):
+    """Scatters each batch's keys over the blocks of a cache, in a random block order, with `spare`
+    blocks nobody uses and `extra` unused columns in the table; everything unused holds garbage.
+    Returns (key_cache, block_table)."""
+    need = [-(-kb.shape[0] // block_size) for kb in keys]
+    B = len(keys)
+    width = max(need, default=0) + extra
+    num_blocks = sum(need) + spare
+    junk = torch.tensor(KEY_GARBAGE, dtype=torch.float64)
+    cache = junk[torch.randint(0, len(KEY_GARBAGE), (num_blocks, block_size, n2, d), generator=gen)].to(dtype)
+    tjunk = torch.tensor(table_garbage(num_blocks), dtype=torch.int64)
+    table = tjunk[torch.randint(0, len(tjunk), (B, width), generator=gen)]
+    order = torch.randperm(num_blocks, generator=gen).tolist()
+    for b, kb in enumerate(keys):
+        for j in range(need[b]):
+            block = order.pop()
+            table[b, j] = block
+            rows = kb[j * block_size: (j + 1) * block_size]
+            cache[block, : rows.shape[0]] = rows.to(dtype)
+    table = table.to(table_dtype)
+    if cache_strides:
+        cache = _strided(cache, cache_strides)
+    if table_view:  # the table as columns of a wider one (non-contiguous rows), garbage in the rest
+        wide = tjunk[torch.randint(0, len(tjunk), (B, width + 3), generator=gen)].to(table_dtype)
+        wide[:, 1: width + 1] = table
+        table = wide[:, 1: width + 1]
+    return cache, table
+
+
+@st.composite
+def paged_cases(draw, block_sizes=BLOCK_SIZES, **limits) -> PagedCase:
+    base = draw(cases(**limits))
+    n2, d = base.k.shape[-2], base.k.shape[-1]
+    B = base.q.shape[0] if base.layout == "BSND" else len(base.aq)
+    keys = batch_keys(base.layout, base.k, B, base.ak)
+    lengths = [kb.shape[0] for kb in keys]
+    block_size = draw(st.sampled_from(block_sizes))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
+    cache, table = page(keys, n2, d, base.dtype, block_size, spare=draw(st.integers(0, 3)),
+                        extra=draw(st.integers(0, 2)), table_dtype=draw(st.sampled_from([torch.int32, torch.int64])),
+                        gen=gen, cache_strides=draw(st.sampled_from([0, 0, 1, 2])), table_view=draw(st.booleans()))
+    return PagedCase(base=base, key_cache=cache, block_table=table, lengths=lengths,
+                     lengths_arg=_lengths_arg(lengths, draw(st.integers(0, 2))), block_size=block_size)

@@ -198,3 +198,32 @@ def assert_close_rel(out: torch.Tensor, ref: torch.Tensor, tol: float, what: str
 
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 1e-2}
+
+
+def paged_keys(key_cache: torch.Tensor, block_table: torch.Tensor, lengths: List[int]) -> List[torch.Tensor]:
+    """Each batch's keys [Lk, N2, D] read from a paged cache by its definition (docs/contract.md
+    section 10): key s of batch b is key_cache[block_table[b, s // block_size], s % block_size].
+    Only the table entries and cache rows of keys s < Lk are touched."""
+    block_size = key_cache.shape[1]
+    out = []
+    for b, lk in enumerate(lengths):
+        rows = [key_cache[int(block_table[b, s // block_size]), s % block_size] for s in range(lk)]
+        out.append(torch.stack(rows) if rows else key_cache.new_zeros((0,) + tuple(key_cache.shape[2:])))
+    return out
+
+
+def reference_topk_paged(layout, q, key_cache, block_table, w, K, aq, lengths, mode, pre, nxt):
+    """float64 forward over a paged key cache, as reference_topk: the keys read through the table
+    (paged_keys), laid out contiguously for the query's layout (BSND: [B, max Lk, N2, D] with zero
+    rows past each length; TND: batches one after the other, with cumulative ends)."""
+    keys = [k.to(torch.float64) for k in paged_keys(key_cache, block_table, lengths)]
+    n2, d = key_cache.shape[2], key_cache.shape[3]
+    if layout == "BSND":
+        S2 = max(lengths, default=0)
+        k = torch.zeros(len(keys), S2, n2, d, dtype=torch.float64)
+        for b, kb in enumerate(keys):
+            k[b, : kb.shape[0]] = kb
+        return reference_topk(layout, q, k, w, K, aq, list(lengths), mode, pre, nxt)
+    k = torch.cat(keys) if keys else torch.zeros(0, n2, d, dtype=torch.float64)
+    ends = [sum(lengths[: b + 1]) for b in range(len(lengths))]
+    return reference_topk(layout, q, k, w, K, aq, ends, mode, pre, nxt)

@@ -64,20 +64,6 @@ def test_python_side_argument_errors():
         lig.set_num_threads(-1)
 
 
-@pytest.fixture
-def no_allocation(monkeypatch):
-    """Fails the test if the operators allocate an output (torch.empty) before raising."""
-    calls = []
-    real = torch.empty
-
-    def spy(*args, **kwargs):
-        calls.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(torch, "empty", spy)
-    return calls
-
-
 def test_counts_are_validated_before_allocating(no_allocation):
     """sparse_count -3 used to reach torch.empty ("negative dimension"); 2.5 was truncated to 2."""
     q, k, dy, idx, w = _problem()

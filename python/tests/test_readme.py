@@ -2,7 +2,8 @@
 cannot drift apart).
 
 - ```python blocks run, each in a fresh interpreter, from a directory outside the checkout; a
-  ``print(...)  # value`` line must print what its comment shows.
+  ``print(...)  # value`` line (indented ones too, e.g. in an ``except`` block) must print what its
+  comment shows.
 - ```sh blocks run line by line:
   * ``pip install ...`` into a fresh virtual environment (_venvs.py: offline, so pip also gets
     --no-deps --no-build-isolation), from the repository root; lig is then imported from outside
@@ -68,7 +69,7 @@ def test_readme_has_snippets_of_every_kind():
 def test_python_block_runs(index, tmp_path):
     code = _blocks("python")[index]
     out = run([sys.executable, "-c", code], cwd=tmp_path, env=clean_env())
-    for shown in re.findall(r"^print\(.*\)\s+#\s*(.+?)\s*$", code, flags=re.M):
+    for shown in re.findall(r"^[ \t]*print\(.*\)[ \t]+#[ \t]*(.+?)[ \t]*$", code, flags=re.M):
         expected = shown.split("...")[0].strip()  # "tensor(-inf, ...)": the part before the ellipsis
         assert expected in out, f"README says {shown!r}, the snippet printed:\n{out}"
 

@@ -4,7 +4,8 @@ Bindings of the C library `lig` (loaded with ctypes from the package directory).
 CPU torch tensors and read them in place (strided views included). The contract (formulas, shapes,
 which slots count, dtypes, errors, determinism) is docs/contract.md in the repository and the sdist.
 Results are deterministic by default (``deterministic=False`` to opt out); lig's thread count follows
-``torch.get_num_threads()`` unless set with :func:`set_num_threads` or LIG_NUM_THREADS.
+``torch.get_num_threads()`` unless set with :func:`set_num_threads` or LIG_NUM_THREADS; the CPU
+kernel set is the widest the processor supports unless forced with :func:`set_kernel_set` or LIG_ISA.
 
     indices, values = lig.lightning_indexer(q, k, w, top_k)     # differentiable in `values`
     loss = lig.indexer_kl_loss(values, p, indices)              # fused KL, differentiable
@@ -12,6 +13,7 @@ Results are deterministic by default (``deterministic=False`` to opt out); lig's
 
     d_q, d_k, d_w = lig.indexer_grad(q, k, dy, indices, w)      # the backward operator itself
     indices, values = lig.indexer(q, k, w, top_k)               # the forward operator
+    indices, values = lig.indexer_paged(q, key_cache, block_table, w, top_k, key_lengths)  # paged keys
     loss, dy = lig.indexer_kl_grad(values, p, indices)          # the fused KL step
 """
 from ._lib import (
@@ -26,7 +28,8 @@ from ._lib import (
 )
 from ._lib import version as _version
 from . import _args, _threads
-from ._ops import indexer, indexer_grad, indexer_kl_grad, indexer_kl_loss, lightning_indexer
+from ._kernel_sets import get_kernel_set, kernel_sets, set_kernel_set
+from ._ops import indexer, indexer_grad, indexer_kl_grad, indexer_kl_loss, indexer_paged, lightning_indexer
 
 __version__ = _version()
 
@@ -45,12 +48,16 @@ def get_num_threads() -> int:
 __all__ = [
     "__version__",
     "indexer",
+    "indexer_paged",
     "indexer_grad",
     "indexer_kl_grad",
     "indexer_kl_loss",
     "lightning_indexer",
     "set_num_threads",
     "get_num_threads",
+    "kernel_sets",
+    "set_kernel_set",
+    "get_kernel_set",
     "LigError",
     "LigValueError",
     "LigRuntimeError",

@@ -99,6 +99,22 @@ def layout(value, query: torch.Tensor, key: torch.Tensor) -> None:
                           f"shape {_shape(t)}")
 
 
+def paged_layout(value, query: torch.Tensor, key_cache: torch.Tensor, block_table: torch.Tensor) -> None:
+    """The layout string and the ranks of query, key_cache and block_table for the forward over a
+    paged key cache (the output's shape is derived from query and key_cache)."""
+    string(value, "layout")
+    if value not in _RANKS:
+        raise invalid(f'layout: expected "BSND" or "TND", got "{value}"')
+    rank, dims = _RANKS[value][0]
+    if query.dim() != rank:
+        raise invalid(f"query: expected rank {rank} ({dims}, layout {value}), got rank {query.dim()} "
+                      f"shape {_shape(query)}")
+    for t, name, (rank, dims) in ((key_cache, "key_cache", (4, "[num_blocks,block_size,N2,D]")),
+                                  (block_table, "block_table", (2, "[B,max_blocks_per_seq]"))):
+        if t.dim() != rank:
+            raise invalid(f"{name}: expected rank {rank} ({dims}), got rank {t.dim()} shape {_shape(t)}")
+
+
 def lengths(x, name: str) -> Optional[torch.Tensor]:
     """None, a sequence of ints, or an int32/int64 tensor -> a CPU index tensor (or None)."""
     if x is None:
@@ -109,3 +125,11 @@ def lengths(x, name: str) -> Optional[torch.Tensor]:
     if isinstance(x, Iterable) and not isinstance(x, (str, bytes)):
         return torch.tensor([integer(v, f"{name}[{i}]") for i, v in enumerate(x)], dtype=torch.int64)
     raise TypeError(f"lig: {name}: expected None, a sequence of ints or an integer tensor, got {type(x).__name__}")
+
+
+def required_lengths(x, name: str, why: str) -> torch.Tensor:
+    """Like :func:`lengths`, but None is refused (in the library's words) instead of meaning
+    "full length"."""
+    if x is None:
+        raise invalid(f"{name}: expected a [B] tensor of {why}, got None")
+    return lengths(x, name)

@@ -114,6 +114,11 @@ lig_indexer_get_workspace_size = _sig(
     ctypes.c_int,
     [_c_void_p] * 5 + [ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2 + [_pu64, _pvoid],
 )
+lig_indexer_paged_get_workspace_size = _sig(
+    "lig_indexer_paged_get_workspace_size",
+    ctypes.c_int,
+    [_c_void_p] * 6 + [ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2 + [_pu64, _pvoid],
+)
 lig_indexer = _sig("lig_indexer", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
 lig_indexer_kl_grad_get_workspace_size = _sig(
     "lig_indexer_kl_grad_get_workspace_size", ctypes.c_int, [_c_void_p] * 5 + [_pu64, _pvoid]
@@ -122,6 +127,10 @@ lig_indexer_kl_grad = _sig("lig_indexer_kl_grad", ctypes.c_int, [_c_void_p, ctyp
 lig_destroy_executor = _sig("lig_destroy_executor", ctypes.c_int, [_c_void_p])
 lig_set_num_threads = _sig("lig_set_num_threads", None, [ctypes.c_int])
 lig_get_num_threads = _sig("lig_get_num_threads", ctypes.c_int, [])
+lig_kernel_sets = _sig("lig_kernel_sets", ctypes.c_char_p, [])
+lig_set_kernel_set = _sig("lig_set_kernel_set", ctypes.c_int, [ctypes.c_char_p])
+lig_get_kernel_set = _sig("lig_get_kernel_set", ctypes.c_char_p, [])
+lig_executor_kernel_set = _sig("lig_executor_kernel_set", ctypes.c_char_p, [_c_void_p])
 lig_get_last_error = _sig("lig_get_last_error", ctypes.c_char_p, [])
 lig_status_string = _sig("lig_status_string", ctypes.c_char_p, [ctypes.c_int])
 lig_version = _sig("lig_version", ctypes.c_char_p, [])

@@ -1,13 +1,14 @@
 """The operators, registered with torch.library (custom ops with fake and autograd rules).
 
-Three custom ops, each one call into lig's two-phase C API:
+Four custom ops, each one call into lig's two-phase C API:
 
     lig::indexer          the forward (scores + top-k), differentiable in its values
+    lig::indexer_paged    the forward over a paged key cache (values not differentiable: no paged backward)
     lig::indexer_grad     the backward (dQ, dK, dW)
     lig::indexer_kl_grad  the fused KL loss and dy, both differentiable in the values
 
-and the Python functions users call (``indexer``, ``lightning_indexer``, ``indexer_grad``,
-``indexer_kl_grad``, ``indexer_kl_loss``), which normalise arguments and call the ops, so that all of
+and the Python functions users call (``indexer``, ``indexer_paged``, ``lightning_indexer``,
+``indexer_grad``, ``indexer_kl_grad``, ``indexer_kl_loss``), which normalise arguments and call the ops, so that all of
 them run under ``torch.compile(fullgraph=True)``.
 """
 from __future__ import annotations
@@ -34,6 +35,14 @@ def _sparse_shape(query: Tensor, key: Tensor, layout: str, K: int) -> Tuple[int,
     return (*lead, K) if n2 == 1 else (*lead, n2, K)
 
 
+def _paged_shape(query: Tensor, key_cache: Tensor, layout: str, K: int) -> Tuple[int, ...]:
+    """The same for the forward over a paged key cache: N2 is key_cache's [num_blocks,block_size,N2,D]
+    (ranks checked by _args.paged_layout)."""
+    lead = (query.shape[0], query.shape[1]) if layout == "BSND" else (query.shape[0],)
+    n2 = key_cache.shape[2]
+    return (*lead, K) if n2 == 1 else (*lead, n2, K)
+
+
 def _run(get_workspace_size, run_fn, args, what: str) -> None:
     _threads.apply()
     _lib.run(get_workspace_size, run_fn, args, what)
@@ -56,6 +65,20 @@ def _check_indexer_args(query, key, weights, sparse_count, aq, ak, layout, index
     _args.tensor(ak, "actual_seq_lengths_key", INDEX_DTYPES, optional=True)
     _args.integer(sparse_count, "sparse_count", minimum=1)
     _args.layout(layout, query, key)
+    _args.dtype_choice(index_dtype, INDEX_DTYPES, "index_dtype")
+    if values_dtype is not None:
+        _args.dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
+
+
+def _check_paged_args(query, key_cache, block_table, weights, sparse_count, aq, ak, layout, index_dtype,
+                      values_dtype) -> None:
+    for t, name in ((query, "query"), (key_cache, "key_cache"), (weights, "weights")):
+        _args.tensor(t, name, FLOAT_DTYPES)
+    _args.tensor(block_table, "block_table", INDEX_DTYPES)
+    _args.tensor(aq, "actual_seq_lengths_query", INDEX_DTYPES, optional=True)
+    _args.tensor(ak, "actual_seq_lengths_key", INDEX_DTYPES)
+    _args.integer(sparse_count, "sparse_count", minimum=1)
+    _args.paged_layout(layout, query, key_cache, block_table)
     _args.dtype_choice(index_dtype, INDEX_DTYPES, "index_dtype")
     if values_dtype is not None:
         _args.dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
@@ -201,6 +224,114 @@ def _indexer_backward(ctx, grad_indices, grad_values):
 
 
 _indexer_op.register_autograd(_indexer_backward, setup_context=_indexer_setup_context)
+
+
+# ---- lig::indexer_paged (forward over a paged key cache) ----------------------------------------
+
+
+@torch.library.custom_op("lig::indexer_paged", mutates_args=())
+def _indexer_paged_op(
+    query: Tensor,
+    key_cache: Tensor,
+    block_table: Tensor,
+    weights: Tensor,
+    sparse_count: int,
+    actual_seq_lengths_query: Optional[Tensor],
+    actual_seq_lengths_key: Tensor,
+    layout: str,
+    sparse_mode: int,
+    pre_tokens: int,
+    next_tokens: int,
+    index_dtype: torch.dtype,
+    values_dtype: Optional[torch.dtype],
+) -> Tuple[Tensor, Tensor]:
+    _check_paged_args(query, key_cache, block_table, weights, sparse_count, actual_seq_lengths_query,
+                      actual_seq_lengths_key, layout, index_dtype, values_dtype)
+    shape = _paged_shape(query, key_cache, layout, sparse_count)
+    indices = torch.empty(shape, dtype=index_dtype)
+    values = torch.empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype)
+    with Descriptors() as desc:
+        args = (
+            desc(query, "query"),
+            desc(key_cache, "key_cache"),
+            desc(block_table, "block_table"),
+            desc(weights, "weights"),
+            desc(actual_seq_lengths_query, "actual_seq_lengths_query"),
+            desc(actual_seq_lengths_key, "actual_seq_lengths_key"),
+            layout.encode(),
+            sparse_count,
+            sparse_mode,
+            pre_tokens,
+            next_tokens,
+            desc(indices, "sparse_indices"),
+            desc(values, "sparse_values"),
+        )
+        _run(_lib.lig_indexer_paged_get_workspace_size, _lib.lig_indexer, args, "lig_indexer_paged")
+    return indices, values
+
+
+@_indexer_paged_op.register_fake
+def _(query, key_cache, block_table, weights, sparse_count, aq, ak, layout, sparse_mode, pre_tokens, next_tokens,
+      index_dtype, values_dtype):
+    _check_paged_args(query, key_cache, block_table, weights, sparse_count, aq, ak, layout, index_dtype, values_dtype)
+    shape = _paged_shape(query, key_cache, layout, sparse_count)
+    return (
+        query.new_empty(shape, dtype=index_dtype),
+        query.new_empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype),
+    )
+
+
+PAGED_NOT_DIFFERENTIABLE = (
+    "lig.indexer_paged: sparse_values is not differentiable (lig has no backward over a paged key cache), "
+    "but a gradient reached it; to train through the scores, gather the keys into a contiguous tensor and call "
+    "lig.lightning_indexer, or pass detached inputs to lig.indexer_paged"
+)
+
+
+@torch.library.custom_op("lig::indexer_paged_refuse_grad", mutates_args=())
+def _indexer_paged_refuse_grad_op(
+    grad_values: Tensor, query: Tensor, key_cache: Tensor, weights: Tensor, need_query: bool, need_key_cache: bool,
+    need_weights: bool,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """The gradient of lig::indexer_paged's values: refused.
+
+    Any non-zero (or NaN) element in the incoming gradient raises. Only an all-zero incoming
+    gradient gets an answer, zeros, which is then the exact vector-Jacobian product whatever the
+    Jacobian: torch.compile's backward hands zeros to the outputs a loss does not use, and a
+    compiled function returning sparse_values next to a differentiated output must not fail.
+    The gradients of (query, key_cache, weights) that the ``need_*`` flags do not ask for are
+    empty (a key cache can be large).
+    """
+    if bool((grad_values != 0).any()):
+        raise RuntimeError(PAGED_NOT_DIFFERENTIABLE)
+    return tuple(torch.zeros(t.shape if need else (0,), dtype=t.dtype)
+                 for t, need in ((query, need_query), (key_cache, need_key_cache), (weights, need_weights)))
+
+
+@_indexer_paged_refuse_grad_op.register_fake
+def _(grad_values, query, key_cache, weights, need_query, need_key_cache, need_weights):
+    return tuple(t.new_empty(t.shape if need else (0,))
+                 for t, need in ((query, need_query), (key_cache, need_key_cache), (weights, need_weights)))
+
+
+def _paged_setup_context(ctx, inputs, output):
+    query, key_cache, _, weights = inputs[:4]
+    ctx.mark_non_differentiable(output[0])
+    ctx.save_for_backward(query, key_cache, weights)
+
+
+def _paged_backward(ctx, grad_indices, grad_values):
+    # A gradient asked of sparse_values is refused (by an op, so that a compiled backward refuses
+    # it when it runs, not when it is traced), never answered with a zero that would be wrong.
+    query, key_cache, weights = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    d_query, d_key_cache, d_weights = torch.ops.lig.indexer_paged_refuse_grad(
+        grad_values, query, key_cache, weights, need[0], need[1], need[3])
+    return (d_query if need[0] else None, d_key_cache if need[1] else None, None,
+            d_weights if need[3] else None, None, None, None, None, None, None, None, None, None)
+
+
+_indexer_paged_op.register_autograd(_paged_backward, setup_context=_paged_setup_context)
 
 
 # ---- lig::indexer_kl_grad ------------------------------------------------------------------------
@@ -405,6 +536,65 @@ def indexer(
             index_dtype,
             values_dtype,
             _args.flag(deterministic, "deterministic"),
+        )
+    )
+
+
+def indexer_paged(
+    query: Tensor,
+    key_cache: Tensor,
+    block_table: Tensor,
+    weights: Tensor,
+    sparse_count: int,
+    actual_seq_lengths_key: Union[Tensor, Sequence[int]],
+    *,
+    actual_seq_lengths_query: LengthsLike = None,
+    layout: str = "BSND",
+    sparse_mode: int = 3,
+    pre_tokens: int = INT64_MAX,
+    next_tokens: int = INT64_MAX,
+    index_dtype: torch.dtype = torch.int32,
+    values_dtype: Optional[torch.dtype] = None,
+) -> Tuple[Tensor, Tensor]:
+    """LightningIndexer over a paged key cache: returns ``(sparse_indices, sparse_values)``.
+
+    As :func:`indexer`, except that the keys are read from ``key_cache``
+    ``[num_blocks, block_size, N2, D]`` (the query's dtype) through ``block_table``
+    ``[B, max_blocks_per_seq]`` (int32 or int64): key ``s`` of batch ``b`` is
+    ``key_cache[block_table[b, s // block_size], s % block_size]``. ``actual_seq_lengths_key`` is
+    required and holds per-batch key lengths (not cumulative ends), each at most
+    ``max_blocks_per_seq * block_size``, whatever the query's layout ("BSND" or "TND"; for TND, B is
+    the length of ``actual_seq_lengths_query``, which holds cumulative ends as for :func:`indexer`).
+    Indices are batch-local positions ``s``. The table entries of the blocks that hold a batch's
+    keys must lie in ``[0, num_blocks)`` (checked before anything is written); other entries, other
+    blocks and the rows past a batch's length in its last block are never read.
+
+    ``sparse_values`` is not differentiable (lig has no paged backward): when an input requires
+    grad and a gradient reaches ``sparse_values``, the backward raises ``RuntimeError`` instead of
+    returning a zero gradient (an incoming gradient that is zero everywhere, which torch.compile
+    hands to unused outputs, gets its exact answer: zeros). Use :func:`lightning_indexer` on
+    contiguous keys to train through the scores. There is no ``deterministic`` argument: it
+    concerns only a backward.
+    """
+    _args.dtype_choice(index_dtype, INDEX_DTYPES, "index_dtype")
+    if values_dtype is not None:
+        _args.dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
+    return tuple(
+        torch.ops.lig.indexer_paged(
+            _tensor(query, "query"),
+            _tensor(key_cache, "key_cache"),
+            _tensor(block_table, "block_table"),
+            _tensor(weights, "weights"),
+            _args.integer(sparse_count, "sparse_count", minimum=1),
+            _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query"),
+            _args.required_lengths(actual_seq_lengths_key, "actual_seq_lengths_key",
+                                   "key lengths (required for a paged key cache)"),
+            _args.string(layout, "layout"),
+            _args.integer(sparse_mode, "sparse_mode"),
+            _args.integer(pre_tokens, "pre_tokens"),
+            _args.integer(next_tokens, "next_tokens"),
+            index_dtype,
+            values_dtype,
         )
     )
 
