@@ -37,7 +37,7 @@
  * of each of its three parts).
  *
  * Checks (every measurement; a failure is printed and makes the exit status non-zero). The
- * reference is float64, written here from SPEC.md's formulas, evaluated on the very inputs the
+ * reference is float64, written here from the contract's formulas (docs/contract.md), evaluated on the very inputs the
  * library consumed (decoded from their dtype):
  *   fwd   for sample rows: indices are distinct visible keys, min(K, visible) of them then -1
  *         (values -inf), in descending reference score; no unselected key outscores a

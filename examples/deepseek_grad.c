@@ -1,7 +1,7 @@
 /* End-to-end check on DeepSeek-V3.2's indexer shape: N1 = 64 heads, one key head, D = 128,
  * top-k K = 2048, bf16, right-down causal. Builds a problem, runs lig_indexer_grad, times it,
  * and checks sampled rows of dQ/dW and sampled keys of dK against a float64 evaluation of the
- * formulas of SPEC 1.2 written here from scratch.
+ * formulas of contract 2.2 written here from scratch.
  *
  *   lig-deepseek-grad [--seq S] [--batch B] [--heads N1] [--dim D] [--topk K] [--threads T]
  *                     [--reps R] [--nondeterministic]

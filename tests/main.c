@@ -43,7 +43,7 @@ static const th_test all_tests[] = {
     {"api_num_threads", test_api_num_threads},
     {"api_empty_problems", test_api_empty_problems},
     {"api_workspace_reuse_and_alignment", test_api_workspace_reuse_and_alignment},
-    /* error paths (SPEC section 5) */
+    /* error paths (contract section 6) */
     {"errors_null_pointers", test_errors_null_pointers},
     {"errors_layout", test_errors_layout},
     {"errors_rank", test_errors_rank},

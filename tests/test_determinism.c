@@ -1,5 +1,5 @@
 /*
- * SPEC section 6. deterministic = true: output bytes identical across runs and across thread
+ * Contract section 7. deterministic = true: output bytes identical across runs and across thread
  * counts 1, 2, 3, 5, on problems where summation order matters (continuous data, heavy duplicate
  * indices so many rows scatter into the same dK rows, causal, G > 1), also when the thread count
  * changes between phase 1 and phase 2. deterministic = false: no lost updates -- with grid data

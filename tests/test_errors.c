@@ -1,5 +1,5 @@
 /*
- * Every error path of SPEC section 5. Each case starts from a valid problem, breaks one thing,
+ * Every error path of contract section 6. Each case starts from a valid problem, breaks one thing,
  * and checks: the status (and the phase it surfaces in), that lig_get_last_error() names the
  * parameter and says "expected" and "got", that a failed phase 1 leaves no executor, and that
  * no input or output byte changed.
@@ -421,7 +421,7 @@ void test_errors_index_range(void)
     run_error_cases(cases, NCASES(cases));
 }
 
-/* Shapes are printed as [a,b,c] (SPEC's example: "dy: expected shape [2,3,2048] (like
+/* Shapes are printed as [a,b,c] (the contract's example: "dy: expected shape [2,3,2048] (like
  * sparse_indices), got [2,3,64,128]"). */
 void test_errors_message_shapes(void)
 {
@@ -445,7 +445,7 @@ void test_errors_message_shapes(void)
         inst_teardown(&ri);
         tc_free(&tc);
     }
-    /* SPEC's own example: N2 = 1, sparse_indices [2,3,2048], dy [2,3,64,128] */
+    /* the contract's own example: N2 = 1, sparse_indices [2,3,2048], dy [2,3,64,128] */
     {
         tcase tc;
         tc_init(&tc);

@@ -1,6 +1,6 @@
 /*
  * Error paths of the forward (lig_indexer_get_workspace_size / lig_indexer) and the KL step
- * (lig_indexer_kl_grad_get_workspace_size / lig_indexer_kl_grad), SPEC section 5 and the
+ * (lig_indexer_kl_grad_get_workspace_size / lig_indexer_kl_grad), contract section 6 and the
  * README's decisions. Each case starts from a valid problem, breaks one thing and checks the
  * status and the phase it surfaces in, that lig_get_last_error() names the parameter and says
  * "expected" and "got" (and shows shapes as [a,b,c] where a shape is wrong), that a failed

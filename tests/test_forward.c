@@ -1,5 +1,5 @@
 /*
- * The forward (lig_indexer: scores + top-k selection, SPEC 1.1) against the float64 reference
+ * The forward (lig_indexer: scores + top-k selection, contract 2.1) against the float64 reference
  * in reference/indexer_fwd_ref.c.
  *
  * Grid data (multiples of 1/8 or 1/4) make fp32 scores exact, so the index lists must equal the
@@ -876,7 +876,7 @@ void test_fwd_deepseek_shape(void)
  * full-width and remainder paths) and non-finite weights on heads whose product is <= 0: such a
  * head is gated off and adds exactly 0 (README: "ReLU is s > 0 ? s : 0 ... like the backward's
  * gate", a select, not a multiplication by 0 that would turn an infinite weight into NaN). The
- * result must not depend on the kernel set (LIG_DISABLE_SIMD). */
+ * result must not depend on the kernel set (LIG_ISA). */
 void test_fwd_nonfinite_weights_wide_groups(void)
 {
     fwd_check_stats_reset();

@@ -1,5 +1,5 @@
 /*
- * SPEC section 7: shapes past CANN's limits (D = 128, N2 = 1, N1 <= 64, K <= 2048, no BSND
+ * Contract section 9: shapes past CANN's limits (D = 128, N2 = 1, N1 <= 64, K <= 2048, no BSND
  * lengths, no band), kept cheap: the work per counted slot is 6*G*D flops, so long sequences
  * with small D and K cost little, and the reference is a per-row loop. Each case goes through
  * suite_large (checked, timed, and failed when fewer slots than a quarter of the rows counted).

@@ -1,5 +1,5 @@
 /*
- * Subnormal inputs (SPEC's numerics, and the bf16 units' documented behaviour): the bf16
+ * Subnormal inputs (the contract's numerics, and the bf16 units' documented behaviour): the bf16
  * engines' multiply units (vdpbf16ps, AMX) treat subnormal bf16 inputs as zero and flush
  * subnormal fp32 results, whatever MXCSR says; the fp32 engines keep them. Either way a term
  * that involves a subnormal is below 2^-126 in magnitude, so the outputs may differ from the

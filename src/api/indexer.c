@@ -1,4 +1,4 @@
-/* LightningIndexer: phase 1 validates (SPEC sections 1.1, 2-5) and has the backend plan the
+/* LightningIndexer: phase 1 validates (docs/contract.md sections 2.1, 3-6) and has the backend plan the
  * problem; phase 2 runs the plan. Keys come from a key tensor (BSND or TND, like the query)
  * or from a paged key cache read through a block table. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* LightningIndexerGrad: phase 1 validates every argument (SPEC sections 2-5) and has the
+/* LightningIndexerGrad: phase 1 validates every argument (docs/contract.md sections 3-6) and has the
  * backend of the tensors plan the problem; phase 2 runs the plan. Nothing here touches tensor
  * data except the host-side sequence-length arrays. */
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* The backend-neutral problem: what phase 1 hands a backend after validation (SPEC
- * sections 1-3). Geometry, per-batch sequence lengths (batches), the normalised addressing of
+/* The backend-neutral problem: what phase 1 hands a backend after validation (docs/contract.md
+ * sections 2-4). Geometry, per-batch sequence lengths (batches), the normalised addressing of
  * both layouts (views), the units of work and the visibility rule, and one descriptor per
  * operator. Backends read these; none of them depends on a backend.
  *
@@ -126,7 +126,7 @@ static inline char *lig_view_row_ptr(const lig_view4 *v, int64_t b, int64_t row,
 
 /* ---- the operators' problems ----------------------------------------------------------- */
 
-/* LightningIndexerGrad (SPEC 1.2). */
+/* LightningIndexerGrad (contract 2.2). */
 typedef struct lig_grad_problem {
     lig_problem pr;
     bool deterministic;
@@ -142,7 +142,7 @@ typedef struct lig_block_table {
     int64_t blocks; /* entries per batch */
 } lig_block_table;
 
-/* LightningIndexer (SPEC 1.1): pr.K = sparse_count. With pr.paged, k views the cache: its
+/* LightningIndexer (docs/contract.md 2.1): pr.K = sparse_count. With pr.paged, k views the cache: its
  * batch stride steps over blocks, its row stride over a block's rows. */
 typedef struct lig_fwd_problem {
     lig_problem pr;

@@ -1,5 +1,5 @@
 /*
- * Float64 reference of the lightning indexer's forward (SPEC 1.1 with the visibility rules of
+ * Float64 reference of the lightning indexer's forward (contract 2.1 with the visibility rules of
  * section 3) and of the fused KL training step (README, "KL step"), written from the contract
  * only. It shares the problem description, row bookkeeping and pointwise visibility rule with
  * indexer_ref.h (tested there); the scoring and the selection are its own.

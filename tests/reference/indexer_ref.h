@@ -1,5 +1,5 @@
 /*
- * Float64 reference of the lightning indexer, written from SPEC.md sections 1-3 only.
+ * Float64 reference of the lightning indexer, written from the contract (docs/contract.md sections 2-4) only.
  *
  * All arrays are logical and contiguous, with the two layouts unified as "rows":
  *   BSND: query row = b*S1 + t, key row = b*S2 + s;  TND: the row is the T index.

@@ -1,4 +1,4 @@
-/* LightningIndexer phase 2 on the CPU (SPEC 1.1): for each unit (batch, valid row, key head)
+/* LightningIndexer phase 2 on the CPU (docs/contract.md 2.1): for each unit (batch, valid row, key head)
  * stream the visible keys in blocks, have the plan's engine score them,
  * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count (topk.h). Nothing of size
  * S1 x S2 is ever held; each unit's result is independent of the others, so the output is

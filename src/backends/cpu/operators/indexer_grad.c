@@ -1,4 +1,4 @@
-/* LightningIndexerGrad phase 2 on the CPU (SPEC section 1.2).
+/* LightningIndexerGrad phase 2 on the CPU (docs/contract.md section 2.2).
  *
  * Work is split into units, one per (batch, valid query row, key head), taken by the threads
  * in order from a shared counter. A unit's counted slots go to the plan's engine in blocks;

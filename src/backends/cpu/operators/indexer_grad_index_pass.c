@@ -1,4 +1,4 @@
-/* The backward's index pass, before anything is written: range checks (SPEC section 3) and,
+/* The backward's index pass, before anything is written: range checks (docs/contract.md section 4) and,
  * for the deterministic commit ring, the numbering of every unit's chunks. */
 #include <stdio.h>
 

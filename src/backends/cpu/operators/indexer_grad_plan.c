@@ -98,7 +98,7 @@ lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_pla
         .dw_head = pb->dw.head,
     };
     p->engine->configure(&p->ctx);
-    /* any zero extent: nothing to multiply (SPEC 5: workspace 0, zero-filled outputs) */
+    /* any zero extent: nothing to multiply (contract 6.4: workspace 0, zero-filled outputs) */
     p->empty = pr->units == 0 || pr->K == 0 || pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;

@@ -31,7 +31,7 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
-    if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (SPEC 5) */
+    if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (contract 6.4) */
         uint64_t at = 0;
         const uint64_t nb = (uint64_t)p->ctx.block;
         p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);

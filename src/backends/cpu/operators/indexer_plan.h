@@ -1,4 +1,4 @@
-/* The CPU forward's plan (LightningIndexer: scores + top-k, SPEC 1.1). */
+/* The CPU forward's plan (LightningIndexer: scores + top-k, contract 2.1). */
 #ifndef LIG_CPU_OPERATORS_INDEXER_PLAN_H
 #define LIG_CPU_OPERATORS_INDEXER_PLAN_H
 
