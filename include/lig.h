@@ -53,6 +53,13 @@ typedef enum lig_dtype {
     LIG_INT64 = 4
 } lig_dtype;
 
+/* Where a tensor's data lives. Phase 1 picks the backend from the device of the tensors
+ * (docs/contract.md, "Device tensors and CUDA"). */
+typedef enum lig_device {
+    LIG_DEVICE_HOST = 0, /* host memory: the CPU backend */
+    LIG_DEVICE_CUDA = 1  /* CUDA device memory: the CUDA backend (a build with -DLIG_CUDA=ON) */
+} lig_device;
+
 /* Opaque descriptor of a strided view; it never owns the data. */
 typedef struct lig_tensor lig_tensor;
 /* Opaque plan made by phase 1 and consumed by phase 2. */
@@ -66,6 +73,14 @@ typedef struct lig_executor lig_executor;
  */
 LIG_API lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim,
                                       const int64_t *shape, const int64_t *strides);
+/*
+ * As lig_create_tensor, for memory on `device` (`device_index`: the CUDA device ordinal; 0 and
+ * only 0 for LIG_DEVICE_HOST). lig_create_tensor(...) is lig_create_tensor_on(..., LIG_DEVICE_HOST, 0).
+ * Every tensor of one call lives on one device, except the actual_seq_lengths_* arrays, which
+ * phase 1 reads and which are therefore always host tensors.
+ */
+LIG_API lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape,
+                                         const int64_t *strides, lig_device device, int device_index);
 LIG_API void lig_destroy_tensor(lig_tensor *tensor);
 
 /*
@@ -156,6 +171,17 @@ LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
 /* The fused training step, phase 2. */
 LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size,
                                        lig_executor *executor, void *stream);
+
+/*
+ * CUDA only. Phase 2 of a CUDA plan only enqueues work on `stream` (a cudaStream_t); the checks
+ * that read tensor contents (index ranges, KL targets) run on the device and leave their verdict
+ * in the head of the workspace, and when they fail no later kernel writes anything. After the
+ * stream has completed the call (or with `stream` given, this function waits for it),
+ * lig_cuda_workspace_status reads that verdict: LIG_SUCCESS, or LIG_ERR_PARAM_INVALID with
+ * lig_get_last_error() naming the offending element as the CPU backend would. The workspace must
+ * not be reused before the status is read. A build without CUDA returns LIG_ERR_PARAM_INVALID.
+ */
+LIG_API lig_status lig_cuda_workspace_status(const void *workspace, void *stream);
 
 /* Frees an executor that will never be run (phase 2 frees the ones it runs). */
 LIG_API lig_status lig_destroy_executor(lig_executor *executor);

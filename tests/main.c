@@ -43,6 +43,10 @@ static const th_test all_tests[] = {
     {"api_num_threads", test_api_num_threads},
     {"api_empty_problems", test_api_empty_problems},
     {"api_workspace_reuse_and_alignment", test_api_workspace_reuse_and_alignment},
+    {"devices_create_tensor_on", test_devices_create_tensor_on},
+    {"devices_mixing_refused", test_devices_mixing_refused},
+    {"devices_lengths_on_host", test_devices_lengths_on_host},
+    {"devices_cuda_build", test_devices_cuda_build},
     /* error paths (contract section 6) */
     {"errors_null_pointers", test_errors_null_pointers},
     {"errors_layout", test_errors_layout},

@@ -29,6 +29,10 @@ void test_api_destroy_executor(void);
 void test_api_num_threads(void);
 void test_api_empty_problems(void);
 void test_api_workspace_reuse_and_alignment(void);
+void test_devices_create_tensor_on(void);
+void test_devices_mixing_refused(void);
+void test_devices_lengths_on_host(void);
+void test_devices_cuda_build(void);
 
 /* test_errors.c */
 void test_errors_null_pointers(void);

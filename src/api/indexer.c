@@ -56,6 +56,7 @@ static lig_status plan_forward(lig_problem pr, const lig_tensor *query, const li
                                           {sparse_values, "sparse_values"}};
     const lig_backend *backend;
     if ((st = lig_check_backend(on_device, 6, &backend)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
 
     st = lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query,
                              actual_seq_lengths_key);

@@ -67,6 +67,7 @@ lig_status lig_indexer_grad_get_workspace_size(
     if ((st = lig_check_outputs_disjoint(outputs, 3, inputs, 7)) != LIG_SUCCESS) return st;
     const lig_backend *backend;
     if ((st = lig_check_backend(required, sizeof required / sizeof required[0], &backend)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
 
     lig_grad_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");

@@ -1,4 +1,4 @@
-/* lig_create_tensor / lig_destroy_tensor: descriptors of host memory, checked once here so
+/* lig_create_tensor(_on) / lig_destroy_tensor: descriptors of host or device memory, checked once here so
  * that every later layer can trust extents, strides and byte spans. */
 #include <stdlib.h>
 
@@ -14,6 +14,21 @@ static bool mul_nonneg(int64_t a, int64_t b, int64_t *out) {
 
 lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape,
                               const int64_t *strides) {
+    return lig_create_tensor_on(data, dtype, ndim, shape, strides, LIG_DEVICE_HOST, 0);
+}
+
+lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape,
+                                 const int64_t *strides, lig_device device, int device_index) {
+    if (device != LIG_DEVICE_HOST && device != LIG_DEVICE_CUDA) {
+        lig_fail(LIG_ERR_PARAM_INVALID, "device: expected LIG_DEVICE_HOST (0) or LIG_DEVICE_CUDA (1), got %d",
+                 (int)device);
+        return NULL;
+    }
+    if (device == LIG_DEVICE_HOST ? device_index != 0 : device_index < 0) {
+        lig_fail(LIG_ERR_PARAM_INVALID, "device_index: expected %s, got %d",
+                 device == LIG_DEVICE_HOST ? "0 for a host tensor" : "a CUDA device ordinal >= 0", device_index);
+        return NULL;
+    }
     if (lig_dtype_size(dtype) == 0) {
         lig_fail(LIG_ERR_PARAM_INVALID, "dtype: expected one of FLOAT32, FLOAT16, BFLOAT16, INT32, INT64, got %d",
                  (int)dtype);
@@ -33,6 +48,8 @@ lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim, const i
         return NULL;
     }
     t->data = data;
+    t->device = device;
+    t->device_index = device_index;
     t->dtype = dtype;
     t->ndim = ndim;
     int64_t numel = 1;

@@ -107,6 +107,8 @@ lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_
     return LIG_SUCCESS;
 }
 
+static const char *device_name(lig_device d) { return d == LIG_DEVICE_CUDA ? "CUDA" : d == LIG_DEVICE_HOST ? "host" : "unknown"; }
+
 lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const lig_backend **backend) {
     const lig_named_tensor *first = NULL;
     for (size_t i = 0; i < n; i++) {
@@ -116,12 +118,25 @@ lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const li
             first = &tensors[i];
             continue;
         }
-        if (t->device != first->tensor->device || t->device_index != first->tensor->device_index)
+        const lig_tensor *f = first->tensor;
+        if (t->device != f->device || t->device_index != f->device_index)
             return lig_fail(LIG_ERR_PARAM_INVALID,
-                            "%s: expected a tensor on the device of %s (type %d, index %d), got type %d, index %d",
-                            tensors[i].name, first->name, (int)first->tensor->device, first->tensor->device_index,
-                            (int)t->device, t->device_index);
+                            "%s: expected a tensor on the device of %s (%s device %d), got a tensor on %s device %d",
+                            tensors[i].name, first->name, device_name(f->device), f->device_index,
+                            device_name(t->device), t->device_index);
     }
-    *backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_TYPE_HOST, first ? first->name : "query");
+    *backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_HOST, first ? first->name : "query");
     return *backend ? LIG_SUCCESS : LIG_ERR_PARAM_INVALID;
+}
+
+lig_status lig_check_lengths_on_host(const lig_tensor *actual_seq_lengths_query,
+                                     const lig_tensor *actual_seq_lengths_key) {
+    const lig_named_tensor lengths[] = {{actual_seq_lengths_query, "actual_seq_lengths_query"},
+                                        {actual_seq_lengths_key, "actual_seq_lengths_key"}};
+    for (size_t i = 0; i < 2; i++)
+        if (lengths[i].tensor && lengths[i].tensor->device != LIG_DEVICE_HOST)
+            return lig_fail(LIG_ERR_PARAM_INVALID,
+                            "%s: expected a host tensor (phase 1 reads the sequence lengths), got a tensor on %s device %d",
+                            lengths[i].name, device_name(lengths[i].tensor->device), lengths[i].tensor->device_index);
+    return LIG_SUCCESS;
 }

@@ -24,7 +24,7 @@ typedef struct lig_backend_plan {
 /* Planners keep a pointer to the problem: it lives in the executor until the plan is freed. */
 typedef struct lig_backend {
     const char *name;
-    lig_device_type device;
+    lig_device device;
     /* Phase 2's stream argument: LIG_SUCCESS when this backend accepts it. */
     lig_status (*check_stream)(void *stream);
     lig_status (*plan_indexer_grad)(const lig_grad_problem *problem, lig_backend_plan *out);
@@ -33,6 +33,10 @@ typedef struct lig_backend {
 } lig_backend;
 
 /* The backend for tensors on `device`, or NULL (with the error set) when this build has none. */
-const lig_backend *lig_backend_for(lig_device_type device, const char *tensor_name);
+const lig_backend *lig_backend_for(lig_device device, const char *tensor_name);
+
+/* lig_cuda_workspace_status behind the seam: the CUDA backend's reading of a workspace's status,
+ * or LIG_ERR_PARAM_INVALID in a build without CUDA. */
+lig_status lig_backend_workspace_status(const void *workspace, void *stream);
 
 #endif

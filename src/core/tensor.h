@@ -8,9 +8,6 @@
 
 #include "lig.h"
 
-/* Where a tensor's data lives; phase 1 picks the backend from it. lig_create_tensor makes
- * host tensors. */
-typedef enum lig_device_type { LIG_DEVICE_TYPE_HOST = 0 } lig_device_type;
 
 struct lig_tensor {
     void *data;
@@ -18,8 +15,8 @@ struct lig_tensor {
     int64_t ndim;
     int64_t shape[LIG_MAX_DIMS];
     int64_t strides[LIG_MAX_DIMS]; /* in elements, >= 0 */
-    lig_device_type device;
-    int device_index;
+    lig_device device; /* where the data lives (public enum, lig.h); phase 1 picks the backend */
+    int device_index;  /* CUDA device ordinal; 0 for host tensors */
 };
 
 size_t lig_dtype_size(lig_dtype dtype);

@@ -12,7 +12,7 @@ static lig_status check_stream(void *stream) {
 
 const lig_backend lig_cpu_backend = {
     .name = "cpu",
-    .device = LIG_DEVICE_TYPE_HOST,
+    .device = LIG_DEVICE_HOST,
     .check_stream = check_stream,
     .plan_indexer_grad = lig_cpu_plan_indexer_grad,
     .plan_indexer = lig_cpu_plan_indexer,

@@ -1,0 +1,178 @@
+/* The CUDA backend: planners (phase 1: workspace layout, nothing touches the device) and runs
+ * (phase 2: kernels enqueued on the caller's stream, no allocation, no synchronisation). The
+ * kernels are the __host__ __device__ bodies of cuda_kernels.cuh, launched as grid-stride loops.
+ * docs/cuda.md: design, the status protocol, determinism. */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/cuda/cuda_plan.cuh"
+
+extern "C" {
+#include "backends/cuda/cuda_backend.h"
+#include "core/error.h"
+}
+
+namespace ligcu {
+
+static_assert(sizeof(cu_status) <= LIG_CUDA_STATUS_BYTES, "the status header fits its bytes");
+
+enum { THREADS = 256 };
+static const int64_t MAX_BLOCKS = 1 << 20;
+
+template <class F>
+__global__ void __launch_bounds__(THREADS) grid_kernel(const F f, int64_t n) {
+    const int64_t step = (int64_t)gridDim.x * THREADS;
+    for (int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x; i < n; i += step) f(i);
+}
+
+/* Launches on one stream; the first launch error is kept and the later launches are skipped. */
+struct device_exec {
+    cudaStream_t stream;
+    cudaError_t err;
+    template <class F>
+    void launch(int64_t n, const F &f) {
+        if (n <= 0 || err != cudaSuccess) return;
+        int64_t blocks = (n + THREADS - 1) / THREADS;
+        if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS;
+        grid_kernel<F><<<(unsigned)blocks, THREADS, 0, stream>>>(f, n);
+        err = cudaGetLastError();
+    }
+};
+
+static lig_status launch_status(const device_exec &x, const char *op) {
+    if (x.err == cudaSuccess) return LIG_SUCCESS;
+    return lig_fail(LIG_ERR_RUNTIME, "stream: expected %s's kernels to launch, got CUDA error %d (%s)", op, (int)x.err,
+                    cudaGetErrorString(x.err));
+}
+
+struct grad_plan {
+    const lig_grad_problem *pb;
+    layout l;
+};
+struct fwd_plan {
+    const lig_fwd_problem *pb;
+    layout l;
+};
+struct kl_plan {
+    const lig_kl_problem *pb;
+    layout l;
+};
+
+static lig_status run_grad_plan(void *plan, void *workspace, void *stream) {
+    const grad_plan *p = (const grad_plan *)plan;
+    char *base = lig_ws_base(workspace);
+    device_exec x = {(cudaStream_t)stream, cudaSuccess};
+    run_grad(x, grad_args_of(p->pb, base, p->l), p->pb->deterministic, p->pb->pr.bt.lq);
+    return launch_status(x, "lig_indexer_grad");
+}
+static lig_status run_fwd_plan(void *plan, void *workspace, void *stream) {
+    const fwd_plan *p = (const fwd_plan *)plan;
+    char *base = lig_ws_base(workspace);
+    device_exec x = {(cudaStream_t)stream, cudaSuccess};
+    run_fwd(x, fwd_args_of(p->pb, base, p->l), p->pb->pr.bt.lq);
+    return launch_status(x, "lig_indexer");
+}
+static lig_status run_kl_plan(void *plan, void *workspace, void *stream) {
+    const kl_plan *p = (const kl_plan *)plan;
+    char *base = lig_ws_base(workspace);
+    device_exec x = {(cudaStream_t)stream, cudaSuccess};
+    run_kl(x, kl_args_of(p->pb, base, p->l));
+    return launch_status(x, "lig_indexer_kl_grad");
+}
+
+static void free_plan(void *plan) { free(plan); }
+
+static lig_status too_large(void) {
+    return lig_fail(LIG_ERR_PARAM_INVALID, "workspace_size: expected a CUDA workspace below 2^64 bytes, got an overflow");
+}
+
+template <class P, class Pb>
+static lig_status publish(const Pb *pb, bool ok, lig_status (*run)(void *, void *, void *), lig_backend_plan *out,
+                          const layout &l) {
+    if (!ok) return too_large();
+    P *p = (P *)calloc(1, sizeof(P));
+    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    p->pb = pb;
+    p->l = l;
+    out->plan = p;
+    out->workspace_size = l.bytes;
+    out->kernel_set = "cuda-simple";
+    out->run = run;
+    out->free = free_plan;
+    return LIG_SUCCESS;
+}
+
+} // namespace ligcu
+
+using namespace ligcu;
+
+static lig_status cuda_check_stream(void *stream) {
+    (void)stream; /* any cudaStream_t, NULL for the legacy default stream */
+    return LIG_SUCCESS;
+}
+
+static lig_status cuda_plan_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
+    layout l;
+    const bool ok = grad_layout(pb, &l);
+    return publish<grad_plan>(pb, ok, run_grad_plan, out, l);
+}
+
+static lig_status cuda_plan_fwd(const lig_fwd_problem *pb, lig_backend_plan *out) {
+    if (pb->pr.paged)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "key_cache: expected host tensors for a paged key cache (the CUDA backend has no paged "
+                        "forward yet), got CUDA tensors");
+    layout l;
+    const bool ok = fwd_layout(pb, &l);
+    return publish<fwd_plan>(pb, ok, run_fwd_plan, out, l);
+}
+
+static lig_status cuda_plan_kl(const lig_kl_problem *pb, lig_backend_plan *out) {
+    layout l;
+    const bool ok = kl_layout(pb, &l);
+    return publish<kl_plan>(pb, ok, run_kl_plan, out, l);
+}
+
+extern "C" const lig_backend lig_cuda_backend = {
+    "cuda", LIG_DEVICE_CUDA, cuda_check_stream, cuda_plan_grad, cuda_plan_fwd, cuda_plan_kl,
+};
+
+extern "C" lig_status lig_cuda_status_verdict(const void *status_host) {
+    cu_status s;
+    memcpy(&s, status_host, sizeof s);
+    if (s.magic != STATUS_MAGIC)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "workspace: expected the workspace of a completed CUDA phase 2, got one without a status "
+                        "(not run, not completed, or overwritten)");
+    if (s.first_bad == NONE) return LIG_SUCCESS;
+    if (s.code == ST_BAD_INDEX) {
+        char where[96];
+        if (s.tnd)
+            snprintf(where, sizeof where, "[%lld,%lld,%lld]", (long long)s.row, (long long)s.g, (long long)s.slot);
+        else
+            snprintf(where, sizeof where, "[%lld,%lld,%lld,%lld]", (long long)s.b, (long long)s.row, (long long)s.g,
+                     (long long)s.slot);
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "sparse_indices: expected values in [-1, %lld) (-1 or a key of batch %lld, whose length is "
+                        "%lld) at %s (b,row,key head,slot), got %lld",
+                        (long long)s.limit, (long long)s.b, (long long)s.limit, where, (long long)s.ivalue);
+    }
+    if (s.code == ST_BAD_TARGET)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "target: expected probabilities >= 0 in counted slots, got %g at row %lld slot %lld", s.fvalue,
+                        (long long)s.row, (long long)s.slot);
+    return lig_fail(LIG_ERR_INNER, "workspace: expected a decoded failure in the status, got code %d", (int)s.code);
+}
+
+extern "C" lig_status lig_cuda_workspace_status_read(const void *workspace, void *stream) {
+    cudaError_t e = cudaSuccess;
+    if (stream) e = cudaStreamSynchronize((cudaStream_t)stream);
+    unsigned char host[LIG_CUDA_STATUS_BYTES];
+    if (e == cudaSuccess)
+        e = cudaMemcpy(host, lig_ws_base((void *)workspace), sizeof host, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+        return lig_fail(LIG_ERR_RUNTIME, "workspace: expected to read the status from device memory, got CUDA error %d (%s)",
+                        (int)e, cudaGetErrorString(e));
+    return lig_cuda_status_verdict(host);
+}

@@ -1,0 +1,187 @@
+/* Host side of the CUDA backend's plans, shared by the planners (cuda_backend.cu) and the host
+ * emulation test (tests/cuda/emulate.cu): the workspace layout of each operator and the kernel
+ * arguments made from a problem and a workspace base (device memory, or host memory when
+ * emulated). Nothing here calls CUDA. */
+#ifndef LIG_CUDA_PLAN_CUH
+#define LIG_CUDA_PLAN_CUH
+
+#include "backends/cuda/cuda_kernels.cuh"
+
+extern "C" {
+#include "core/problem.h"
+#include "core/workspace.h"
+}
+
+namespace ligcu {
+
+/* a * b + c without wrapping; false on overflow (all operands >= 0). */
+inline bool size_mad(uint64_t a, uint64_t b, uint64_t c, uint64_t *out) {
+    if (a != 0 && b > (UINT64_MAX - c) / a) return false;
+    *out = a * b + c;
+    return true;
+}
+
+/* Regions, as byte offsets from the aligned workspace base; `bytes` is the size phase 1 asks for
+ * (the regions plus LIG_WS_ALIGN for the caller's alignment). */
+struct layout {
+    uint64_t bytes;
+    uint64_t bt, score, count, entry, acc, kept_score, kept_key, row_loss;
+    int64_t nkeys, width, cap;
+};
+
+/* Takes n elements of `size` bytes; false on overflow. */
+inline bool take(uint64_t *cursor, uint64_t n, uint64_t size, uint64_t *at) {
+    uint64_t bytes;
+    if (!size_mad(n, size, LIG_WS_ALIGN, &bytes) || *cursor > UINT64_MAX - bytes - LIG_WS_ALIGN) return false;
+    *at = lig_ws_take(cursor, bytes - LIG_WS_ALIGN);
+    return true;
+}
+
+inline bool finish(uint64_t cursor, layout *l) {
+    if (cursor > UINT64_MAX - LIG_WS_ALIGN) return false;
+    l->bytes = cursor + LIG_WS_ALIGN;
+    return true;
+}
+
+inline bool grad_layout(const lig_grad_problem *pb, layout *l) {
+    const lig_problem *p = &pb->pr;
+    *l = layout();
+    uint64_t c = 0, slots;
+    lig_ws_take(&c, sizeof(cu_status));
+    l->nkeys = p->key_rows * p->N2;
+    bool ok = take(&c, 5 * (uint64_t)p->B + 1, 8, &l->bt) && size_mad((uint64_t)p->units, (uint64_t)p->K, 0, &slots) &&
+              take(&c, slots, 4 * (uint64_t)p->G, &l->score);
+    if (pb->deterministic)
+        ok = ok && take(&c, 2 * (uint64_t)l->nkeys + 1, 8, &l->count) && take(&c, slots, 8, &l->entry);
+    else
+        ok = ok && take(&c, (uint64_t)l->nkeys, 4 * (uint64_t)p->D, &l->acc);
+    return ok && finish(c, l);
+}
+
+inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) {
+    const lig_problem *p = &pb->pr;
+    *l = layout();
+    uint64_t c = 0;
+    lig_ws_take(&c, sizeof(cu_status));
+    for (int64_t b = 0; b < p->B; b++)
+        if (p->bt.lk[b] > l->width) l->width = p->bt.lk[b];
+    l->cap = p->K < l->width ? p->K : l->width;
+    uint64_t scores;
+    const bool ok = take(&c, 5 * (uint64_t)p->B + 1, 8, &l->bt) &&
+                    size_mad((uint64_t)p->units, (uint64_t)l->width, 0, &scores) && take(&c, scores, 4, &l->score) &&
+                    take(&c, (uint64_t)p->units, 4 * (uint64_t)l->cap, &l->kept_score) &&
+                    take(&c, (uint64_t)p->units, 8 * (uint64_t)l->cap, &l->kept_key);
+    return ok && finish(c, l);
+}
+
+inline bool kl_layout(const lig_kl_problem *pb, layout *l) {
+    *l = layout();
+    uint64_t c = 0;
+    lig_ws_take(&c, sizeof(cu_status));
+    return take(&c, (uint64_t)pb->rows, 8, &l->row_loss) && finish(c, l);
+}
+
+inline cu_view view_of(const lig_view4 &v) {
+    cu_view c;
+    c.data = v.data;
+    c.dtype = (int32_t)v.dtype;
+    c.esize = (int32_t)v.esize;
+    c.batch = v.batch;
+    c.row = v.row;
+    c.head = v.head;
+    c.dim = v.dim;
+    return c;
+}
+
+inline cu_geom geom_of(const lig_problem *p, char *base, const layout &l) {
+    cu_geom g;
+    g.B = p->B;
+    g.N1 = p->N1;
+    g.N2 = p->N2;
+    g.G = p->G;
+    g.D = p->D;
+    g.K = p->K;
+    g.S1 = p->S1;
+    g.S2 = p->S2;
+    g.sparse_mode = p->sparse_mode;
+    g.pre_tokens = p->pre_tokens;
+    g.next_tokens = p->next_tokens;
+    g.units = p->units;
+    g.key_rows = p->key_rows;
+    g.key_batch = p->key_batch;
+    g.q_rows = p->tnd ? p->S1 : p->B * p->S1;
+    g.tnd = p->tnd;
+    g.pad = 0;
+    g.bt = (const int64_t *)(void *)(base + l.bt);
+    return g;
+}
+
+inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layout &l) {
+    grad_args a;
+    a.p = geom_of(&pb->pr, base, l);
+    a.q = view_of(pb->q);
+    a.k = view_of(pb->k);
+    a.w = view_of(pb->w);
+    a.dy = view_of(pb->dy);
+    a.idx = view_of(pb->idx);
+    a.dq = view_of(pb->dq);
+    a.dk = view_of(pb->dk);
+    a.dw = view_of(pb->dw);
+    a.st = (cu_status *)(void *)base;
+    a.score = (float *)(void *)(base + l.score);
+    a.acc = pb->deterministic ? 0 : (float *)(void *)(base + l.acc);
+    a.count = pb->deterministic ? (unsigned long long *)(void *)(base + l.count) : 0;
+    a.entry = pb->deterministic ? (int64_t *)(void *)(base + l.entry) : 0;
+    a.nkeys = l.nkeys;
+    return a;
+}
+
+inline fwd_args fwd_args_of(const lig_fwd_problem *pb, char *base, const layout &l) {
+    fwd_args a;
+    a.p = geom_of(&pb->pr, base, l);
+    a.q = view_of(pb->q);
+    a.k = view_of(pb->k);
+    a.w = view_of(pb->w);
+    a.idx = view_of(pb->idx);
+    a.val = view_of(pb->val);
+    a.has_values = pb->has_values;
+    a.trivial = pb->pr.D == 0 || pb->pr.N1 == 0;
+    a.st = (cu_status *)(void *)base;
+    a.width = l.width;
+    a.cap = l.cap;
+    a.score = (float *)(void *)(base + l.score);
+    a.kept_score = (float *)(void *)(base + l.kept_score);
+    a.kept_key = (int64_t *)(void *)(base + l.kept_key);
+    return a;
+}
+
+inline slot_view slot_view_of(const lig_slot_view &v) {
+    slot_view s;
+    s.data = v.data;
+    s.dtype = (int32_t)v.dtype;
+    s.esize = (int32_t)v.esize;
+    for (int i = 0; i < KL_MAX_DIMS; i++) s.strides[i] = v.strides[i];
+    return s;
+}
+
+inline kl_args kl_args_of(const lig_kl_problem *pb, char *base, const layout &l) {
+    kl_args a;
+    a.ndim = pb->ndim;
+    a.rows = pb->rows;
+    a.K = pb->K;
+    for (int i = 0; i < KL_MAX_DIMS; i++) a.shape[i] = pb->shape[i];
+    a.values = slot_view_of(pb->values);
+    a.target = slot_view_of(pb->target);
+    a.dy = slot_view_of(pb->dy);
+    a.indices = slot_view_of(pb->indices);
+    a.has_indices = pb->has_indices;
+    a.pad = 0;
+    a.loss = pb->loss;
+    a.st = (cu_status *)(void *)base;
+    a.row_loss = (double *)(void *)(base + l.row_loss);
+    return a;
+}
+
+} // namespace ligcu
+
+#endif
