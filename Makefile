@@ -2,6 +2,7 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+CUDA_BUILD ?= build-cuda
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 PYTHON ?= python3
@@ -10,7 +11,7 @@ PIP_FLAGS ?= --disable-pip-version-check --no-input -q
 # The sanitizer build prefers clang (its UBSan flags more), when its runtime is installed.
 SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null && echo clang || echo cc)
 
-.PHONY: all build test test-release test-asan test-tsan test-python venv bench bench-full demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python test-cuda venv bench bench-full demo demo-grad install clean
 
 all: build
 
@@ -19,8 +20,9 @@ build:
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 # The whole suite on the optimised build (SIMD and portable kernels), then again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer, then the Python package.
-test: test-release test-asan test-tsan test-python
+# AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer, then the Python package,
+# then the CUDA backend (compiled, checked for spills, its kernels emulated on the host).
+test: test-release test-asan test-tsan test-python test-cuda
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure
@@ -47,6 +49,19 @@ test-python: venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy pytest hypothesis tqdm build 'scikit-build-core>=1.0'
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation ./python
 	LIG_MIN_FLOPS_PER_THREAD=0 $(VENV)/bin/python -m pytest python/tests -q
+
+# The CUDA backend (-DLIG_CUDA=ON, docs/cuda.md) on a machine without a GPU: build it (nvcc warnings
+# are errors), check ptxas for register spills, run the host emulation of its kernels against the
+# CPU backend, and the GPU tests, which report themselves SKIPPED (exit 77) without a device; then
+# the device-tensor API tests of the CUDA build. Without nvcc: a clear skip, success.
+test-cuda:
+	@if ! command -v nvcc >/dev/null 2>&1; then echo "test-cuda: SKIPPED: nvcc not found, the CUDA backend was not built"; exit 0; fi
+	$(CMAKE) -S . -B $(CUDA_BUILD) -DCMAKE_BUILD_TYPE=Release -DLIG_CUDA=ON -DLIG_BUILD_BENCH=OFF \
+	  -DLIG_BUILD_EXAMPLES=OFF -DLIG_BUILD_ACLNN=OFF
+	$(CMAKE) --build $(CUDA_BUILD) -j $(JOBS)
+	tools/ptxas_report.sh
+	cd $(CUDA_BUILD) && ctest --output-on-failure -L cuda
+	LIG_ISA=scalar $(CUDA_BUILD)/tests/lig-tests devices
 
 venv:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -84,4 +99,4 @@ install: build
 	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(CUDA_BUILD)

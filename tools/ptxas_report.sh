@@ -10,8 +10,8 @@ CUDA_INC=$(dirname "$(command -v "$NVCC")")/../include
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$NVCC" -std=c++17 -c src/backends/cuda/cuda_backend.cu -o "$tmp/cuda_backend.o" -Iinclude -Isrc -I"$CUDA_INC" \
-  -DLIG_HAVE_CUDA=1 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
-  -Werror all-warnings -Xptxas -v 2> "$tmp/ptxas.log" || { cat "$tmp/ptxas.log"; exit 1; }
+  -DLIG_HAVE_CUDA=1 -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90a,code=sm_90a \
+  -Werror=all-warnings -Xptxas -v 2> "$tmp/ptxas.log" || { cat "$tmp/ptxas.log"; exit 1; }
 demangle() { if command -v c++filt >/dev/null 2>&1; then c++filt; else cat; fi; }
 # ptxas prints, per entry: "Compiling entry function 'NAME' for 'sm_XX'", then
 # "N bytes stack frame, N bytes spill stores, N bytes spill loads", then "Used N registers, ...".

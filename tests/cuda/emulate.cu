@@ -1,0 +1,888 @@
+/*
+ * Host emulation of the CUDA backend (docs/cuda.md, "What has been verified where"). Built by
+ * nvcc as a host program: it runs the very __host__ __device__ kernel bodies and pipelines of
+ * src/backends/cuda/cuda_kernels.cuh, with a host loop over each launch's threads in three orders
+ * (ascending, descending, a seeded shuffle per launch), on host memory laid out as the device
+ * workspace is (cuda_plan.cuh), on the problem lig's own phase 1 builds. It compares against the
+ * CPU backend through the public API:
+ *   - grid data (multiples of 1/8: every fp32 sum is exact) must give the CPU's outputs bit for bit,
+ *     whole buffers compared (gaps between strided elements must keep their poison);
+ *   - continuous data: deterministic backward bitwise identical across orders, every mode within
+ *     fp32 rounding of the CPU;
+ *   - bad indices / KL targets: the status in the workspace head gives the CPU's message and no
+ *     output byte changes;
+ * over layouts, sparse modes, dtypes, index dtypes, G, N2, D, K (K > S too), -1 padding, masked
+ * slots (NaN dy there, never read), strides with gaps, sequence lengths, empty batches and
+ * empty problems. Exit 0 when everything matched.
+ */
+/*
+ * Compiled with -DLIG_CUDA_DEVICE_TEST=1 the same program is lig-cuda-device-tests: every case then
+ * runs on the GPU through the public API (CUDA tensors, phase 2 on a stream, the status read with
+ * lig_cuda_workspace_status), three runs per case (the third captured into a CUDA graph, which
+ * fails if phase 2 synchronises or allocates), outputs poisoned before each run and compared with
+ * the CPU backend as above, and the deterministic runs compared with each other (rerun + memcmp).
+ * Without a device it prints "SKIPPED cuda-device-matrix: no CUDA device" and exits 77.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_plan.cuh"
+
+extern "C" {
+#include "api/executor.h"
+#include "backends/cuda/cuda_backend.h"
+#include "lig.h"
+}
+
+using namespace ligcu;
+
+#ifdef LIG_CUDA_DEVICE_TEST
+#include <cuda_runtime.h>
+#define CUDA_OK(call)                                                                               \
+    do {                                                                                            \
+        cudaError_t e_ = (call);                                                                    \
+        if (e_ != cudaSuccess) {                                                                    \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                                \
+        }                                                                                           \
+    } while (0)
+#endif
+
+static int g_failures = 0, g_checks = 0;
+#define EXPECT(cond, ...)                                  \
+    do {                                                   \
+        g_checks++;                                        \
+        if (!(cond)) {                                     \
+            g_failures++;                                  \
+            if (g_failures <= 30) {                        \
+                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+                fprintf(stderr, __VA_ARGS__);              \
+                fputc('\n', stderr);                       \
+            }                                              \
+        }                                                  \
+    } while (0)
+
+/* ---- random numbers -------------------------------------------------------------------------- */
+struct rng {
+    uint64_t s;
+    uint64_t next() {
+        s += 0x9e3779b97f4a7c15ull;
+        uint64_t z = s;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    int64_t range(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); } /* inclusive */
+    double uniform() { return (double)(next() >> 11) * 0x1p-53; }
+};
+
+/* ---- the host executor: every launch's threads in one of three orders ------------------------ */
+struct host_exec {
+    int order; /* 0 ascending, 1 descending, 2 shuffled (seeded per launch) */
+    uint64_t seed;
+    int64_t launches;
+    std::vector<int64_t> perm;
+    template <class F>
+    void launch(int64_t n, const F &f) {
+        if (n <= 0) return;
+        launches++;
+        if (order == 0) {
+            for (int64_t i = 0; i < n; i++) f(i);
+        } else if (order == 1) {
+            for (int64_t i = n - 1; i >= 0; i--) f(i);
+        } else {
+            perm.resize((size_t)n);
+            for (int64_t i = 0; i < n; i++) perm[(size_t)i] = i;
+            rng r = {seed * 1315423911ull + (uint64_t)launches};
+            for (int64_t i = n - 1; i > 0; i--) {
+                const int64_t j = r.range(0, i);
+                const int64_t t = perm[(size_t)i];
+                perm[(size_t)i] = perm[(size_t)j];
+                perm[(size_t)j] = t;
+            }
+            for (int64_t i = 0; i < n; i++) f(perm[(size_t)i]);
+        }
+    }
+};
+
+/* ---- strided buffers ------------------------------------------------------------------------- */
+static const unsigned char POISON_OUT = 0x7b, POISON_IN = 0xff; /* outputs: a sentinel; inputs: NaN / -1 */
+
+struct buf {
+    std::vector<unsigned char> mem;
+    lig_dtype dt;
+    int nd;
+    int64_t shape[8], strides[8];
+    size_t es;
+    lig_tensor *t;
+    buf() : dt(LIG_FLOAT32), nd(0), es(4), t(0) {}
+    ~buf() { lig_destroy_tensor(t); }
+    buf(const buf &) = delete;
+    buf &operator=(const buf &) = delete;
+    void make(lig_dtype d, int n, const int64_t *sh, int64_t istride, int64_t pad, unsigned char poison) {
+        dt = d;
+        nd = n;
+        es = d == LIG_FLOAT32 || d == LIG_INT32 ? 4 : d == LIG_INT64 ? 8 : 2;
+        int64_t st = istride, numel = 1;
+        for (int i = n - 1; i >= 0; i--) {
+            shape[i] = sh[i];
+            strides[i] = st;
+            st = st * (sh[i] > 0 ? sh[i] : 1) + (i == n - 1 ? pad : 0);
+            numel *= sh[i];
+        }
+        size_t span = 1;
+        if (numel > 0)
+            for (int i = 0; i < n; i++) span += (size_t)((shape[i] - 1) * strides[i]);
+        mem.assign(span * es + 8, poison);
+        lig_destroy_tensor(t);
+        t = lig_create_tensor(numel > 0 ? mem.data() : NULL, d, n, shape, strides);
+        if (!t) {
+            fprintf(stderr, "lig_create_tensor: %s\n", lig_get_last_error());
+            exit(2);
+        }
+    }
+    char *at(const int64_t *i) {
+        int64_t off = 0;
+        for (int k = 0; k < nd; k++) off += i[k] * strides[k];
+        return (char *)mem.data() + off * (int64_t)es;
+    }
+    void set_f(const int64_t *i, double v) { store_f((int)dt, at(i), (float)v); }
+    void set_i(const int64_t *i, int64_t v) { store_i((int)dt, at(i), v); }
+    double get_f(const int64_t *i) { return load_f((int)dt, at(i)); }
+};
+
+#ifdef LIG_CUDA_DEVICE_TEST
+/* Device copies of host buffers: while alive, each buffer's tensor describes its device copy (same
+ * shape and strides); fetch() copies device bytes back (gaps included); the destructor restores. */
+struct mirror_set {
+    struct item {
+        buf *b;
+        void *dev;
+        lig_tensor *host_t;
+    };
+    std::vector<item> items;
+    void add(buf &b) {
+        void *d = 0;
+        CUDA_OK(cudaMalloc(&d, b.mem.size()));
+        CUDA_OK(cudaMemcpy(d, b.mem.data(), b.mem.size(), cudaMemcpyHostToDevice));
+        int dev = 0;
+        CUDA_OK(cudaGetDevice(&dev));
+        item it = {&b, d, b.t};
+        int64_t numel = 1;
+        for (int k = 0; k < b.nd; k++) numel *= b.shape[k];
+        b.t = lig_create_tensor_on(numel > 0 ? d : NULL, b.dt, b.nd, b.shape, b.strides, LIG_DEVICE_CUDA,
+                                   dev);
+        if (!b.t) {
+            fprintf(stderr, "lig_create_tensor_on: %s\n", lig_get_last_error());
+            exit(2);
+        }
+        items.push_back(it);
+    }
+    void fetch(buf &b) {
+        for (item &it : items)
+            if (it.b == &b) CUDA_OK(cudaMemcpy(b.mem.data(), it.dev, b.mem.size(), cudaMemcpyDeviceToHost));
+    }
+    ~mirror_set() {
+        for (item &it : items) {
+            lig_destroy_tensor(it.b->t);
+            it.b->t = it.host_t;
+            cudaFree(it.dev);
+        }
+    }
+};
+
+/* Phase 2 on a stream (order 2: captured into a graph and launched), then the status. */
+template <class Phase2>
+static lig_status device_phase2(uint64_t ws, int order, Phase2 phase2, std::string *msg) {
+    void *dws = 0;
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc(&dws, ws + 1));
+    CUDA_OK(cudaMemset(dws, 0xa5, ws + 1));
+    void *at = (char *)dws + 1; /* a misaligned caller pointer */
+    lig_status st;
+    if (order == 2) {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        st = phase2(at, ws, (void *)stream);
+        const cudaError_t ce = cudaStreamEndCapture(stream, &graph);
+        EXPECT(ce == cudaSuccess, "phase 2 could not be captured into a CUDA graph: %s", cudaGetErrorString(ce));
+        if (ce == cudaSuccess) {
+            CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+            CUDA_OK(cudaGraphLaunch(exec, stream));
+            CUDA_OK(cudaStreamSynchronize(stream));
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+        }
+    } else {
+        st = phase2(at, ws, (void *)stream);
+    }
+    if (st == LIG_SUCCESS) st = lig_cuda_workspace_status(at, (void *)stream);
+    *msg = st == LIG_SUCCESS ? "" : lig_get_last_error();
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaGetLastError());
+    cudaFree(dws);
+    cudaStreamDestroy(stream);
+    return st;
+}
+#endif
+
+/* Logical element of a tensor with rows in front: idx = {b, t, head, d} (BSND) / {row, head, d} (TND),
+ * with some axes absent (short forms, weights). */
+static int64_t *ix(int64_t *out, bool tnd, int64_t b, int64_t t, int64_t head, int64_t d, bool has_head,
+                   bool has_d) {
+    int n = 0;
+    if (!tnd) out[n++] = b;
+    out[n++] = t;
+    if (has_head) out[n++] = head;
+    if (has_d) out[n++] = d;
+    return out;
+}
+
+/* ---- a backward / forward case -------------------------------------------------------------- */
+struct gcase {
+    std::string name;
+    bool tnd;
+    int mode;
+    int64_t pre, next;
+    lig_dtype dt, idt, dwdt, valdt;
+    int64_t B, S1, S2, N1, N2, D, K;
+    std::vector<int64_t> aq, ak; /* BSND: lengths (empty: none); TND: cumulative ends */
+    int64_t istride, pad;
+    bool short_form, grid, det;
+    int bad; /* backward: 1 = one index out of range, 2 = one index < -1 */
+};
+
+struct geo {
+    std::vector<int64_t> lq, lk, qb, kb;
+    int64_t B, qrows, krows;
+};
+static geo geometry(const gcase &c) {
+    geo g;
+    g.B = c.tnd ? (int64_t)c.aq.size() : c.B;
+    for (int64_t b = 0; b < g.B; b++) {
+        if (c.tnd) {
+            g.qb.push_back(b ? c.aq[b - 1] : 0);
+            g.kb.push_back(b ? c.ak[b - 1] : 0);
+            g.lq.push_back(c.aq[b] - g.qb[b]);
+            g.lk.push_back(c.ak[b] - g.kb[b]);
+        } else {
+            g.qb.push_back(0);
+            g.kb.push_back(0);
+            g.lq.push_back(c.aq.empty() ? c.S1 : c.aq[b]);
+            g.lk.push_back(c.ak.empty() ? c.S2 : c.ak[b]);
+        }
+    }
+    g.qrows = c.tnd ? c.S1 : c.B * c.S1;
+    g.krows = c.tnd ? c.S2 : c.B * c.S2;
+    return g;
+}
+static bool visible(const gcase &c, int64_t lq, int64_t lk, int64_t t, int64_t s) {
+    if (s < 0 || s >= lk) return false;
+    if (c.mode == 0) {
+        const bool lo_ok = c.pre == INT64_MAX || s >= t - c.pre;
+        const bool hi_ok = c.next == INT64_MAX || s <= t + c.next;
+        return lo_ok && hi_ok;
+    }
+    const int64_t diag = lk - lq + t;
+    return s <= diag && (c.pre == INT64_MAX || s >= diag - c.pre);
+}
+static double sample(rng &r, bool grid) { return grid ? (double)r.range(-8, 8) / 8.0 : 2.0 * r.uniform() - 1.0; }
+
+/* Inputs of a case, filled once; outputs are made per run. */
+struct inputs {
+    buf q, k, w, dy, idx, aq, ak;
+};
+
+static void fill_qkw(const gcase &c, const geo &g, rng &r, inputs &in) {
+    int64_t e[4];
+    const int64_t qsh4[4] = {c.B, c.S1, c.N1, c.D}, qsh3[3] = {c.S1, c.N1, c.D};
+    const int64_t ksh4[4] = {c.B, c.S2, c.N2, c.D}, ksh3[3] = {c.S2, c.N2, c.D};
+    const int64_t wsh3[3] = {c.B, c.S1, c.N1}, wsh2[2] = {c.S1, c.N1};
+    in.q.make(c.dt, c.tnd ? 3 : 4, c.tnd ? qsh3 : qsh4, c.istride, c.pad, POISON_IN);
+    in.k.make(c.dt, c.tnd ? 3 : 4, c.tnd ? ksh3 : ksh4, c.istride, c.pad, POISON_IN);
+    in.w.make(c.dt, c.tnd ? 2 : 3, c.tnd ? wsh2 : wsh3, c.istride, c.pad, POISON_IN);
+    const int64_t nb = c.tnd ? 1 : c.B;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t t = 0; t < c.S1; t++)
+            for (int64_t h = 0; h < c.N1; h++) {
+                in.w.set_f(ix(e, c.tnd, b, t, h, 0, true, false), sample(r, c.grid));
+                for (int64_t d = 0; d < c.D; d++) in.q.set_f(ix(e, c.tnd, b, t, h, d, true, true), sample(r, c.grid));
+            }
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t s = 0; s < c.S2; s++)
+            for (int64_t h = 0; h < c.N2; h++)
+                for (int64_t d = 0; d < c.D; d++) in.k.set_f(ix(e, c.tnd, b, s, h, d, true, true), sample(r, c.grid));
+    if (!c.aq.empty()) {
+        const int64_t n[1] = {(int64_t)c.aq.size()};
+        in.aq.make(LIG_INT64, 1, n, 1, 0, 0);
+        in.ak.make(LIG_INT32, 1, n, 1, 0, 0);
+        for (int64_t b = 0; b < n[0]; b++) {
+            in.aq.set_i(&b, c.aq[b]);
+            in.ak.set_i(&b, c.ak[b]);
+        }
+    }
+    (void)g;
+}
+
+/* The (b, t) of query-tensor row r, or false when no batch owns it validly. */
+static bool row_of(const gcase &c, const geo &g, int64_t r, int64_t *b, int64_t *t) {
+    if (!c.tnd) {
+        *b = r / c.S1;
+        *t = r % c.S1;
+        return *t < g.lq[*b];
+    }
+    for (int64_t x = 0; x < g.B; x++)
+        if (r >= g.qb[x] && r < g.qb[x] + g.lq[x]) {
+            *b = x;
+            *t = r - g.qb[x];
+            return true;
+        }
+    return false;
+}
+
+static void fill_slots(const gcase &c, const geo &g, rng &r, inputs &in) {
+    const int64_t ssh4[4] = {c.B, c.S1, c.N2, c.K}, ssh3[3] = {c.S1, c.N2, c.K};
+    const int64_t ssh3s[3] = {c.B, c.S1, c.K}, ssh2s[2] = {c.S1, c.K};
+    const int nd = (c.tnd ? 3 : 4) - (c.short_form ? 1 : 0);
+    const int64_t *sh = c.short_form ? (c.tnd ? ssh2s : ssh3s) : (c.tnd ? ssh3 : ssh4);
+    in.idx.make(c.idt, nd, sh, c.istride, c.pad, POISON_IN);
+    in.dy.make(c.dt, nd, sh, c.istride, c.pad, POISON_IN);
+    const double nan = NAN;
+    int64_t e[4];
+    bool bad_done = c.bad == 0;
+    for (int64_t row = 0; row < g.qrows; row++) {
+        int64_t b = 0, t = 0;
+        const bool valid = row_of(c, g, row, &b, &t);
+        const int64_t tb = c.tnd ? 0 : row / c.S1, tt = c.tnd ? row : row % c.S1;
+        for (int64_t h = 0; h < c.N2; h++)
+            for (int64_t j = 0; j < c.K; j++) {
+                ix(e, c.tnd, tb, tt, h, j, !c.short_form, true);
+                if (!valid) { /* never read: garbage */
+                    in.idx.set_i(e, r.range(0, 1) ? 1000000 : -5);
+                    in.dy.set_f(e, nan);
+                    continue;
+                }
+                const int64_t lk = g.lk[b];
+                int64_t s = -1;
+                const int64_t pick = r.range(0, 99);
+                if (lk > 0 && pick >= 15) {
+                    if (pick < 85) { /* a visible key when there is one */
+                        int64_t lo = -1, hi = -2;
+                        for (int64_t x = 0; x < lk; x++)
+                            if (visible(c, g.lq[b], lk, t, x)) {
+                                if (lo < 0) lo = x;
+                                hi = x;
+                            }
+                        s = lo >= 0 ? r.range(lo, hi) : r.range(0, lk - 1);
+                    } else {
+                        s = r.range(0, lk - 1); /* maybe masked */
+                    }
+                }
+                if (!bad_done && row * 7 + j >= g.qrows * 3) { /* plant the bad index once */
+                    s = c.bad == 1 ? lk + r.range(0, 3) : -2 - r.range(0, 5);
+                    bad_done = true;
+                }
+                in.idx.set_i(e, s);
+                in.dy.set_f(e, visible(c, g.lq[b], lk, t, s) ? sample(r, c.grid) : nan);
+            }
+    }
+}
+
+/* Output buffers of the backward. */
+struct gouts {
+    buf dq, dk, dw;
+};
+static void make_gouts(const gcase &c, gouts &o, const inputs &in) {
+    o.dq.make(c.dt, in.q.nd, in.q.shape, c.istride, c.pad + 1, POISON_OUT);
+    o.dk.make(c.dt, in.k.nd, in.k.shape, c.istride, c.pad, POISON_OUT);
+    o.dw.make(c.dwdt, in.w.nd, in.w.shape, c.istride, c.pad, POISON_OUT);
+}
+static lig_status grad_phase1(const gcase &c, inputs &in, gouts &o, uint64_t *ws, lig_executor **e) {
+    return lig_indexer_grad_get_workspace_size(in.q.t, in.k.t, in.dy.t, in.idx.t, in.w.t, c.aq.empty() ? NULL : in.aq.t,
+                                               c.aq.empty() ? NULL : in.ak.t, 0, c.tnd ? "TND" : "BSND", c.mode, c.pre,
+                                               c.next, c.det, o.dq.t, o.dk.t, o.dw.t, ws, e);
+}
+
+/* Runs the emulated CUDA pipeline on the problem of a (CPU) executor, in `order`; the executor is
+ * destroyed. Returns the verdict of the workspace status. */
+struct emu_result {
+    lig_status st;
+    std::string msg;
+};
+template <class Run>
+static emu_result emulate(lig_executor *e, uint64_t bytes, Run run) {
+    std::vector<unsigned char> ws(bytes + 64, 0xa5); /* garbage: the pipeline must not rely on zeros */
+    char *base = lig_ws_base(ws.data() + 1);          /* a misaligned caller pointer, as lig allows */
+    run(e->problem, base);
+    emu_result r;
+    r.st = lig_cuda_status_verdict(base);
+    r.msg = r.st == LIG_SUCCESS ? "" : lig_get_last_error();
+    lig_destroy_executor(e);
+    return r;
+}
+
+/* Whole buffers, gaps included; `b` is the CPU backend's (or, for determinism, the first order's). */
+static bool same_bytes(const buf &a, const buf &b, const char *what, const std::string &name) {
+    g_checks++;
+    if (a.mem == b.mem) return true;
+    size_t i = 0;
+    while (a.mem[i] == b.mem[i]) i++;
+    EXPECT(false, "%s: %s differs from the reference at byte %zu of %zu (element %zu)", name.c_str(), what, i,
+           a.mem.size(), i / a.es);
+    return false;
+}
+
+/* Elementwise closeness over the logical elements (continuous data). */
+static void close_enough(buf &a, buf &b, const char *what, const std::string &name) {
+    const double rel = a.dt == LIG_BFLOAT16 ? 1.0 / 64 : a.dt == LIG_FLOAT16 ? 1.0 / 512 : 1e-4;
+    int64_t i[8] = {0};
+    int64_t n = 1;
+    for (int k = 0; k < a.nd; k++) n *= a.shape[k];
+    for (int64_t x = 0; x < n; x++) {
+        int64_t rem = x;
+        for (int k = a.nd - 1; k >= 0; k--) {
+            i[k] = rem % a.shape[k];
+            rem /= a.shape[k];
+        }
+        const double u = a.get_f(i), v = b.get_f(i);
+        if (!(u == v || (isnan(u) && isnan(v)) || fabs(u - v) <= rel * (1.0 + fabs(v)))) {
+            EXPECT(false, "%s: %s element %lld: emulated %.9g, CPU %.9g", name.c_str(), what, (long long)x, u, v);
+            return;
+        }
+    }
+    g_checks++;
+}
+
+static void run_grad_case(const gcase &c, uint64_t seed) {
+    rng r = {seed};
+    const geo g = geometry(c);
+    inputs in;
+    fill_qkw(c, g, r, in);
+    fill_slots(c, g, r, in);
+    gouts cpu;
+    make_gouts(c, cpu, in);
+    uint64_t ws = 0;
+    lig_executor *e = 0;
+    lig_status st = grad_phase1(c, in, cpu, &ws, &e);
+    EXPECT(st == LIG_SUCCESS, "%s: CPU phase 1: %s", c.name.c_str(), lig_get_last_error());
+    if (st != LIG_SUCCESS) return;
+    std::vector<unsigned char> cws(ws + 64);
+    st = lig_indexer_grad(cws.data(), ws, e, NULL);
+    const std::string cpu_msg = st == LIG_SUCCESS ? "" : lig_get_last_error();
+    EXPECT((st == LIG_SUCCESS) == (c.bad == 0), "%s: CPU phase 2 returned %d (%s)", c.name.c_str(), (int)st,
+           cpu_msg.c_str());
+    std::vector<gouts *> runs;
+    for (int order = 0; order < 3; order++) {
+        gouts *o = new gouts;
+        make_gouts(c, *o, in);
+        emu_result res;
+#ifdef LIG_CUDA_DEVICE_TEST
+        {
+            mirror_set ms;
+            buf *all[8] = {&in.q, &in.k, &in.w, &in.dy, &in.idx, &o->dq, &o->dk, &o->dw};
+            for (buf *b : all) ms.add(*b);
+            st = grad_phase1(c, in, *o, &ws, &e);
+            EXPECT(st == LIG_SUCCESS, "%s: CUDA phase 1: %s", c.name.c_str(), lig_get_last_error());
+            if (st != LIG_SUCCESS) {
+                delete o;
+                break;
+            }
+            EXPECT(strcmp(lig_executor_kernel_set(e), "cuda-simple") == 0, "%s: plan runs %s", c.name.c_str(),
+                   lig_executor_kernel_set(e));
+            res.st = device_phase2(
+                ws, order, [&](void *w, uint64_t nb, void *sm) { return lig_indexer_grad(w, nb, e, sm); }, &res.msg);
+            ms.fetch(o->dq);
+            ms.fetch(o->dk);
+            ms.fetch(o->dw);
+        }
+#else
+        st = grad_phase1(c, in, *o, &ws, &e);
+        EXPECT(st == LIG_SUCCESS, "%s: phase 1 (emulation): %s", c.name.c_str(), lig_get_last_error());
+        if (st != LIG_SUCCESS) {
+            delete o;
+            break;
+        }
+        const lig_grad_problem *pb = (const lig_grad_problem *)e->problem;
+        layout l;
+        EXPECT(grad_layout(pb, &l), "%s: layout overflow", c.name.c_str());
+        res = emulate(e, l.bytes, [&](void *, char *base) {
+            host_exec x = {order, seed, 0, {}};
+            run_grad(x, grad_args_of(pb, base, l), pb->deterministic, pb->pr.bt.lq);
+        });
+#endif
+        EXPECT(res.st == (c.bad ? LIG_ERR_PARAM_INVALID : LIG_SUCCESS) && res.msg == cpu_msg,
+               "%s order %d: status %d \"%s\", CPU \"%s\"", c.name.c_str(), order, (int)res.st, res.msg.c_str(),
+               cpu_msg.c_str());
+        const std::string tag = c.name + " order " + std::to_string(order);
+        if (c.bad) { /* nothing written: every byte still the poison the CPU's refused run left too */
+            same_bytes(o->dq, cpu.dq, "d_query", tag);
+            same_bytes(o->dk, cpu.dk, "d_key", tag);
+            same_bytes(o->dw, cpu.dw, "d_weights", tag);
+        } else if (c.grid) {
+            same_bytes(o->dq, cpu.dq, "d_query", tag);
+            same_bytes(o->dk, cpu.dk, "d_key", tag);
+            same_bytes(o->dw, cpu.dw, "d_weights", tag);
+        } else {
+            close_enough(o->dq, cpu.dq, "d_query", tag);
+            close_enough(o->dk, cpu.dk, "d_key", tag);
+            close_enough(o->dw, cpu.dw, "d_weights", tag);
+        }
+        runs.push_back(o);
+    }
+    /* determinism: the deterministic pipeline gives the same bytes whatever the thread order */
+    if (c.det)
+        for (size_t i = 1; i < runs.size(); i++) {
+            const std::string tag = c.name + " (determinism, order " + std::to_string(i) + " vs 0)";
+            same_bytes(runs[i]->dq, runs[0]->dq, "d_query", tag);
+            same_bytes(runs[i]->dk, runs[0]->dk, "d_key", tag);
+            same_bytes(runs[i]->dw, runs[0]->dw, "d_weights", tag);
+        }
+    for (gouts *o : runs) delete o;
+}
+
+/* ---- forward ---------------------------------------------------------------------------------- */
+struct fouts {
+    buf idx, val;
+};
+static void make_fouts(const gcase &c, fouts &o) {
+    const int64_t ssh4[4] = {c.B, c.S1, c.N2, c.K}, ssh3[3] = {c.S1, c.N2, c.K};
+    const int64_t ssh3s[3] = {c.B, c.S1, c.K}, ssh2s[2] = {c.S1, c.K};
+    const int nd = (c.tnd ? 3 : 4) - (c.short_form ? 1 : 0);
+    const int64_t *sh = c.short_form ? (c.tnd ? ssh2s : ssh3s) : (c.tnd ? ssh3 : ssh4);
+    o.idx.make(c.idt, nd, sh, c.istride, c.pad, POISON_OUT);
+    o.val.make(c.valdt, nd, sh, c.istride, c.pad + 2, POISON_OUT);
+}
+static lig_status fwd_phase1(const gcase &c, inputs &in, fouts &o, bool values, uint64_t *ws, lig_executor **e) {
+    return lig_indexer_get_workspace_size(in.q.t, in.k.t, in.w.t, c.aq.empty() ? NULL : in.aq.t,
+                                          c.aq.empty() ? NULL : in.ak.t, c.tnd ? "TND" : "BSND", c.K, c.mode, c.pre,
+                                          c.next, o.idx.t, values ? o.val.t : NULL, ws, e);
+}
+static void run_fwd_case(const gcase &c, uint64_t seed) {
+    rng r = {seed};
+    const geo g = geometry(c);
+    inputs in;
+    fill_qkw(c, g, r, in);
+    for (int values = 0; values < 2; values++) {
+        fouts cpu;
+        make_fouts(c, cpu);
+        uint64_t ws = 0;
+        lig_executor *e = 0;
+        lig_status st = fwd_phase1(c, in, cpu, values, &ws, &e);
+        EXPECT(st == LIG_SUCCESS, "%s: CPU forward phase 1: %s", c.name.c_str(), lig_get_last_error());
+        if (st != LIG_SUCCESS) return;
+        std::vector<unsigned char> cws(ws + 64);
+        st = lig_indexer(cws.data(), ws, e, NULL);
+        EXPECT(st == LIG_SUCCESS, "%s: CPU forward: %s", c.name.c_str(), lig_get_last_error());
+        for (int order = 0; order < 3; order++) {
+            fouts o;
+            make_fouts(c, o);
+            emu_result res;
+#ifdef LIG_CUDA_DEVICE_TEST
+            {
+                mirror_set ms;
+                buf *all[5] = {&in.q, &in.k, &in.w, &o.idx, &o.val};
+                for (buf *b : all) ms.add(*b);
+                st = fwd_phase1(c, in, o, values, &ws, &e);
+                EXPECT(st == LIG_SUCCESS, "%s: CUDA forward phase 1: %s", c.name.c_str(), lig_get_last_error());
+                if (st != LIG_SUCCESS) return;
+                res.st = device_phase2(
+                    ws, order, [&](void *w, uint64_t nb, void *sm) { return lig_indexer(w, nb, e, sm); }, &res.msg);
+                ms.fetch(o.idx);
+                ms.fetch(o.val);
+            }
+#else
+            st = fwd_phase1(c, in, o, values, &ws, &e);
+            if (st != LIG_SUCCESS) return;
+            const lig_fwd_problem *pb = (const lig_fwd_problem *)e->problem;
+            layout l;
+            EXPECT(fwd_layout(pb, &l), "%s: layout overflow", c.name.c_str());
+            res = emulate(e, l.bytes, [&](void *, char *base) {
+                host_exec x = {order, seed, 0, {}};
+                run_fwd(x, fwd_args_of(pb, base, l), pb->pr.bt.lq);
+            });
+#endif
+            EXPECT(res.st == LIG_SUCCESS, "%s: forward status %d %s", c.name.c_str(), (int)res.st, res.msg.c_str());
+            const std::string tag = c.name + " forward order " + std::to_string(order) + (values ? " +values" : "");
+            same_bytes(o.idx, cpu.idx, "sparse_indices", tag); /* continuous data, fixed seed: no near ties */
+            if (c.grid) same_bytes(o.val, cpu.val, "sparse_values", tag);
+            else if (values) close_enough(o.val, cpu.val, "sparse_values", tag);
+        }
+    }
+}
+
+/* ---- the KL step ------------------------------------------------------------------------------ */
+struct klcase {
+    std::string name;
+    int nd;
+    int64_t shape[4];
+    lig_dtype vdt, tdt, dydt, idt;
+    bool has_idx;
+    int64_t istride, pad;
+    int bad; /* 1: a negative target, 2: a NaN target, in a counted slot */
+};
+static void run_kl_case(const klcase &c, uint64_t seed) {
+    rng r = {seed};
+    buf val, tgt, idx;
+    val.make(c.vdt, c.nd, c.shape, c.istride, c.pad, POISON_IN);
+    tgt.make(c.tdt, c.nd, c.shape, c.istride, c.pad, POISON_IN);
+    idx.make(c.idt, c.nd, c.shape, c.istride, c.pad, POISON_IN);
+    int64_t n = 1;
+    for (int k = 0; k < c.nd; k++) n *= c.shape[k];
+    const int64_t K = c.shape[c.nd - 1];
+    bool planted = c.bad == 0;
+    for (int64_t x = 0; x < n; x++) {
+        int64_t i[4], rem = x;
+        for (int k = c.nd - 1; k >= 0; k--) {
+            i[k] = rem % c.shape[k];
+            rem /= c.shape[k];
+        }
+        const bool counted = r.range(0, 9) >= 2 && (x / K) % 5 != 3; /* every fifth row has no counted slot */
+        idx.set_i(i, counted ? r.range(0, 100) : -1);
+        val.set_f(i, counted || c.has_idx ? 4.0 * r.uniform() - 2.0 : -INFINITY);
+        double t = counted ? (r.range(0, 5) == 0 ? 0.0 : r.uniform()) : (r.range(0, 1) ? NAN : -3.0);
+        if (counted && !planted && x >= n / 2) {
+            t = c.bad == 1 ? -0.25 : NAN;
+            planted = true;
+        }
+        tgt.set_f(i, t);
+    }
+    const int64_t one[1] = {1};
+    auto run_one = [&](buf &loss, buf &dy, uint64_t *ws, lig_executor **e) {
+        loss.make(LIG_FLOAT32, 1, one, 1, 0, POISON_OUT);
+        dy.make(c.dydt, c.nd, c.shape, c.istride, c.pad + 1, POISON_OUT);
+        return lig_indexer_kl_grad_get_workspace_size(val.t, c.has_idx ? idx.t : NULL, tgt.t, loss.t, dy.t, ws, e);
+    };
+    buf closs, cdy;
+    uint64_t ws = 0;
+    lig_executor *e = 0;
+    lig_status st = run_one(closs, cdy, &ws, &e);
+    EXPECT(st == LIG_SUCCESS, "%s: KL phase 1: %s", c.name.c_str(), lig_get_last_error());
+    if (st != LIG_SUCCESS) return;
+    std::vector<unsigned char> cws(ws + 64);
+    st = lig_indexer_kl_grad(cws.data(), ws, e, NULL);
+    const std::string cpu_msg = st == LIG_SUCCESS ? "" : lig_get_last_error();
+    EXPECT((st == LIG_SUCCESS) == (c.bad == 0), "%s: CPU KL returned %d", c.name.c_str(), (int)st);
+    for (int order = 0; order < 3; order++) {
+        buf loss, dy;
+        emu_result res;
+#ifdef LIG_CUDA_DEVICE_TEST
+        {
+            const int64_t one1[1] = {1};
+            loss.make(LIG_FLOAT32, 1, one1, 1, 0, POISON_OUT);
+            dy.make(c.dydt, c.nd, c.shape, c.istride, c.pad + 1, POISON_OUT);
+            mirror_set ms;
+            buf *all[5] = {&val, &tgt, &idx, &loss, &dy};
+            for (buf *b : all) ms.add(*b);
+            st = lig_indexer_kl_grad_get_workspace_size(val.t, c.has_idx ? idx.t : NULL, tgt.t, loss.t, dy.t, &ws, &e);
+            EXPECT(st == LIG_SUCCESS, "%s: CUDA KL phase 1: %s", c.name.c_str(), lig_get_last_error());
+            if (st != LIG_SUCCESS) return;
+            res.st = device_phase2(
+                ws, order, [&](void *w, uint64_t nb, void *sm) { return lig_indexer_kl_grad(w, nb, e, sm); }, &res.msg);
+            ms.fetch(loss);
+            ms.fetch(dy);
+        }
+#else
+        st = run_one(loss, dy, &ws, &e);
+        if (st != LIG_SUCCESS) return;
+        const lig_kl_problem *pb = (const lig_kl_problem *)e->problem;
+        layout l;
+        EXPECT(kl_layout(pb, &l), "%s: layout overflow", c.name.c_str());
+        res = emulate(e, l.bytes, [&](void *, char *base) {
+            host_exec x = {order, seed, 0, {}};
+            run_kl(x, kl_args_of(pb, base, l));
+        });
+#endif
+        EXPECT(res.st == (c.bad ? LIG_ERR_PARAM_INVALID : LIG_SUCCESS) && res.msg == cpu_msg,
+               "%s order %d: status %d \"%s\", CPU \"%s\"", c.name.c_str(), order, (int)res.st, res.msg.c_str(),
+               cpu_msg.c_str());
+        const std::string tag = c.name + " order " + std::to_string(order);
+#ifdef LIG_CUDA_DEVICE_TEST
+        close_enough(loss, closs, "loss", tag); /* the device's exp and log may differ in the last bits */
+        close_enough(dy, cdy, "dy", tag);
+        if (c.bad) same_bytes(dy, cdy, "dy", tag);
+#else
+        same_bytes(loss, closs, "loss", tag); /* host libm on both sides: the same bits */
+        same_bytes(dy, cdy, "dy", tag);
+#endif
+    }
+}
+
+/* ---- the matrix ------------------------------------------------------------------------------- */
+static gcase base_case() {
+    gcase c;
+    c.name = "base";
+    c.tnd = false;
+    c.mode = 3;
+    c.pre = c.next = INT64_MAX;
+    c.dt = LIG_FLOAT32;
+    c.idt = LIG_INT32;
+    c.dwdt = LIG_FLOAT32;
+    c.valdt = LIG_FLOAT32;
+    c.B = 2;
+    c.S1 = 5;
+    c.S2 = 7;
+    c.N1 = 2;
+    c.N2 = 1;
+    c.D = 8;
+    c.K = 4;
+    c.istride = 1;
+    c.pad = 0;
+    c.short_form = false;
+    c.grid = true;
+    c.det = true;
+    c.bad = 0;
+    return c;
+}
+
+int main(int argc, char **argv) {
+    const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+#ifdef LIG_CUDA_DEVICE_TEST
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        printf("SKIPPED cuda-device-matrix: no CUDA device\n");
+        return 77;
+    }
+#endif
+    lig_set_num_threads(1);
+    std::vector<gcase> cases;
+    const lig_dtype dts[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    int n = 0;
+    for (int tnd = 0; tnd < 2; tnd++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int di = 0; di < 3; di++)
+                for (int shape = 0; shape < 4; shape++) {
+                    gcase c = base_case();
+                    c.tnd = tnd;
+                    c.mode = mode ? 3 : 0;
+                    c.dt = dts[di];
+                    c.valdt = shape % 2 ? LIG_FLOAT32 : c.dt;
+                    c.dwdt = shape % 2 ? c.dt : LIG_FLOAT32;
+                    c.idt = (n % 2) ? LIG_INT64 : LIG_INT32;
+                    const int64_t N2s[4] = {1, 2, 1, 2}, Gs[4] = {1, 3, 2, 1}, Ds[4] = {1, 5, 16, 3},
+                                  Ks[4] = {3, 2, 9, 1};
+                    c.N2 = N2s[shape];
+                    c.N1 = c.N2 * Gs[shape];
+                    c.D = Ds[shape];
+                    c.K = Ks[shape]; /* K 9 > S2 */
+                    c.short_form = c.N2 == 1 && shape == 2;
+                    c.istride = shape == 1 ? 2 : 1;
+                    c.pad = shape == 3 ? 3 : 0;
+                    if (c.mode == 0) {
+                        c.pre = shape % 2 ? 2 : INT64_MAX;
+                        c.next = shape >= 2 ? 1 : INT64_MAX;
+                    } else {
+                        c.pre = shape == 3 ? 1 : INT64_MAX;
+                    }
+                    if (tnd) {
+                        c.aq = shape == 0 ? std::vector<int64_t>{3, 3, 8} : std::vector<int64_t>{2, 6};
+                        c.ak = shape == 0 ? std::vector<int64_t>{4, 4, 9} : std::vector<int64_t>{3, 7};
+                        c.S1 = 9; /* rows past the last end are invalid */
+                        c.S2 = 10;
+                        c.B = (int64_t)c.aq.size();
+                    } else if (shape >= 2) {
+                        c.aq = {c.S1, 2};
+                        c.ak = {3, 0};
+                    }
+                    c.det = n % 3 != 2;
+                    c.name = std::string(tnd ? "TND" : "BSND") + " mode " + std::to_string(c.mode) + " " +
+                             lig_status_string(LIG_SUCCESS) + "";
+                    char nm[160];
+                    snprintf(nm, sizeof nm, "%s mode %d dt %d idx %d N1 %lld N2 %lld D %lld K %lld%s%s%s",
+                             tnd ? "TND" : "BSND", c.mode, (int)c.dt, (int)c.idt, (long long)c.N1, (long long)c.N2,
+                             (long long)c.D, (long long)c.K, c.short_form ? " short" : "",
+                             c.istride > 1 || c.pad ? " strided" : "", c.det ? " det" : " nondet");
+                    c.name = nm;
+                    cases.push_back(c);
+                    n++;
+                }
+    /* empty problems and edge shapes */
+    {
+        gcase c = base_case();
+        c.name = "BSND B 0";
+        c.B = 0;
+        cases.push_back(c);
+        c = base_case();
+        c.name = "BSND D 0";
+        c.D = 0;
+        cases.push_back(c);
+        c = base_case();
+        c.name = "BSND S1 0";
+        c.S1 = 0;
+        cases.push_back(c);
+        c = base_case();
+        c.name = "BSND S2 0";
+        c.S2 = 0;
+        cases.push_back(c);
+        c = base_case();
+        c.name = "TND all batches empty";
+        c.tnd = true;
+        c.aq = {0, 0};
+        c.ak = {0, 0};
+        c.S1 = 3;
+        c.S2 = 2;
+        c.B = 2;
+        cases.push_back(c);
+        c = base_case();
+        c.name = "BSND large K, dK hot keys (nondet)";
+        c.S1 = 12;
+        c.S2 = 3;
+        c.K = 6;
+        c.N1 = 4;
+        c.N2 = 2;
+        c.det = false;
+        cases.push_back(c);
+    }
+    const size_t grid_cases = cases.size();
+    /* continuous data: determinism across orders, closeness to the CPU */
+    for (int i = 0; i < (quick ? 2 : 6); i++) {
+        gcase c = cases[(size_t)(i * 7) % grid_cases];
+        if (c.B == 0 || c.D == 0 || c.S1 == 0 || c.S2 == 0) c = base_case();
+        c.grid = false;
+        c.det = i % 3 != 2;
+        c.S2 = c.tnd ? c.S2 : 4; /* few keys: many contributions per key */
+        if (!c.tnd && !c.ak.empty())
+            for (auto &v : c.ak) v = v > 4 ? 4 : v;
+        c.name += " continuous";
+        cases.push_back(c);
+    }
+    /* bad indices */
+    for (int i = 0; i < 4; i++) {
+        gcase c = cases[(size_t)(i * 11 + 1) % grid_cases];
+        if (c.B == 0 || c.S1 == 0 || c.S2 == 0) c = base_case();
+        c.bad = 1 + i % 2;
+        c.name += i % 2 ? " bad index < -1" : " bad index >= Lk";
+        cases.push_back(c);
+    }
+    uint64_t seed = 12345;
+    for (size_t i = 0; i < cases.size(); i++) {
+        if (quick && i % 4 != 0 && cases[i].bad == 0 && cases[i].grid) continue;
+        run_grad_case(cases[i], seed + i);
+        if (cases[i].bad == 0) run_fwd_case(cases[i], seed + 1000 + i);
+    }
+    /* KL */
+    const klcase kls[] = {
+        {"KL [3,4,6] f32", 3, {3, 4, 6, 0}, LIG_FLOAT32, LIG_FLOAT32, LIG_FLOAT32, LIG_INT32, true, 1, 0, 0},
+        {"KL [10,5] bf16 values, no indices", 2, {10, 5, 0, 0}, LIG_BFLOAT16, LIG_FLOAT32, LIG_FLOAT16, LIG_INT64, false, 2, 1, 0},
+        {"KL [2,3,1,7] f16 strided", 4, {2, 3, 1, 7}, LIG_FLOAT16, LIG_BFLOAT16, LIG_BFLOAT16, LIG_INT64, true, 1, 2, 0},
+        {"KL [0,4] empty", 2, {0, 4, 0, 0}, LIG_FLOAT32, LIG_FLOAT32, LIG_FLOAT32, LIG_INT32, true, 1, 0, 0},
+        {"KL negative target", 2, {6, 5, 0, 0}, LIG_FLOAT32, LIG_FLOAT32, LIG_FLOAT32, LIG_INT32, true, 1, 0, 1},
+        {"KL NaN target", 3, {2, 3, 4, 0}, LIG_BFLOAT16, LIG_FLOAT16, LIG_FLOAT32, LIG_INT32, false, 1, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof kls / sizeof kls[0]; i++) run_kl_case(kls[i], seed + 5000 + i);
+
+#ifdef LIG_CUDA_DEVICE_TEST
+    printf("cuda-device-matrix: %zu backward/forward cases, %zu KL cases, 3 runs each: %d checks, %d failed\n",
+           cases.size(), sizeof kls / sizeof kls[0], g_checks, g_failures);
+    return g_failures ? 1 : 0;
+#endif
+    printf("cuda-emulation: %zu backward/forward cases, %zu KL cases, 3 thread orders each: %d checks, %d failed\n",
+           cases.size(), sizeof kls / sizeof kls[0], g_checks, g_failures);
+    return g_failures ? 1 : 0;
+}
