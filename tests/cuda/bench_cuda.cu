@@ -154,6 +154,8 @@ int main(int argc, char **argv) {
             visible += (double)(t + 1);
             counted += (double)(t + 1 < K ? t + 1 : K);
         }
+        const size_t grad_bytes = (size_t)(2 * S * N1 * D + 2 * S * D + 2 * S * N1);
+        unsigned char *first = (unsigned char *)malloc(grad_bytes), *again = (unsigned char *)malloc(grad_bytes);
         for (int op = 0; op < 3 && !stop; op++) { /* forward, backward deterministic, backward not */
             float best = 1e30f;
             for (int rep = 0; rep < 2; rep++) {
@@ -176,7 +178,23 @@ int main(int argc, char **argv) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 if (ms < best) best = ms;
                 CK(cudaFree(ws));
-                if (ms * 1e-3 > budget / 8) break; /* one run is enough at this speed */
+                if (op == 1) { /* determinism: rerun + memcmp of d_query, d_key, d_weights */
+                    unsigned char *h = rep == 0 ? first : again;
+                    CK(cudaMemcpy(h, dq, 2 * S * N1 * D, cudaMemcpyDeviceToHost));
+                    CK(cudaMemcpy(h + 2 * S * N1 * D, dk, 2 * S * D, cudaMemcpyDeviceToHost));
+                    CK(cudaMemcpy(h + 2 * S * N1 * D + 2 * S * D, dw, 2 * S * N1, cudaMemcpyDeviceToHost));
+                    if (rep == 1) {
+                        if (memcmp(first, again, grad_bytes) != 0) {
+                            printf("FAIL determinism: S %lld deterministic backward differs between two runs\n", S);
+                            return 1;
+                        }
+                        printf("determinism: S %lld deterministic backward bitwise identical across 2 runs\n", S);
+                    }
+                    CK(cudaMemset(dq, 0xff, 2 * S * N1 * D)); /* poison before the next call */
+                    CK(cudaMemset(dk, 0xff, 2 * S * D));
+                    CK(cudaMemset(dw, 0xff, 2 * S * N1));
+                }
+                if (ms * 1e-3 > budget / 8 && op != 1) break; /* one run is enough at this speed */
             }
             const double flops = op == 0 ? 2.0 * N1 * D * visible : 6.0 * N1 * D * counted;
             rows[nrows++] = (bench_row){op == 0 ? "forward" : "backward", S,
@@ -189,6 +207,8 @@ int main(int argc, char **argv) {
                 stop = true;
             }
         }
+        free(first);
+        free(again);
         lig_tensor *all[] = {tq, tk, tw, tdy, tidx, toidx, tval, tdq, tdk, tdw};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lig_destroy_tensor(all[i]);
         void *mem[] = {q, k, w, dy, dq, dk, dw, val, idx, oidx};

@@ -53,7 +53,7 @@ using namespace ligcu;
     } while (0)
 #endif
 
-static int g_failures = 0, g_checks = 0;
+static int g_failures = 0, g_checks = 0, g_bad_planted = 0;
 #define EXPECT(cond, ...)                                  \
     do {                                                   \
         g_checks++;                                        \
@@ -347,7 +347,8 @@ static bool row_of(const gcase &c, const geo &g, int64_t r, int64_t *b, int64_t 
     return false;
 }
 
-static void fill_slots(const gcase &c, const geo &g, rng &r, inputs &in) {
+/* Returns whether the bad index of c.bad was planted (it needs a valid row late enough). */
+static bool fill_slots(const gcase &c, const geo &g, rng &r, inputs &in) {
     const int64_t ssh4[4] = {c.B, c.S1, c.N2, c.K}, ssh3[3] = {c.S1, c.N2, c.K};
     const int64_t ssh3s[3] = {c.B, c.S1, c.K}, ssh2s[2] = {c.S1, c.K};
     const int nd = (c.tnd ? 3 : 4) - (c.short_form ? 1 : 0);
@@ -393,6 +394,7 @@ static void fill_slots(const gcase &c, const geo &g, rng &r, inputs &in) {
                 in.dy.set_f(e, visible(c, g.lq[b], lk, t, s) ? sample(r, c.grid) : nan);
             }
     }
+    return c.bad != 0 && bad_done;
 }
 
 /* Output buffers of the backward. */
@@ -465,7 +467,8 @@ static void run_grad_case(const gcase &c, uint64_t seed) {
     const geo g = geometry(c);
     inputs in;
     fill_qkw(c, g, r, in);
-    fill_slots(c, g, r, in);
+    const int bad = fill_slots(c, g, r, in) ? c.bad : 0;
+    g_bad_planted += bad != 0;
     gouts cpu;
     make_gouts(c, cpu, in);
     uint64_t ws = 0;
@@ -476,7 +479,7 @@ static void run_grad_case(const gcase &c, uint64_t seed) {
     std::vector<unsigned char> cws(ws + 64);
     st = lig_indexer_grad(cws.data(), ws, e, NULL);
     const std::string cpu_msg = st == LIG_SUCCESS ? "" : lig_get_last_error();
-    EXPECT((st == LIG_SUCCESS) == (c.bad == 0), "%s: CPU phase 2 returned %d (%s)", c.name.c_str(), (int)st,
+    EXPECT((st == LIG_SUCCESS) == (bad == 0), "%s: CPU phase 2 returned %d (%s)", c.name.c_str(), (int)st,
            cpu_msg.c_str());
     std::vector<gouts *> runs;
     for (int order = 0; order < 3; order++) {
@@ -517,11 +520,11 @@ static void run_grad_case(const gcase &c, uint64_t seed) {
             run_grad(x, grad_args_of(pb, base, l), pb->deterministic, pb->pr.bt.lq);
         });
 #endif
-        EXPECT(res.st == (c.bad ? LIG_ERR_PARAM_INVALID : LIG_SUCCESS) && res.msg == cpu_msg,
+        EXPECT(res.st == (bad ? LIG_ERR_PARAM_INVALID : LIG_SUCCESS) && res.msg == cpu_msg,
                "%s order %d: status %d \"%s\", CPU \"%s\"", c.name.c_str(), order, (int)res.st, res.msg.c_str(),
                cpu_msg.c_str());
         const std::string tag = c.name + " order " + std::to_string(order);
-        if (c.bad) { /* nothing written: every byte still the poison the CPU's refused run left too */
+        if (bad) { /* nothing written: every byte still the poison the CPU's refused run left too */
             same_bytes(o->dq, cpu.dq, "d_query", tag);
             same_bytes(o->dk, cpu.dk, "d_key", tag);
             same_bytes(o->dw, cpu.dw, "d_weights", tag);
@@ -741,6 +744,62 @@ static gcase base_case() {
     return c;
 }
 
+/* A random valid case (grid data unless `continuous`). */
+static gcase random_case(rng &r, int i, bool continuous) {
+    gcase c = base_case();
+    const lig_dtype dts[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    c.tnd = r.range(0, 1);
+    c.mode = r.range(0, 1) ? 3 : 0;
+    c.pre = r.range(0, 2) ? INT64_MAX : r.range(0, 4);
+    c.next = r.range(0, 2) ? INT64_MAX : r.range(0, 4);
+    c.dt = dts[r.range(0, 2)];
+    c.idt = r.range(0, 1) ? LIG_INT32 : LIG_INT64;
+    c.dwdt = r.range(0, 1) ? c.dt : LIG_FLOAT32;
+    c.valdt = r.range(0, 1) ? c.dt : LIG_FLOAT32;
+    c.N2 = r.range(1, 3);
+    c.N1 = c.N2 * r.range(1, 3);
+    c.D = r.range(0, 9) == 0 ? 0 : r.range(1, 20);
+    c.K = r.range(1, 12);
+    c.short_form = c.N2 == 1 && r.range(0, 1);
+    c.istride = r.range(1, 2);
+    c.pad = r.range(0, 3);
+    c.det = r.range(0, 1);
+    c.grid = !continuous;
+    if (continuous) c.det = true;
+    if (c.tnd) {
+        const int64_t B = r.range(1, 3);
+        c.S1 = r.range(0, 12);
+        c.S2 = r.range(0, 12);
+        int64_t eq = 0, ek = 0;
+        for (int64_t b = 0; b < B; b++) {
+            eq = r.range(eq, c.S1);
+            ek = r.range(ek, c.S2);
+            c.aq.push_back(eq);
+            c.ak.push_back(ek);
+        }
+        c.B = B;
+    } else {
+        c.B = r.range(0, 3);
+        c.S1 = r.range(0, 9);
+        c.S2 = r.range(0, 9);
+        if (c.B > 0 && r.range(0, 1))
+            for (int64_t b = 0; b < c.B; b++) {
+                c.aq.push_back(r.range(0, c.S1));
+                c.ak.push_back(r.range(0, c.S2));
+            }
+    }
+    c.bad = r.range(0, 7) == 0 ? (int)r.range(1, 2) : 0;
+    char nm[200];
+    snprintf(nm, sizeof nm, "random %d: %s mode %d pre %lld next %lld dt %d idx %d B %lld S1 %lld S2 %lld N1 %lld N2 %lld D %lld K %lld%s%s%s%s",
+             i, c.tnd ? "TND" : "BSND", c.mode, c.pre == INT64_MAX ? -1LL : (long long)c.pre,
+             c.next == INT64_MAX ? -1LL : (long long)c.next, (int)c.dt, (int)c.idt, (long long)c.B, (long long)c.S1,
+             (long long)c.S2, (long long)c.N1, (long long)c.N2, (long long)c.D, (long long)c.K,
+             c.short_form ? " short" : "", c.det ? " det" : " nondet", continuous ? " continuous" : "",
+             c.bad ? " bad" : "");
+    c.name = nm;
+    return c;
+}
+
 int main(int argc, char **argv) {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
 #ifdef LIG_CUDA_DEVICE_TEST
@@ -860,11 +919,25 @@ int main(int argc, char **argv) {
         c.name += i % 2 ? " bad index < -1" : " bad index >= Lk";
         cases.push_back(c);
     }
+    /* random cases: grid data, then continuous data (determinism across orders) */
+    {
+        rng r = {777};
+        const int n_random = quick ? 24 : 300;
+        for (int i = 0; i < n_random; i++) cases.push_back(random_case(r, i, i % 6 == 5));
+    }
     uint64_t seed = 12345;
     for (size_t i = 0; i < cases.size(); i++) {
-        if (quick && i % 4 != 0 && cases[i].bad == 0 && cases[i].grid) continue;
+        if (quick && i % 4 != 0 && cases[i].bad == 0 && cases[i].grid && i < grid_cases) continue;
         run_grad_case(cases[i], seed + i);
         if (cases[i].bad == 0) run_fwd_case(cases[i], seed + 1000 + i);
+    }
+    /* a workspace no phase 2 completed in has no status */
+    {
+        unsigned char none[LIG_CUDA_STATUS_BYTES];
+        memset(none, 0, sizeof none);
+        const lig_status st = lig_cuda_status_verdict(none);
+        EXPECT(st == LIG_ERR_PARAM_INVALID && strstr(lig_get_last_error(), "without a status") != NULL,
+               "a status-less workspace: got %d \"%s\"", (int)st, lig_get_last_error());
     }
     /* KL */
     const klcase kls[] = {
@@ -877,12 +950,13 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof kls / sizeof kls[0]; i++) run_kl_case(kls[i], seed + 5000 + i);
 
+    EXPECT(g_bad_planted >= 4, "only %d cases had a bad index planted", g_bad_planted);
 #ifdef LIG_CUDA_DEVICE_TEST
-    printf("cuda-device-matrix: %zu backward/forward cases, %zu KL cases, 3 runs each: %d checks, %d failed\n",
-           cases.size(), sizeof kls / sizeof kls[0], g_checks, g_failures);
-    return g_failures ? 1 : 0;
+    const char *what = "cuda-device-matrix", *runs = "3 runs each (the third in a CUDA graph)";
+#else
+    const char *what = "cuda-emulation", *runs = "3 thread orders each";
 #endif
-    printf("cuda-emulation: %zu backward/forward cases, %zu KL cases, 3 thread orders each: %d checks, %d failed\n",
-           cases.size(), sizeof kls / sizeof kls[0], g_checks, g_failures);
+    printf("%s: %zu backward/forward cases (%d with a bad index), %zu KL cases, %s: %d checks, %d failed\n", what,
+           cases.size(), g_bad_planted, sizeof kls / sizeof kls[0], runs, g_checks, g_failures);
     return g_failures ? 1 : 0;
 }
