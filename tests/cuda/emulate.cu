@@ -861,41 +861,32 @@ int main(int argc, char **argv) {
                     cases.push_back(c);
                     n++;
                 }
-    /* empty problems and edge shapes */
-    {
+    /* empty problems and edge shapes: base_case() with one change each */
+    struct edge {
+        const char *name;
+        int64_t B, S1, S2, D, K, N1, N2;
+        bool tnd, det;
+    } edges[] = {
+        {"BSND B 0", 0, 5, 7, 8, 4, 2, 1, false, true},
+        {"BSND D 0", 2, 5, 7, 0, 4, 2, 1, false, true},
+        {"BSND S1 0", 2, 0, 7, 8, 4, 2, 1, false, true},
+        {"BSND S2 0", 2, 5, 0, 8, 4, 2, 1, false, true},
+        {"TND all batches empty", 2, 3, 2, 8, 4, 2, 1, true, true},
+        {"BSND large K, dK hot keys (nondet)", 2, 12, 3, 8, 6, 4, 2, false, false},
+    };
+    for (const edge &x : edges) {
         gcase c = base_case();
-        c.name = "BSND B 0";
-        c.B = 0;
-        cases.push_back(c);
-        c = base_case();
-        c.name = "BSND D 0";
-        c.D = 0;
-        cases.push_back(c);
-        c = base_case();
-        c.name = "BSND S1 0";
-        c.S1 = 0;
-        cases.push_back(c);
-        c = base_case();
-        c.name = "BSND S2 0";
-        c.S2 = 0;
-        cases.push_back(c);
-        c = base_case();
-        c.name = "TND all batches empty";
-        c.tnd = true;
-        c.aq = {0, 0};
-        c.ak = {0, 0};
-        c.S1 = 3;
-        c.S2 = 2;
-        c.B = 2;
-        cases.push_back(c);
-        c = base_case();
-        c.name = "BSND large K, dK hot keys (nondet)";
-        c.S1 = 12;
-        c.S2 = 3;
-        c.K = 6;
-        c.N1 = 4;
-        c.N2 = 2;
-        c.det = false;
+        c.name = x.name;
+        c.B = x.B;
+        c.S1 = x.S1;
+        c.S2 = x.S2;
+        c.D = x.D;
+        c.K = x.K;
+        c.N1 = x.N1;
+        c.N2 = x.N2;
+        c.tnd = x.tnd;
+        c.det = x.det;
+        if (c.tnd) c.aq = c.ak = {0, 0};
         cases.push_back(c);
     }
     const size_t grid_cases = cases.size();
