@@ -74,13 +74,14 @@ def dtype_choice(dtype, allowed: Sequence[torch.dtype], name: str) -> None:
 
 
 def tensor(t, name: str, dtypes: Sequence[torch.dtype], optional: bool = False) -> None:
-    """A CPU tensor of one of `dtypes` with at most LIG_MAX_DIMS dimensions."""
+    """A CPU or CUDA tensor of one of `dtypes` with at most LIG_MAX_DIMS dimensions (the library
+    checks that one call's tensors share a device, and that sequence lengths are on the CPU)."""
     if t is None and optional:
         return
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"lig: {name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise ValueError(f"lig: {name}: expected a CPU tensor (lig's CPU backend), got device {t.device}")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"lig: {name}: expected a CPU or CUDA tensor, got device {t.device}")
     if t.dtype not in dtypes:
         raise TypeError(f"lig: {name}: expected dtype {_names(dtypes)}, got {t.dtype}")
     if t.dim() > LIG_MAX_DIMS:

@@ -99,6 +99,10 @@ def _sig(name, restype, argtypes):
 
 
 lig_create_tensor = _sig("lig_create_tensor", _c_void_p, [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64])
+lig_create_tensor_on = _sig("lig_create_tensor_on", _c_void_p,
+                            [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64, ctypes.c_int, ctypes.c_int])
+lig_cuda_workspace_status = _sig("lig_cuda_workspace_status", ctypes.c_int, [_c_void_p, _c_void_p])
+LIG_DEVICE_HOST, LIG_DEVICE_CUDA = 0, 1
 lig_destroy_tensor = _sig("lig_destroy_tensor", None, [_c_void_p])
 lig_indexer_grad_get_workspace_size = _sig(
     "lig_indexer_grad_get_workspace_size",
@@ -173,6 +177,7 @@ class Descriptors:
     def __init__(self) -> None:
         self._handles: list = []
         self._keep: list = []
+        self.device: Optional[torch.device] = None  # the first CUDA device described, if any
 
     def __enter__(self) -> "Descriptors":
         return self
@@ -187,7 +192,7 @@ class Descriptors:
         if t is None:
             return None
         # Callers check each argument's dtype first (lig._args); this is the mapping's own guard.
-        if not isinstance(t, torch.Tensor) or t.device.type != "cpu" or t.dtype not in _DTYPES:
+        if not isinstance(t, torch.Tensor) or t.device.type not in ("cpu", "cuda") or t.dtype not in _DTYPES:
             raise TypeError(f"lig: {name}: cannot describe {type(t).__name__} "
                             f"{getattr(t, 'dtype', '')} {getattr(t, 'device', '')} to the library")
         t = t.detach()
@@ -202,6 +207,8 @@ class Descriptors:
             raise LigValueError(f"lig_create_tensor({name}): {last_error()}", LIG_ERR_PARAM_INVALID)
         self._handles.append(handle)
         self._keep.append(t)
+        if t.device.type == "cuda" and self.device is None:
+            self.device = t.device
         return handle
 
     @staticmethod
@@ -212,19 +219,33 @@ class Descriptors:
         shape = (ctypes.c_int64 * max(nd, 1))(*t.shape)
         strides = (ctypes.c_int64 * max(nd, 1))(*t.stride())
         ptr = t.data_ptr() if t.numel() > 0 else None
+        if t.device.type == "cuda":  # a build without the CUDA backend refuses it in phase 1, by name
+            return lig_create_tensor_on(ptr, _DTYPES[t.dtype], nd, shape, strides, LIG_DEVICE_CUDA, t.device.index or 0)
         return lig_create_tensor(ptr, _DTYPES[t.dtype], nd, shape, strides)
 
 
-def run(get_workspace_size, run_fn, args: Sequence, what: str) -> None:
-    """Phase 1 (`get_workspace_size(*args, &size, &executor)`), then phase 2 in a torch workspace."""
+def run(get_workspace_size, run_fn, args: Sequence, what: str, device: Optional[torch.device] = None) -> None:
+    """Phase 1 (`get_workspace_size(*args, &size, &executor)`), then phase 2 in a torch workspace.
+
+    With CUDA tensors (`device`): the workspace is device memory, phase 2 runs on
+    torch.cuda.current_stream(device), and the status of the device-side checks is read at once
+    (lig_cuda_workspace_status, which waits for the stream), so that errors raise here as on the CPU.
+    """
     size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(get_workspace_size(*args, ctypes.byref(size), ctypes.byref(executor)), f"{what}_get_workspace_size")
     try:
         # Never hand a NULL workspace to phase 2, even for an empty problem.
-        workspace = torch.empty(max(int(size.value), 64), dtype=torch.uint8)
+        workspace = torch.empty(max(int(size.value), 64), dtype=torch.uint8,
+                                device=device if device is not None else "cpu")
     except BaseException:
         lig_destroy_executor(executor)
         raise
-    # Phase 2 consumes the executor, success or not.
-    check(run_fn(workspace.data_ptr(), size.value, executor, None), what)
+    if device is None:
+        # Phase 2 consumes the executor, success or not.
+        check(run_fn(workspace.data_ptr(), size.value, executor, None), what)
+        return
+    with torch.cuda.device(device):
+        stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
+        check(run_fn(workspace.data_ptr(), size.value, executor, stream), what)
+        check(lig_cuda_workspace_status(workspace.data_ptr(), stream), what)

@@ -43,9 +43,9 @@ def _paged_shape(query: Tensor, key_cache: Tensor, layout: str, K: int) -> Tuple
     return (*lead, K) if n2 == 1 else (*lead, n2, K)
 
 
-def _run(get_workspace_size, run_fn, args, what: str) -> None:
+def _run(get_workspace_size, run_fn, args, what: str, device=None) -> None:
     _threads.apply()
-    _lib.run(get_workspace_size, run_fn, args, what)
+    _lib.run(get_workspace_size, run_fn, args, what, device)
 
 
 def _check_grad_args(query, key, dy, sparse_indices, weights, aq, ak, d_weights_dtype) -> None:
@@ -113,9 +113,10 @@ def _indexer_grad_op(
 ) -> Tuple[Tensor, Tensor, Tensor]:
     _check_grad_args(query, key, dy, sparse_indices, weights, actual_seq_lengths_query, actual_seq_lengths_key,
                      d_weights_dtype)
-    d_query = torch.empty(query.shape, dtype=query.dtype)
-    d_key = torch.empty(key.shape, dtype=query.dtype)
-    d_weights = torch.empty(weights.shape, dtype=d_weights_dtype if d_weights_dtype is not None else query.dtype)
+    d_query = torch.empty(query.shape, dtype=query.dtype, device=query.device)
+    d_key = torch.empty(key.shape, dtype=query.dtype, device=query.device)
+    d_weights = torch.empty(weights.shape, dtype=d_weights_dtype if d_weights_dtype is not None else query.dtype,
+                            device=query.device)
     with Descriptors() as desc:
         args = (
             desc(query, "query"),
@@ -135,7 +136,7 @@ def _indexer_grad_op(
             desc(d_key, "d_key"),
             desc(d_weights, "d_weights"),
         )
-        _run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad")
+        _run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
     return d_query, d_key, d_weights
 
 
@@ -172,8 +173,8 @@ def _indexer_op(
     _check_indexer_args(query, key, weights, sparse_count, actual_seq_lengths_query, actual_seq_lengths_key, layout,
                         index_dtype, values_dtype)
     shape = _sparse_shape(query, key, layout, sparse_count)
-    indices = torch.empty(shape, dtype=index_dtype)
-    values = torch.empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype)
+    indices = torch.empty(shape, dtype=index_dtype, device=query.device)
+    values = torch.empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype, device=query.device)
     with Descriptors() as desc:
         args = (
             desc(query, "query"),
@@ -189,7 +190,7 @@ def _indexer_op(
             desc(indices, "sparse_indices"),
             desc(values, "sparse_values"),
         )
-        _run(_lib.lig_indexer_get_workspace_size, _lib.lig_indexer, args, "lig_indexer")
+        _run(_lib.lig_indexer_get_workspace_size, _lib.lig_indexer, args, "lig_indexer", desc.device)
     return indices, values
 
 
@@ -248,8 +249,8 @@ def _indexer_paged_op(
     _check_paged_args(query, key_cache, block_table, weights, sparse_count, actual_seq_lengths_query,
                       actual_seq_lengths_key, layout, index_dtype, values_dtype)
     shape = _paged_shape(query, key_cache, layout, sparse_count)
-    indices = torch.empty(shape, dtype=index_dtype)
-    values = torch.empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype)
+    indices = torch.empty(shape, dtype=index_dtype, device=query.device)
+    values = torch.empty(shape, dtype=values_dtype if values_dtype is not None else query.dtype, device=query.device)
     with Descriptors() as desc:
         args = (
             desc(query, "query"),
@@ -266,7 +267,7 @@ def _indexer_paged_op(
             desc(indices, "sparse_indices"),
             desc(values, "sparse_values"),
         )
-        _run(_lib.lig_indexer_paged_get_workspace_size, _lib.lig_indexer, args, "lig_indexer_paged")
+        _run(_lib.lig_indexer_paged_get_workspace_size, _lib.lig_indexer, args, "lig_indexer_paged", desc.device)
     return indices, values
 
 
@@ -304,7 +305,7 @@ def _indexer_paged_refuse_grad_op(
     """
     if bool((grad_values != 0).any()):
         raise RuntimeError(PAGED_NOT_DIFFERENTIABLE)
-    return tuple(torch.zeros(t.shape if need else (0,), dtype=t.dtype)
+    return tuple(torch.zeros(t.shape if need else (0,), dtype=t.dtype, device=t.device)
                  for t, need in ((query, need_query), (key_cache, need_key_cache), (weights, need_weights)))
 
 
@@ -345,8 +346,9 @@ def _indexer_kl_grad_op(
     dy_dtype: Optional[torch.dtype],
 ) -> Tuple[Tensor, Tensor]:
     _check_kl_args(sparse_values, target, sparse_indices, dy_dtype)
-    loss = torch.empty((), dtype=torch.float32)
-    dy = torch.empty(sparse_values.shape, dtype=dy_dtype if dy_dtype is not None else sparse_values.dtype)
+    loss = torch.empty((), dtype=torch.float32, device=sparse_values.device)
+    dy = torch.empty(sparse_values.shape, dtype=dy_dtype if dy_dtype is not None else sparse_values.dtype,
+                     device=sparse_values.device)
     with Descriptors() as desc:
         args = (
             desc(sparse_values, "sparse_values"),
@@ -355,7 +357,8 @@ def _indexer_kl_grad_op(
             desc(loss, "loss"),
             desc(dy, "dy"),
         )
-        _run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad")
+        _run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
+             desc.device)
     return loss, dy
 
 

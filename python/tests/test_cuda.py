@@ -1,0 +1,60 @@
+"""CUDA tensors (docs/contract.md 6.5, docs/cuda.md): the same ops on the GPU, run on
+torch.cuda.current_stream(), compared with the CPU backend. Each test needs a CUDA device and a
+liblig built with -DLIG_CUDA=ON (pip install ./python -Ccmake.define.LIG_CUDA=ON); without them it
+is skipped by name, with the reason."""
+import pytest
+import torch
+
+import lig
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="SKIPPED test_cuda: no CUDA device")
+
+
+def _grid(shape, gen, dtype):
+    # multiples of 1/8: every fp32 sum is exact, so both backends agree bit for bit
+    return (torch.randint(-8, 9, shape, generator=gen).float() / 8).to(dtype)
+
+
+def _case(dtype, S=9, N1=4, D=16, K=5):
+    gen = torch.Generator().manual_seed(0)
+    q = _grid((2, S, N1, D), gen, dtype)
+    k = _grid((2, S, 1, D), gen, dtype)
+    w = _grid((2, S, N1), gen, dtype)
+    return q, k, w, K
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_cuda_forward_backward_kl_match_cpu(dtype):
+    q, k, w, K = _case(dtype)
+    idx_c, val_c = lig.indexer(q, k, w, K, layout="BSND", sparse_mode=3)
+    dev = [t.cuda() for t in (q, k, w)]
+    idx_g, val_g = lig.indexer(*dev, K, layout="BSND", sparse_mode=3)
+    assert idx_g.device.type == "cuda"
+    assert torch.equal(idx_g.cpu(), idx_c) and torch.equal(val_g.cpu(), val_c)
+    dy = _grid(tuple(idx_c.shape), torch.Generator().manual_seed(1), dtype)
+    for det in (True, False):
+        ref = lig.indexer_grad(q, k, dy, idx_c, w, layout="BSND", sparse_mode=3, deterministic=det)
+        got = lig.indexer_grad(*dev[:2], dy.cuda(), idx_g, dev[2], layout="BSND", sparse_mode=3,
+                               deterministic=det)
+        for r, g in zip(ref, got):
+            assert torch.equal(g.cpu(), r)
+    target = torch.softmax(val_c.float().masked_fill(idx_c < 0, -1e30), -1)
+    loss_c, dyk_c = lig.indexer_kl_grad(val_c, target, idx_c)
+    loss_g, dyk_g = lig.indexer_kl_grad(val_g, target.cuda(), idx_g)
+    torch.testing.assert_close(loss_g.cpu(), loss_c, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(dyk_g.cpu().float(), dyk_c.float(), rtol=1e-2, atol=1e-5)
+
+
+def test_cuda_bad_index_raises_and_writes_nothing():
+    q, k, w, K = _case(torch.float32)
+    idx, _ = lig.indexer(q, k, w, K, layout="BSND", sparse_mode=3)
+    idx[0, 3, 1] = 99  # a key past the batch's length
+    with pytest.raises(lig.LigValueError, match="sparse_indices: expected values in"):
+        lig.indexer_grad(q.cuda(), k.cuda(), torch.ones(idx.shape, device="cuda"), idx.cuda(), w.cuda(),
+                         layout="BSND", sparse_mode=3)
+
+
+def test_cuda_mixing_devices_is_refused_by_name():
+    q, k, w, K = _case(torch.float32)
+    with pytest.raises(lig.LigValueError, match="key: expected a tensor on the device of query"):
+        lig.indexer(q.cuda(), k, w.cuda(), K, layout="BSND", sparse_mode=3)
