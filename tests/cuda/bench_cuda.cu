@@ -14,16 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_check.h"
 #include "lig.h"
 
-#define CK(call)                                                                                       \
-    do {                                                                                               \
-        cudaError_t e_ = (call);                                                                       \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
 #define LK(call)                                                                                       \
     do {                                                                                               \
         lig_status s_ = (call);                                                                        \
@@ -55,26 +48,26 @@ static double gemm_tflops(void) {
     const int n = 8192;
     __nv_bfloat16 *a, *b;
     float *c;
-    CK(cudaMalloc(&a, sizeof(__nv_bfloat16) * n * n));
-    CK(cudaMalloc(&b, sizeof(__nv_bfloat16) * n * n));
-    CK(cudaMalloc(&c, sizeof(float) * n * n));
+    CUDA_OK(cudaMalloc(&a, sizeof(__nv_bfloat16) * n * n));
+    CUDA_OK(cudaMalloc(&b, sizeof(__nv_bfloat16) * n * n));
+    CUDA_OK(cudaMalloc(&c, sizeof(float) * n * n));
     fill_bf16<<<4096, 256>>>(a, (long long)n * n, 1, 1.0f);
     fill_bf16<<<4096, 256>>>(b, (long long)n * n, 2, 1.0f);
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 0.0;
     const float one = 1.0f, zero = 0.0f;
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
     float best = 1e30f;
     for (int rep = 0; rep < 6; rep++) {
-        CK(cudaEventRecord(e0));
+        CUDA_OK(cudaEventRecord(e0));
         cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
                      CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
+        CUDA_OK(cudaEventRecord(e1));
+        CUDA_OK(cudaEventSynchronize(e1));
         float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
         if (rep > 0 && ms < best) best = ms;
     }
     cublasDestroy(h);
@@ -106,7 +99,7 @@ int main(int argc, char **argv) {
     const char *budget_env = getenv("LIG_BENCH_BUDGET_S");
     const double budget = budget_env ? atof(budget_env) : 120.0;
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     const double peak = gemm_tflops();
     printf("device: %s; bf16 cuBLAS GEMM 8192^3: %.1f TFLOP/s\n", prop.name, peak);
     const long long N1 = 64, D = 128, K = 2048;
@@ -114,30 +107,30 @@ int main(int argc, char **argv) {
     int nrows = 0;
     bool stop = false;
     cudaStream_t stream;
-    CK(cudaStreamCreate(&stream));
+    CUDA_OK(cudaStreamCreate(&stream));
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
     for (int si = 0; si < nseq && !stop; si++) {
         const long long S = seqs[si];
         __nv_bfloat16 *q, *k, *w, *dy, *dq, *dk, *dw, *val;
         int *idx, *oidx;
-        CK(cudaMalloc(&q, 2 * S * N1 * D));
-        CK(cudaMalloc(&dq, 2 * S * N1 * D));
-        CK(cudaMalloc(&k, 2 * S * D));
-        CK(cudaMalloc(&dk, 2 * S * D));
-        CK(cudaMalloc(&w, 2 * S * N1));
-        CK(cudaMalloc(&dw, 2 * S * N1));
-        CK(cudaMalloc(&dy, 2 * S * K));
-        CK(cudaMalloc(&val, 2 * S * K));
-        CK(cudaMalloc(&idx, 4 * S * K));
-        CK(cudaMalloc(&oidx, 4 * S * K));
+        CUDA_OK(cudaMalloc(&q, 2 * S * N1 * D));
+        CUDA_OK(cudaMalloc(&dq, 2 * S * N1 * D));
+        CUDA_OK(cudaMalloc(&k, 2 * S * D));
+        CUDA_OK(cudaMalloc(&dk, 2 * S * D));
+        CUDA_OK(cudaMalloc(&w, 2 * S * N1));
+        CUDA_OK(cudaMalloc(&dw, 2 * S * N1));
+        CUDA_OK(cudaMalloc(&dy, 2 * S * K));
+        CUDA_OK(cudaMalloc(&val, 2 * S * K));
+        CUDA_OK(cudaMalloc(&idx, 4 * S * K));
+        CUDA_OK(cudaMalloc(&oidx, 4 * S * K));
         fill_bf16<<<4096, 256>>>(q, S * N1 * D, 11, 1.0f);
         fill_bf16<<<4096, 256>>>(k, S * D, 12, 1.0f);
         fill_bf16<<<4096, 256>>>(w, S * N1, 13, 0.125f);
         fill_bf16<<<4096, 256>>>(dy, S * K, 14, 1.0f);
         fill_indices<<<4096, 256>>>(idx, S, K);
-        CK(cudaDeviceSynchronize());
+        CUDA_OK(cudaDeviceSynchronize());
         const int64_t qs[4] = {1, S, N1, D}, ks[4] = {1, S, 1, D}, ws_[3] = {1, S, N1}, ss[3] = {1, S, K};
         lig_tensor *tq = lig_create_tensor_on(q, LIG_BFLOAT16, 4, qs, NULL, LIG_DEVICE_CUDA, 0);
         lig_tensor *tk = lig_create_tensor_on(k, LIG_BFLOAT16, 4, ks, NULL, LIG_DEVICE_CUDA, 0);
@@ -168,21 +161,21 @@ int main(int argc, char **argv) {
                     LK(lig_indexer_grad_get_workspace_size(tq, tk, tdy, tidx, tw, NULL, NULL, 0, "BSND", 3, INT64_MAX,
                                                            INT64_MAX, op == 1, tdq, tdk, tdw, &wsz, &e));
                 void *ws = NULL;
-                CK(cudaMalloc(&ws, wsz));
-                CK(cudaEventRecord(e0, stream));
+                CUDA_OK(cudaMalloc(&ws, wsz));
+                CUDA_OK(cudaEventRecord(e0, stream));
                 if (op == 0) LK(lig_indexer(ws, wsz, e, stream));
                 else LK(lig_indexer_grad(ws, wsz, e, stream));
-                CK(cudaEventRecord(e1, stream));
+                CUDA_OK(cudaEventRecord(e1, stream));
                 LK(lig_cuda_workspace_status(ws, stream));
                 float ms;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
+                CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
                 if (ms < best) best = ms;
-                CK(cudaFree(ws));
+                CUDA_OK(cudaFree(ws));
                 if (op == 1) { /* determinism: rerun + memcmp of d_query, d_key, d_weights */
                     unsigned char *h = rep == 0 ? first : again;
-                    CK(cudaMemcpy(h, dq, 2 * S * N1 * D, cudaMemcpyDeviceToHost));
-                    CK(cudaMemcpy(h + 2 * S * N1 * D, dk, 2 * S * D, cudaMemcpyDeviceToHost));
-                    CK(cudaMemcpy(h + 2 * S * N1 * D + 2 * S * D, dw, 2 * S * N1, cudaMemcpyDeviceToHost));
+                    CUDA_OK(cudaMemcpy(h, dq, 2 * S * N1 * D, cudaMemcpyDeviceToHost));
+                    CUDA_OK(cudaMemcpy(h + 2 * S * N1 * D, dk, 2 * S * D, cudaMemcpyDeviceToHost));
+                    CUDA_OK(cudaMemcpy(h + 2 * S * N1 * D + 2 * S * D, dw, 2 * S * N1, cudaMemcpyDeviceToHost));
                     if (rep == 1) {
                         if (memcmp(first, again, grad_bytes) != 0) {
                             printf("FAIL determinism: S %lld deterministic backward differs between two runs\n", S);
@@ -190,9 +183,9 @@ int main(int argc, char **argv) {
                         }
                         printf("determinism: S %lld deterministic backward bitwise identical across 2 runs\n", S);
                     }
-                    CK(cudaMemset(dq, 0xff, 2 * S * N1 * D)); /* poison before the next call */
-                    CK(cudaMemset(dk, 0xff, 2 * S * D));
-                    CK(cudaMemset(dw, 0xff, 2 * S * N1));
+                    CUDA_OK(cudaMemset(dq, 0xff, 2 * S * N1 * D)); /* poison before the next call */
+                    CUDA_OK(cudaMemset(dk, 0xff, 2 * S * D));
+                    CUDA_OK(cudaMemset(dw, 0xff, 2 * S * N1));
                 }
                 if (ms * 1e-3 > budget / 8 && op != 1) break; /* one run is enough at this speed */
             }

@@ -42,15 +42,7 @@ extern "C" {
 using namespace ligcu;
 
 #ifdef LIG_CUDA_DEVICE_TEST
-#include <cuda_runtime.h>
-#define CUDA_OK(call)                                                                               \
-    do {                                                                                            \
-        cudaError_t e_ = (call);                                                                    \
-        if (e_ != cudaSuccess) {                                                                    \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
+#include "cuda_check.h"
 #endif
 
 static int g_failures = 0, g_checks = 0, g_bad_planted = 0;
