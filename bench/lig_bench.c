@@ -399,6 +399,17 @@ static int pick_rows(int64_t S, int64_t K, int64_t *rows) {
 }
 
 /* Decodes key row s of head g and the G query rows / weights of (t, g) into doubles. */
+/* The float64 score q.k of one head and the sum of |q_d k_d| (the scale of its rounding error). */
+static double dot_abs(const double *q, const double *k, int64_t D, double *abs_sum) {
+    double sc = 0.0, ab = 0.0;
+    for (int64_t d = 0; d < D; d++) {
+        sc += q[d] * k[d];
+        ab += fabs(q[d] * k[d]);
+    }
+    *abs_sum = ab;
+    return sc;
+}
+
 static void decode_key(const problem *P, int64_t s, int64_t g, double *kd) {
     for (int64_t d = 0; d < P->D; d++) kd[d] = load(P->k, P->dt, (size_t)((s * P->N2 + g) * P->D + d));
 }
@@ -564,11 +575,8 @@ static int check_grad(const problem *P, const char *ks, checker *c, int *rows_ch
                 const double dyv = load(P->dy, P->dt, (size_t)((t * N2 + g) * K + j));
                 decode_key(P, s, g, kd);
                 for (int64_t h = 0; h < G; h++) {
-                    double sc = 0.0, ab = 0.0;
-                    for (int64_t d = 0; d < D; d++) {
-                        sc += qd[h * D + d] * kd[d];
-                        ab += fabs(qd[h * D + d] * kd[d]);
-                    }
+                    double ab;
+                    const double sc = dot_abs(qd + h * D, kd, D, &ab);
                     const double eS = eS_unit * ab, A = sc > 0 ? wd[h] * dyv : 0.0;
                     const int ambiguous = fabs(sc) <= eS;
                     dw[h].ref += sc > 0 ? sc * dyv : 0.0;
@@ -608,11 +616,8 @@ static int check_grad(const problem *P, const char *ks, checker *c, int *rows_ch
                     const double dyv = load(P->dy, P->dt, (size_t)((t * N2 + g) * K + j));
                     decode_key(P, s, g, kd);
                     for (int64_t h = 0; h < G; h++) {
-                        double sc = 0.0, ab = 0.0;
-                        for (int64_t d = 0; d < D; d++) {
-                            sc += qd[h * D + d] * kd[d];
-                            ab += fabs(qd[h * D + d] * kd[d]);
-                        }
+                        double ab;
+                        const double sc = dot_abs(qd + h * D, kd, D, &ab);
                         const double A = sc > 0 ? wd[h] * dyv : 0.0;
                         const int ambiguous = fabs(sc) <= eS_unit * ab;
                         for (int64_t d = 0; d < D; d++) {
