@@ -101,6 +101,7 @@ static const lig_kernel_set avx512bf16_set = {
     .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
 };
 
+#if defined(LIG_HAVE_AMX_KERNELS)
 static bool has_amx(void) { return has_avx512bf16() && lig_cpu_features_get()->amx_bf16; }
 
 /* bf16 inputs: AMX tiles (32 x 32 blocks of four accumulator tiles); the operand packing and
@@ -128,6 +129,7 @@ static const lig_kernel_set amx_set = {
     .bf16_gate = lig_bf16_gate__avx512bf16,
     .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
 };
+#endif /* LIG_HAVE_AMX_KERNELS */
 #endif
 
 static const lig_kernel_set *const table[] = {
@@ -136,7 +138,9 @@ static const lig_kernel_set *const table[] = {
     &avx2_set,
     &avx512_set,
     &avx512bf16_set,
+#if defined(LIG_HAVE_AMX_KERNELS)
     &amx_set,
+#endif
 #endif
 };
 enum { TABLE_SIZE = sizeof table / sizeof table[0] };
