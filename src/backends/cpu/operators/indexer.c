@@ -69,11 +69,7 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
     p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
                           lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
     const int64_t visible = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
-    const int64_t pending = lig_topk_pending_cap(p->heap_cap);
-    lig_topk top = {.kept = (lig_candidate *)(void *)(s + L->kept), .spare = (lig_candidate *)(void *)(s + L->spare),
-                    .pending = (lig_candidate *)(void *)(s + L->pending), .words = (uint64_t *)(void *)(s + L->words),
-                    .cap = visible < pr->K ? visible : pr->K,
-                    .pending_cap = pending};
+    lig_topk top = lig_topk_start(s + L->topk, p->heap_cap, visible < pr->K ? visible : pr->K);
     for (int64_t s0 = x.lo; s0 <= x.hi; s0 += p->ctx.block) {
         const int64_t nb = x.hi - s0 + 1 < p->ctx.block ? x.hi - s0 + 1 : p->ctx.block;
         for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x.b, s0 + n, x.g);
@@ -81,7 +77,7 @@ static void run_unit(const fwd_run *r, char *s, int64_t u) {
         for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
     }
     lig_topk_finish(&top);
-    write_slots(pb, &x, top.kept, top.nkept);
+    write_slots(pb, &x, top.best, top.n);
 }
 
 static void units_task(void *ctx, int tid, int n) {

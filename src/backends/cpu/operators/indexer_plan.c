@@ -36,12 +36,7 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
         const uint64_t nb = (uint64_t)p->ctx.block;
         p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);
         p->scratch.score = lig_ws_take(&at, sizeof(float) * nb);
-        const uint64_t pending = (uint64_t)lig_topk_pending_cap(p->heap_cap);
-        const uint64_t kept = (uint64_t)p->heap_cap > pending ? (uint64_t)p->heap_cap : pending;
-        p->scratch.kept = lig_ws_take(&at, sizeof(lig_candidate) * kept);
-        p->scratch.spare = lig_ws_take(&at, sizeof(lig_candidate) * kept);
-        p->scratch.pending = lig_ws_take(&at, sizeof(lig_candidate) * pending);
-        p->scratch.words = lig_ws_take(&at, sizeof(uint64_t) * (uint64_t)lig_topk_words(p->heap_cap));
+        p->scratch.topk = lig_ws_take(&at, lig_topk_scratch_bytes(p->heap_cap));
         p->scratch.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
         p->scratch.total = at;
         p->workspace_size = at * (uint64_t)p->threads + LIG_WS_ALIGN;

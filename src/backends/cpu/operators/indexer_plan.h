@@ -14,10 +14,7 @@
 typedef struct lig_fwd_scratch_layout {
     uint64_t key;   /* const char *[block]: the block's key rows */
     uint64_t score; /* float[block]: I of the block's keys */
-    uint64_t kept;    /* lig_candidate[max(heap_cap, pending)]: the best keys so far */
-    uint64_t spare;   /* the same size: the merge's output */
-    uint64_t pending; /* lig_candidate[lig_topk_pending_cap(heap_cap)]: offers since the last merge */
-    uint64_t words;   /* uint64[lig_topk_words(heap_cap)]: the sort's keys and counts */
+    uint64_t topk;  /* lig_topk_scratch_bytes(heap_cap): the unit's top-k */
     uint64_t engine;
     uint64_t total;
 } lig_fwd_scratch_layout;

@@ -1,14 +1,19 @@
-/* Streaming top-k over (score, key) candidates offered in increasing key order. Kept: the best
- * candidates so far, sorted best first. Offers that can still enter (all of them until `cap`
- * are kept, then only scores above the worst kept one: an equal score with a higher key loses
- * its tie) are appended to a pending list; a full list is sorted (a stable radix sort on the
- * score) and merged into the kept ones, which costs O(1) per pending candidate instead of a
- * heap's O(log K). Order: higher score first, ties to the lower key; a NaN score ranks as -inf
- * and -0 as +0 (the score written out is the one offered). */
+/* Streaming top-k over (score, key) candidates offered in increasing key order. Order: higher
+ * score first, ties to the lower key; a NaN score ranks as -inf and -0 as +0 (the score written
+ * out is the one offered).
+ *
+ * Offers go to a buffer, kept in key order, of twice the capacity: every offer until the buffer
+ * first fills, then only those that rank above the worst kept one (an equal rank with a higher
+ * key loses its tie). A full buffer is cut back to the best `cap` by a radix select (a histogram
+ * of the top byte, then of the next bytes of the one bucket that holds the cut) and a stable
+ * compaction, so that equal ranks keep their lower keys; only the final `cap` are sorted, once.
+ * Every step is linear and the offer is a compare and an append: a sorted list merged on every
+ * overflow cost more than the scores themselves at small head groups. */
 #ifndef LIG_CPU_OPERATORS_TOPK_H
 #define LIG_CPU_OPERATORS_TOPK_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A selection candidate: its fp32 score and its batch-local key index. */
@@ -18,35 +23,37 @@ typedef struct lig_candidate {
 } lig_candidate;
 
 typedef struct lig_topk {
-    lig_candidate *kept, *pending, *spare; /* spare: as large as kept, for the merge */
-    uint64_t *words;                       /* lig_topk_words(cap): the sort's keys and counts */
-    int64_t nkept, npending, cap, pending_cap;
-    float worst;                           /* rank of kept[cap - 1] once nkept == cap */
+    lig_candidate *buf;  /* 2 * cap candidates, in increasing key order */
+    lig_candidate *best; /* cap: the result, best first (lig_topk_finish) */
+    uint32_t *rank_key;  /* 2 * cap: the buffer's ranks as sortable integers */
+    uint32_t *sel;       /* 2 * cap: the select's bucket members */
+    uint64_t *words;     /* 2 * cap: the sort's (rank, position) words */
+    uint32_t *count;     /* 4 * 256: histograms */
+    int64_t n, cap;
+    bool full;           /* the buffer was cut back once: later offers must beat `worst` */
+    float worst;         /* rank of the cap-th best so far, once full */
 } lig_topk;
 
-/* Candidates per pending list for a plan keeping at most `cap` (the scratch it needs is
- * 2 * max(cap, pending) + pending candidates and 2 * pending words). */
-int64_t lig_topk_pending_cap(int64_t cap);
+/* Bytes of scratch (64-byte aligned) a top-k of at most `cap` candidates uses. */
+uint64_t lig_topk_scratch_bytes(int64_t cap);
 
-/* 64-bit words of sort scratch for a plan keeping at most `cap`. */
-int64_t lig_topk_words(int64_t cap);
+/* An empty top-k keeping cap <= the plan's cap candidates, in `scratch`. */
+lig_topk lig_topk_start(char *scratch, int64_t plan_cap, int64_t cap);
 
 static inline float lig_topk_rank(float s) { return isnan(s) ? -INFINITY : s; }
 
-/* Sorts the pending list and merges it into the kept candidates. */
-void lig_topk_merge(lig_topk *t);
+/* Cuts the buffer back to the best cap candidates (internal to the offer and the finish). */
+void lig_topk_cut(lig_topk *t);
 
 /* Offers a candidate; keys must increase from one offer to the next. */
 static inline void lig_topk_offer(lig_topk *t, float score, int64_t key) {
-    if (t->nkept == t->cap && !(lig_topk_rank(score) > t->worst)) return;
-    t->pending[t->npending].score = score;
-    t->pending[t->npending].key = key;
-    if (++t->npending == t->pending_cap) lig_topk_merge(t);
+    if (t->full && !(lig_topk_rank(score) > t->worst)) return;
+    t->buf[t->n].score = score;
+    t->buf[t->n].key = key;
+    if (++t->n == 2 * t->cap) lig_topk_cut(t);
 }
 
-/* The kept candidates, best first: t->kept[0 .. t->nkept). */
-static inline void lig_topk_finish(lig_topk *t) {
-    if (t->npending) lig_topk_merge(t);
-}
+/* Sorts the kept candidates, best first, into t->best[0 .. t->n). */
+void lig_topk_finish(lig_topk *t);
 
 #endif
