@@ -189,10 +189,18 @@ void test_kernels_gate_and_scores(void) {
                 for (int64_t h = 0; h < G; h++) st[h] = -1.0f;
                 dy[0] = INFINITY;
                 memcpy(st2, st, sizeof(float) * (size_t)(nb * G));
-                sets[s]->fwd_scores(st, nb, G, w, score);
-                ref_set->fwd_scores(st, nb, G, w, score2);
+                sets[s]->fwd_scores(st, nb, G, G, w, score);
+                ref_set->fwd_scores(st, nb, G, G, w, score2);
                 CHECK(memcmp(score, score2, sizeof(float) * (size_t)nb) == 0, "%s fwd_scores G=%lld nb=%lld differs",
                       sets[s]->name, (long long)G, (long long)nb);
+                /* one row's heads among wider rows (several query rows' columns): the same scores */
+                float *wide = th_xmalloc(sizeof(float) * (size_t)(nb * (G + 5)));
+                for (int64_t n = 0; n < nb; n++)
+                    for (int64_t c = 0; c < G + 5; c++) wide[n * (G + 5) + c] = c >= 2 && c < G + 2 ? st[n * G + c - 2] : NAN;
+                sets[s]->fwd_scores(wide + 2, nb, G + 5, G, w, score2);
+                CHECK(memcmp(score, score2, sizeof(float) * (size_t)nb) == 0, "%s fwd_scores G=%lld nb=%lld with ld=G+5 differs",
+                      sets[s]->name, (long long)G, (long long)nb);
+                free(wide);
                 sets[s]->grad_gate(st, nb, G, w, dy, dw);
                 ref_set->grad_gate(st2, nb, G, w, dy, dw2);
                 CHECK(memcmp(st, st2, sizeof(float) * (size_t)(nb * G)) == 0 && memcmp(dw, dw2, sizeof(float) * (size_t)G) == 0,

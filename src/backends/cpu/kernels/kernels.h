@@ -22,9 +22,10 @@ typedef void (*lig_f32_gemm_ukernel_fn)(int64_t mr, int64_t nr, int64_t kc, cons
  * a select, never a product with 0, so a non-finite dy of a gated slot adds nothing. */
 typedef void (*lig_grad_gate_fn)(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
 
-/* The forward's index scores of a block: score[n] = sum_h w[h] * ReLU(st[n][h]), ReLU as the
- * select s > 0 ? s : 0. The order of the sum over h is fixed per ISA. */
-typedef void (*lig_fwd_scores_fn)(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+/* The forward's index scores of a block: score[n] = sum_h w[h] * ReLU(st[n*ld + h]), ReLU as the
+ * select s > 0 ? s : 0 (ld >= G: one query row's heads among several rows' columns). The order
+ * of the sum over h is fixed per ISA. */
+typedef void (*lig_fwd_scores_fn)(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
 
 /* dst[0..n) = src[i*stride] converted to fp32 */
 typedef void (*lig_load_row_fn)(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
@@ -70,7 +71,7 @@ typedef void (*lig_bf16_open_rows_fn)(const uint64_t *open_bits, int64_t nb, int
 void lig_f32_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
                                       const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
 void lig_grad_gate__scalar(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
-void lig_fwd_scores__scalar(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+void lig_fwd_scores__scalar(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
 void lig_load_row__scalar(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__scalar(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_axpy_row__scalar(float *dst, float a, const float *x, int64_t n);
@@ -90,7 +91,7 @@ void lig_f32_gemm_ukernel_6x16__avx2(int64_t mr, int64_t nr, int64_t kc, const f
 void lig_f32_gemm_ukernel_12x8__avx2(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
                                      const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
 void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
-void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
 void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__avx2(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_axpy_row__avx2(float *dst, float a, const float *x, int64_t n);
@@ -103,7 +104,7 @@ void lig_f32_gemm_ukernel_24x16__avx512(int64_t mr, int64_t nr, int64_t kc, cons
                                         int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
                                         bool accumulate);
 void lig_grad_gate__avx512(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
-void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t G, const float *w, float *score);
+void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
 void lig_load_row__avx512(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 void lig_store_row__avx512(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 void lig_axpy_row__avx512(float *dst, float a, const float *x, int64_t n);

@@ -1,6 +1,8 @@
-/* The forward's block engines: the index scores of blocks of keys for one unit, on a kernel
- * set. The operator (indexer.c) walks the visible keys and keeps the best; the engine owns
- * the formats, the packing and its part of the thread's scratch. */
+/* The forward's block engines: the index scores of blocks of keys for a few query rows of one
+ * key head, on a kernel set. The operator (indexer.c) walks the keys the rows see and keeps
+ * each row's best; the engine owns the formats, the packing and its part of the thread's
+ * scratch. Several rows share each block of keys so that a small head group still gives the
+ * multiply units wide products (rows x heads columns). */
 #ifndef LIG_CPU_OPERATORS_FWD_ENGINE_H
 #define LIG_CPU_OPERATORS_FWD_ENGINE_H
 
@@ -13,6 +15,7 @@ typedef struct lig_fwd_ctx {
     const lig_kernel_set *ks;
     int64_t G, D;
     int64_t block;           /* keys per block */
+    int64_t rows;            /* query rows per pass, at most (1 from 32 heads on) */
     lig_dtype dtype;         /* q, k, w */
     int64_t q_head, q_dim;   /* element strides */
     int64_t w_head, k_dim;
@@ -21,20 +24,32 @@ typedef struct lig_fwd_ctx {
 typedef struct lig_fwd_engine {
     /* The kernels a plan with this engine runs: the set's name or its fp32 kernels' name. */
     const char *(*kernels_name)(const lig_fwd_ctx *c);
-    /* Sets c->block (the rest of *c is filled). */
+    /* Sets c->block and c->rows (the rest of *c is filled). */
     void (*configure)(lig_fwd_ctx *c);
     uint64_t (*scratch_bytes)(const lig_fwd_ctx *c);
     /* Around each thread's units (e.g. the tile configuration); NULL when nothing is needed. */
     void (*thread_begin)(const lig_fwd_ctx *c);
     void (*thread_end)(const lig_fwd_ctx *c);
-    /* Loads the unit's G query heads (q points at the first, w at its weight). */
-    void (*begin_unit)(const lig_fwd_ctx *c, char *scratch, const char *q, const char *w);
-    /* score[i] = sum_h w_h * ReLU(q_h . k_i) for the n <= c->block key rows key[i]. */
-    void (*score_block)(const lig_fwd_ctx *c, char *scratch, int64_t n, const char *const *key, float *score);
+    /* Loads the G query heads of rows <= c->rows query rows (q[r] points at row r's first head,
+     * w[r] at its weight). */
+    void (*begin_rows)(const lig_fwd_ctx *c, char *scratch, int64_t rows, const char *const *q, const char *const *w);
+    /* score[r * c->block + i] = sum_h w_rh * ReLU(q_rh . k_i) for the rows of the last
+     * begin_rows and the n <= c->block key rows key[i]. */
+    void (*score_block)(const lig_fwd_ctx *c, char *scratch, int64_t rows, int64_t n, const char *const *key,
+                        float *score);
 } lig_fwd_engine;
 
 extern const lig_fwd_engine lig_fwd_engine_f32;
 /* bf16 inputs on a set with bf16 kernels (fwd_engine_bf16.c). */
 extern const lig_fwd_engine lig_fwd_engine_bf16;
+
+enum { LIG_FWD_MAX_ROWS = 8 };
+
+/* Query rows per pass for a group of G heads: about 32 columns (rows x heads), at most
+ * LIG_FWD_MAX_ROWS. */
+static inline int64_t lig_fwd_rows_for(int64_t G) {
+    const int64_t r = G > 0 ? 32 / G : 1;
+    return r < 1 ? 1 : r > LIG_FWD_MAX_ROWS ? LIG_FWD_MAX_ROWS : r;
+}
 
 #endif

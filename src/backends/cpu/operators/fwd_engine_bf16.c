@@ -1,9 +1,9 @@
 /* The forward's bf16 engine (see fwd_engine.h), for bf16 inputs on a set with bf16 kernels
- * (vdpbf16ps pairs or AMX tiles): per unit the query heads are packed as Q^T pairs (pairs
- * along D) once; per block of 64 keys the key rows are copied and S^T = K Q^T runs on the
- * set's bf16 micro-kernels (exact products, fp32 sums), then the set's score kernel sums
- * w_h ReLU(S) over the heads. Heads and D are padded to multiples of 32 with zeros, which
- * add nothing (a padded head has S = 0: closed). */
+ * (vdpbf16ps pairs or AMX tiles): per pass the query heads of a few rows are packed as Q^T
+ * pairs (pairs along D, one column per row and head) once; per block of 64 keys the key rows
+ * are copied and S^T = K Q^T runs on the set's bf16 micro-kernels (exact products, fp32 sums),
+ * then the set's score kernel sums w_h ReLU(S) over each row's heads. Columns and D are padded
+ * to multiples of 32 with zeros, which add nothing (a padded column has S = 0: closed). */
 #include <stddef.h>
 #include <string.h>
 
@@ -14,9 +14,9 @@
 #define NB 64
 
 typedef struct layout {
-    int64_t gp, dp;
+    int64_t gp, dp; /* columns (rows x heads) and D, padded */
     uint64_t qrow; /* bf16[gp][dp] */
-    uint64_t qt;   /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout */
+    uint64_t qt;   /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout (of the pass's padded columns) */
     uint64_t wf;   /* float[gp] */
     uint64_t kb;   /* bf16[NB][dp] */
     uint64_t st;   /* float[NB][gp] */
@@ -28,7 +28,7 @@ static int64_t round32(int64_t x) { return (x + 31) / 32 * 32; }
 static layout layout_for(const lig_fwd_ctx *c) {
     layout l;
     uint64_t at = 0;
-    l.gp = round32(c->G);
+    l.gp = round32(c->rows * c->G);
     l.dp = round32(c->D);
     const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp;
     l.qrow = lig_ws_take(&at, 2 * gp * dp);
@@ -42,7 +42,10 @@ static layout layout_for(const lig_fwd_ctx *c) {
 
 static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->name; }
 
-static void configure(lig_fwd_ctx *c) { c->block = NB; }
+static void configure(lig_fwd_ctx *c) {
+    c->block = NB;
+    c->rows = lig_fwd_rows_for(c->G);
+}
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 
@@ -62,24 +65,25 @@ static void copy_row(uint16_t *dst, const char *src, int64_t stride, int64_t n, 
     memset(dst + n, 0, sizeof(uint16_t) * (size_t)(padded - n));
 }
 
-static void begin_unit(const lig_fwd_ctx *c, char *s, const char *q_rows, const char *w_elems) {
+static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w) {
     const layout L = layout_for(c);
-    const int64_t gp = L.gp, dp = L.dp;
+    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = round32(cols);
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow);
     uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
     const uint32_t *qwords = (const uint32_t *)(const void *)qrow;
     float *wf = (float *)(void *)(s + L.wf);
-    for (int64_t h = 0; h < gp; h++) {
-        if (h < c->G) {
-            copy_row(qrow + h * dp, q_rows + 2 * h * c->q_head, c->q_dim, c->D, dp);
-            wf[h] = lig_load_float(LIG_BFLOAT16, w_elems + 2 * h * c->w_head);
+    for (int64_t j = 0; j < gp; j++) {
+        if (j < cols) {
+            const int64_t r = j / G, h = j % G;
+            copy_row(qrow + j * dp, q[r] + 2 * h * c->q_head, c->q_dim, c->D, dp);
+            wf[j] = lig_load_float(LIG_BFLOAT16, w[r] + 2 * h * c->w_head);
         } else {
-            memset(qrow + h * dp, 0, sizeof(uint16_t) * (size_t)dp);
-            wf[h] = 0.0f;
+            memset(qrow + j * dp, 0, sizeof(uint16_t) * (size_t)dp);
+            wf[j] = 0.0f;
         }
     }
-    for (int64_t h = 0; h < gp; h++)
-        for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + h] = qwords[h * (dp / 2) + p];
+    for (int64_t j = 0; j < gp; j++)
+        for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + j] = qwords[j * (dp / 2) + p];
 }
 
 /* The key rows as the product's A operand in place: a whole number of tiles of unit-stride rows
@@ -93,9 +97,10 @@ static int64_t rows_in_place(const lig_fwd_ctx *c, int64_t nb, const char *const
     return stride / 2;
 }
 
-static void score_block(const lig_fwd_ctx *c, char *s, int64_t nb, const char *const *key, float *score) {
+static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb, const char *const *key,
+                        float *score) {
     const layout L = layout_for(c);
-    const int64_t gp = L.gp, dp = L.dp;
+    const int64_t G = c->G, gp = round32(nrows * G), dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
     float *st = (float *)(void *)(s + L.st);
     const uint16_t *a = kb;
@@ -111,7 +116,8 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nb, const char *c
     }
     lig_bf16_gemm(&c->ks->bf16_gemm, rows, gp, dp, a, lda, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,
                   false);
-    c->ks->fwd_scores(st, nb, gp, (const float *)(const void *)(s + L.wf), score);
+    const float *wf = (const float *)(const void *)(s + L.wf);
+    for (int64_t r = 0; r < nrows; r++) c->ks->fwd_scores(st + r * G, nb, gp, G, wf + r * G, score + r * c->block);
 }
 
 const lig_fwd_engine lig_fwd_engine_bf16 = {
@@ -120,6 +126,6 @@ const lig_fwd_engine lig_fwd_engine_bf16 = {
     .scratch_bytes = scratch_bytes,
     .thread_begin = thread_begin,
     .thread_end = thread_end,
-    .begin_unit = begin_unit,
+    .begin_rows = begin_rows,
     .score_block = score_block,
 };

@@ -1,63 +1,70 @@
-/* The forward's fp32 engine (see fwd_engine.h): per unit the G query heads are converted to
- * fp32 and transposed; per block the key rows are converted, S^T = K Q^T goes through the
- * set's GEMM micro-kernels and the set's score kernel sums w_h ReLU(S) over the heads. */
+/* The forward's fp32 engine (see fwd_engine.h): per pass the query heads of a few rows are
+ * converted to fp32 and transposed (one column per row and head); per block the key rows are
+ * converted, S^T = K Q^T goes through the set's GEMM micro-kernels and the set's score kernel
+ * sums w_h ReLU(S) over each row's heads. */
 #include "backends/cpu/operators/fwd_engine.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
 typedef struct layout {
-    uint64_t qt; /* float[D*G]: the unit's query heads in fp32, transposed */
-    uint64_t w;  /* float[G] */
+    uint64_t qt; /* float[D][rows*G]: the pass's query heads in fp32, transposed */
+    uint64_t w;  /* float[rows*G] */
     uint64_t kp; /* float[block*D]: the block's key rows in fp32 */
-    uint64_t a;  /* float[block*G]: per-head scores of the block, S^T */
+    uint64_t a;  /* float[block*rows*G]: per-head scores of the block, S^T */
     uint64_t total;
 } layout;
 
 static layout layout_for(const lig_fwd_ctx *c) {
     layout l;
     uint64_t at = 0, f = sizeof(float);
-    const uint64_t G = (uint64_t)c->G, D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.qt = lig_ws_take(&at, f * D * G);
-    l.w = lig_ws_take(&at, f * G);
+    const uint64_t cols = (uint64_t)(c->rows * c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
+    l.qt = lig_ws_take(&at, f * D * cols);
+    l.w = lig_ws_take(&at, f * cols);
     l.kp = lig_ws_take(&at, f * nb * D);
-    l.a = lig_ws_take(&at, f * G * nb);
+    l.a = lig_ws_take(&at, f * cols * nb);
     l.total = at;
     return l;
 }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 
-static void begin_unit(const lig_fwd_ctx *c, char *s, const char *q_rows, const char *w_elems) {
+static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, D = c->D, esize = (int64_t)(c->dtype == LIG_FLOAT32 ? 4 : 2);
-    float *qt = (float *)(void *)(s + L.qt), *w = (float *)(void *)(s + L.w);
-    for (int64_t i = 0; i < G; i++) {
-        /* a transposed load: the head's row becomes column i of qt */
-        const char *qp = q_rows + i * c->q_head * esize;
-        for (int64_t d = 0; d < D; d++) qt[d * G + i] = lig_load_float(c->dtype, qp + d * c->q_dim * esize);
-        w[i] = lig_load_float(c->dtype, w_elems + i * c->w_head * esize);
-    }
+    const int64_t G = c->G, D = c->D, cols = rows * G, esize = (int64_t)(c->dtype == LIG_FLOAT32 ? 4 : 2);
+    float *qt = (float *)(void *)(s + L.qt), *wf = (float *)(void *)(s + L.w);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 0; h < G; h++) {
+            /* a transposed load: the head's row becomes column r*G + h of qt */
+            const char *qp = q[r] + h * c->q_head * esize;
+            for (int64_t d = 0; d < D; d++) qt[d * cols + r * G + h] = lig_load_float(c->dtype, qp + d * c->q_dim * esize);
+            wf[r * G + h] = lig_load_float(c->dtype, w[r] + h * c->w_head * esize);
+        }
 }
 
-static void score_block(const lig_fwd_ctx *c, char *s, int64_t nb, const char *const *key, float *score) {
+static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb, const char *const *key,
+                        float *score) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, D = c->D;
+    const int64_t G = c->G, D = c->D, cols = rows * G;
     const lig_kernel_set *ks = c->ks;
     const float *qt = (const float *)(void *)(s + L.qt), *w = (const float *)(void *)(s + L.w);
     float *kp = (float *)(void *)(s + L.kp), *a = (float *)(void *)(s + L.a);
     for (int64_t n = 0; n < nb; n++) ks->load_row(c->dtype, key[n], c->k_dim, D, kp + n * D);
-    lig_f32_gemm(&ks->f32_gemm, nb, G, D, kp, D, 1, qt, G, a, G, false); /* S^T[n][h] = k_n . q_h */
-    ks->fwd_scores(a, nb, G, w, score); /* I[n] = sum_h w_h ReLU(S[n][h]) */
+    lig_f32_gemm(&ks->f32_gemm, nb, cols, D, kp, D, 1, qt, cols, a, cols, false); /* S^T[n][r*G+h] = k_n . q_rh */
+    for (int64_t r = 0; r < rows; r++) /* I_r[n] = sum_h w_rh ReLU(S[n][r*G+h]) */
+        ks->fwd_scores(a + r * G, nb, cols, G, w + r * G, score + r * c->block);
 }
 
 static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32_name; }
 
-static void configure(lig_fwd_ctx *c) { c->block = c->ks->fwd_block; }
+static void configure(lig_fwd_ctx *c) {
+    c->block = c->ks->fwd_block;
+    c->rows = lig_fwd_rows_for(c->G);
+}
 
 const lig_fwd_engine lig_fwd_engine_f32 = {
     .kernels_name = kernels_name,
     .configure = configure,
     .scratch_bytes = scratch_bytes,
-    .begin_unit = begin_unit,
+    .begin_rows = begin_rows,
     .score_block = score_block,
 };

@@ -19,7 +19,7 @@
 typedef struct fwd_run {
     const lig_cpu_fwd_plan *p;
     char *ws;
-    atomic_llong next_unit;
+    atomic_llong next_unit; /* the next pass (run_pass) */
 } fwd_run;
 
 static void store_index(lig_dtype dtype, char *dst, int64_t v) {
@@ -56,28 +56,64 @@ static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
     }
 }
 
-static void run_unit(const fwd_run *r, char *s, int64_t u) {
+/* Up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)): the keys
+ * any of them sees go through the engine once per block, and each row offers the scores of the
+ * keys it sees to its own top-k. */
+static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     const lig_fwd_scratch_layout *L = &p->scratch;
     const char **key = (const char **)(void *)(s + L->key);
+    const char **q = (const char **)(void *)(s + L->q), **w = q + p->ctx.rows;
     float *score = (float *)(void *)(s + L->score);
-    const lig_unit x = lig_unit_decode(pr, u);
-
-    const int64_t h0 = x.g * pr->G;
-    p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
-                          lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
-    const int64_t visible = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
-    lig_topk top = lig_topk_start(s + L->topk, p->heap_cap, visible < pr->K ? visible : pr->K);
-    for (int64_t s0 = x.lo; s0 <= x.hi; s0 += p->ctx.block) {
-        const int64_t nb = x.hi - s0 + 1 < p->ctx.block ? x.hi - s0 + 1 : p->ctx.block;
-        for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x.b, s0 + n, x.g);
-        p->engine->score_block(&p->ctx, s + L->engine, nb, key, score);
-        for (int64_t n = 0; n < nb; n++) lig_topk_offer(&top, score[n], s0 + n);
+    lig_topk top[LIG_FWD_MAX_ROWS];
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t h0 = x[i].g * pr->G, visible = x[i].hi >= x[i].lo ? x[i].hi - x[i].lo + 1 : 0;
+        q[i] = lig_q_row_ptr(&pb->q, pr, x[i].b, x[i].t, h0);
+        w[i] = lig_q_row_ptr(&pb->w, pr, x[i].b, x[i].t, h0);
+        top[i] = lig_topk_start(s + L->topk + (uint64_t)i * L->topk_bytes, p->heap_cap, visible < pr->K ? visible : pr->K);
+        if (visible > 0) {
+            lo = x[i].lo < lo ? x[i].lo : lo;
+            hi = x[i].hi > hi ? x[i].hi : hi;
+        }
     }
-    lig_topk_finish(&top);
-    write_slots(pb, &x, top.best, top.n);
+    p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w);
+    const int64_t block = p->ctx.block;
+    for (int64_t s0 = lo; s0 <= hi; s0 += block) {
+        const int64_t nb = hi - s0 + 1 < block ? hi - s0 + 1 : block;
+        for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x[0].b, s0 + n, x[0].g);
+        p->engine->score_block(&p->ctx, s + L->engine, m, nb, key, score);
+        for (int64_t i = 0; i < m; i++) {
+            /* the keys of the block row i sees: [max(lo_i, s0), min(hi_i, s0 + nb - 1)] */
+            const int64_t a = x[i].lo > s0 ? x[i].lo - s0 : 0, e = x[i].hi - s0 + 1 < nb ? x[i].hi - s0 + 1 : nb;
+            const float *sc = score + i * block;
+            for (int64_t n = a; n < e; n++) lig_topk_offer(&top[i], sc[n], s0 + n);
+        }
+    }
+    for (int64_t i = 0; i < m; i++) {
+        lig_topk_finish(&top[i]);
+        write_slots(pb, &x[i], top[i].best, top[i].n);
+    }
+}
+
+/* Pass v: the rows [v / N2 * rows, ...) of key head v % N2, cut where a batch ends. */
+static void run_pass(const fwd_run *r, char *s, int64_t v) {
+    const lig_problem *pr = &r->p->pb->pr;
+    const int64_t R = r->p->ctx.rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
+    const int64_t r1 = r0 + R < rows_total ? r0 + R : rows_total;
+    lig_unit x[LIG_FWD_MAX_ROWS];
+    int64_t m = 0;
+    for (int64_t row = r0; row < r1; row++) {
+        const lig_unit u = lig_unit_decode(pr, row * pr->N2 + g);
+        if (m > 0 && u.b != x[0].b) {
+            run_rows(r, s, x, m);
+            m = 0;
+        }
+        x[m++] = u;
+    }
+    if (m > 0) run_rows(r, s, x, m);
 }
 
 static void units_task(void *ctx, int tid, int n) {
@@ -85,11 +121,13 @@ static void units_task(void *ctx, int tid, int n) {
     (void)n;
     const lig_cpu_fwd_plan *p = r->p;
     char *s = r->ws + (uint64_t)tid * p->scratch.total;
+    const lig_problem *pr = &p->pb->pr;
+    const int64_t R = p->ctx.rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
     if (p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
     for (;;) {
-        const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
-        if (u >= p->pb->pr.units) break;
-        run_unit(r, s, u);
+        const int64_t v = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+        if (v >= passes) break;
+        run_pass(r, s, v);
     }
     if (p->engine->thread_end) p->engine->thread_end(&p->ctx);
 }

@@ -13,8 +13,10 @@
  * engine's. */
 typedef struct lig_fwd_scratch_layout {
     uint64_t key;   /* const char *[block]: the block's key rows */
-    uint64_t score; /* float[block]: I of the block's keys */
-    uint64_t topk;  /* lig_topk_scratch_bytes(heap_cap): the unit's top-k */
+    uint64_t q;     /* const char *[2][rows]: the pass's query rows and weights */
+    uint64_t score; /* float[rows][block]: I of the block's keys, per row */
+    uint64_t topk;  /* rows x topk_bytes: each row's top-k */
+    uint64_t topk_bytes; /* lig_topk_scratch_bytes(heap_cap), 64-byte aligned */
     uint64_t engine;
     uint64_t total;
 } lig_fwd_scratch_layout;

@@ -5,10 +5,10 @@
 
 #include "backends/cpu/kernels/kernels.h"
 
-void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t G, const float *w, float *score) {
+void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score) {
     const __m256 zero = _mm256_setzero_ps();
     for (int64_t n = 0; n < nb; n++) {
-        const float *sn = st + n * G;
+        const float *sn = st + n * ld;
         __m256 acc = zero;
         int64_t h = 0;
         for (; h + 8 <= G; h += 8) {

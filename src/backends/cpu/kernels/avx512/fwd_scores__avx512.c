@@ -5,10 +5,10 @@
 
 #include "backends/cpu/kernels/kernels.h"
 
-void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t G, const float *w, float *score) {
+void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score) {
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t n = 0; n < nb; n++) {
-        const float *sn = st + n * G;
+        const float *sn = st + n * ld;
         __m512 acc = zero;
         for (int64_t h = 0; h < G; h += 16) {
             const __mmask16 live = G - h >= 16 ? 0xffff : (__mmask16)((1u << (G - h)) - 1u);
