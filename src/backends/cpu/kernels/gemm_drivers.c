@@ -5,9 +5,9 @@ void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t 
                   int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate) {
     for (int64_t n0 = 0; n0 < N; n0 += cfg->nr) {
         const int64_t nr = N - n0 < cfg->nr ? N - n0 : cfg->nr;
-        const bool narrow = nr <= cfg->narrow_nr;
-        const int64_t mr = narrow ? cfg->narrow_mr : cfg->mr;
-        const lig_f32_gemm_ukernel_fn ukernel = narrow ? cfg->narrow_ukernel : cfg->ukernel;
+        const bool narrowest = nr <= cfg->narrowest_nr, narrow = nr <= cfg->narrow_nr;
+        const int64_t mr = narrowest ? cfg->narrowest_mr : narrow ? cfg->narrow_mr : cfg->mr;
+        const lig_f32_gemm_ukernel_fn ukernel = narrowest ? cfg->narrowest_ukernel : narrow ? cfg->narrow_ukernel : cfg->ukernel;
         for (int64_t m0 = 0; m0 < M; m0 += mr)
             ukernel(M - m0 < mr ? M - m0 : mr, nr, K, a + m0 * a_rs, a_rs, a_cs, b + n0, ldb, c + m0 * ldc + n0, ldc,
                     accumulate);

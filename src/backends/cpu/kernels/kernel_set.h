@@ -25,6 +25,8 @@ typedef struct lig_f32_gemm_config {
     lig_f32_gemm_ukernel_fn ukernel;
     int64_t narrow_mr, narrow_nr;    /* a last column tile of <= narrow_nr columns (0: none) */
     lig_f32_gemm_ukernel_fn narrow_ukernel;
+    int64_t narrowest_mr, narrowest_nr; /* and one of <= narrowest_nr < narrow_nr columns (0: none) */
+    lig_f32_gemm_ukernel_fn narrowest_ukernel;
 } lig_f32_gemm_config;
 
 typedef struct lig_bf16_gemm_config {

@@ -53,7 +53,8 @@ static const lig_kernel_set avx2_set = {
 static bool has_avx512(void) { return lig_cpu_features_get()->avx512; }
 
 /* 12 x 32: 24 zmm accumulators; a last column tile of <= 16 (groups of up to 16 heads) takes
- * 24 x 16. Blocks of 48 = 4 x 12 = 2 x 24 slots. */
+ * 24 x 16, one of <= 8 the AVX2 set's 12 x 8 (eight full ymm lanes do the work of a half-masked
+ * zmm, and on a 256-bit datapath twice as fast). Blocks of 48 = 4 x 12 = 2 x 24 slots. */
 static const lig_kernel_set avx512_set = {
     .name = "avx512",
     .features = "AVX-512 F, BW, DQ and VL",
@@ -61,7 +62,8 @@ static const lig_kernel_set avx512_set = {
     .format = LIG_OPERANDS_F32,
     .f32_name = "avx512",
     .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
-                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
+                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
+                 .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
     .grad_gate = lig_grad_gate__avx512,
@@ -85,7 +87,8 @@ static const lig_kernel_set avx512bf16_set = {
     .format = LIG_OPERANDS_BF16_PAIRS,
     .f32_name = "avx512",
     .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
-                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
+                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
+                 .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
     .grad_gate = lig_grad_gate__avx512,
@@ -113,7 +116,8 @@ static const lig_kernel_set amx_set = {
     .format = LIG_OPERANDS_BF16_TILES,
     .f32_name = "avx512",
     .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
-                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512},
+                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
+                 .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
     .grad_gate = lig_grad_gate__avx512,
