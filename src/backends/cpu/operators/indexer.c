@@ -88,8 +88,7 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
         for (int64_t i = 0; i < m; i++) {
             /* the keys of the block row i sees: [max(lo_i, s0), min(hi_i, s0 + nb - 1)] */
             const int64_t a = x[i].lo > s0 ? x[i].lo - s0 : 0, e = x[i].hi - s0 + 1 < nb ? x[i].hi - s0 + 1 : nb;
-            const float *sc = score + i * block;
-            for (int64_t n = a; n < e; n++) lig_topk_offer(&top[i], sc[n], s0 + n);
+            if (a < e) lig_topk_offer_run(&top[i], score + i * block + a, e - a, s0 + a);
         }
     }
     for (int64_t i = 0; i < m; i++) {

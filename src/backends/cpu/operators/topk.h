@@ -45,12 +45,35 @@ static inline float lig_topk_rank(float s) { return isnan(s) ? -INFINITY : s; }
 /* Cuts the buffer back to the best cap candidates (internal to the offer and the finish). */
 void lig_topk_cut(lig_topk *t);
 
-/* Offers a candidate; keys must increase from one offer to the next. */
-static inline void lig_topk_offer(lig_topk *t, float score, int64_t key) {
-    if (t->full && !(lig_topk_rank(score) > t->worst)) return;
-    t->buf[t->n].score = score;
-    t->buf[t->n].key = key;
-    if (++t->n == 2 * t->cap) lig_topk_cut(t);
+/* Offers the scores of keys key0, key0 + 1, ... key0 + n - 1 (above every key offered before):
+ * each enters the buffer unless the buffer was cut back before and it does not rank above the
+ * worst kept one; the buffer's room is checked once per run of offers. */
+static inline void lig_topk_offer_run(lig_topk *t, const float *score, int64_t n, int64_t key0) {
+    if (t->cap == 0) return; /* nothing is kept (and there is no room to count down) */
+    while (n > 0) {
+        const int64_t room = 2 * t->cap - t->n, m = n < room ? n : room;
+        lig_candidate *b = t->buf + t->n;
+        int64_t k = 0;
+        if (!t->full) {
+            for (int64_t i = 0; i < m; i++) {
+                b[i].score = score[i];
+                b[i].key = key0 + i;
+            }
+            k = m;
+        } else {
+            const float worst = t->worst;
+            for (int64_t i = 0; i < m; i++) { /* written always, kept when it ranks above the worst */
+                b[k].score = score[i];
+                b[k].key = key0 + i;
+                k += lig_topk_rank(score[i]) > worst;
+            }
+        }
+        t->n += k;
+        if (t->n == 2 * t->cap) lig_topk_cut(t);
+        score += m;
+        key0 += m;
+        n -= m;
+    }
 }
 
 /* Sorts the kept candidates, best first, into t->best[0 .. t->n). */
