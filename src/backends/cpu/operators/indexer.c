@@ -19,7 +19,7 @@
 typedef struct fwd_run {
     const lig_cpu_fwd_plan *p;
     char *ws;
-    atomic_llong next_unit; /* the next pass (run_pass) */
+    atomic_llong next_pass; /* run_pass */
 } fwd_run;
 
 static void store_index(lig_dtype dtype, char *dst, int64_t v) {
@@ -124,7 +124,7 @@ static void units_task(void *ctx, int tid, int n) {
     const int64_t R = p->ctx.rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
     if (p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
     for (;;) {
-        const int64_t v = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+        const int64_t v = atomic_fetch_add_explicit(&r->next_pass, 1, memory_order_relaxed);
         if (v >= passes) break;
         run_pass(r, s, v);
     }
@@ -169,7 +169,7 @@ lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
         for (int64_t u = 0; u < pr->units; u++) run_trivial_unit(pb, u);
     } else if (pr->units > 0) {
         fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
-        atomic_init(&r.next_unit, 0);
+        atomic_init(&r.next_pass, 0);
         const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
         lig_parallel(lig_threads_for(flops, p->threads), units_task, &r);
     }
