@@ -15,7 +15,7 @@ typedef struct lig_fwd_ctx {
     const lig_kernel_set *ks;
     int64_t G, D;
     int64_t block;           /* keys per block */
-    int64_t rows;            /* query rows per pass, at most (1 from 32 heads on) */
+    int64_t rows;            /* query rows per pass, at most (the plan's choice, see lig_fwd_rows_for) */
     lig_dtype dtype;         /* q, k, w */
     int64_t q_head, q_dim;   /* element strides */
     int64_t w_head, k_dim;
@@ -24,7 +24,7 @@ typedef struct lig_fwd_ctx {
 typedef struct lig_fwd_engine {
     /* The kernels a plan with this engine runs: the set's name or its fp32 kernels' name. */
     const char *(*kernels_name)(const lig_fwd_ctx *c);
-    /* Sets c->block and c->rows (the rest of *c is filled). */
+    /* Sets c->block (the rest of *c is filled). */
     void (*configure)(lig_fwd_ctx *c);
     uint64_t (*scratch_bytes)(const lig_fwd_ctx *c);
     /* Around each thread's units (e.g. the tile configuration); NULL when nothing is needed. */
@@ -44,6 +44,9 @@ extern const lig_fwd_engine lig_fwd_engine_f32;
 extern const lig_fwd_engine lig_fwd_engine_bf16;
 
 enum { LIG_FWD_MAX_ROWS = 8 };
+/* Bytes of top-k scratch per thread beyond which a pass takes fewer rows (one row's own is never
+ * cut): 2 MiB is 13 rows at K = 2048. */
+#define LIG_FWD_TOPK_BUDGET ((uint64_t)2 << 20)
 
 /* Query rows per pass for a group of G heads: about 32 columns (rows x heads), at most
  * LIG_FWD_MAX_ROWS. */

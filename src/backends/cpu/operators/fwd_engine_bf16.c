@@ -44,7 +44,6 @@ static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->name; }
 
 static void configure(lig_fwd_ctx *c) {
     c->block = NB;
-    c->rows = lig_fwd_rows_for(c->G);
 }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }

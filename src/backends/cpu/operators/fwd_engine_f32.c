@@ -58,7 +58,6 @@ static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32_name; 
 
 static void configure(lig_fwd_ctx *c) {
     c->block = c->ks->fwd_block;
-    c->rows = lig_fwd_rows_for(c->G);
 }
 
 const lig_fwd_engine lig_fwd_engine_f32 = {

@@ -18,18 +18,21 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
-    /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
-     * heads) are wide enough; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL &&
-                      lig_fwd_rows_for(pr->G) * pr->G >= ks->bf16_min_group;
-    p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
-    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype, .q_head = pb->q.head,
-                           .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
-    p->engine->configure(&p->ctx);
     int64_t longest = 0;
     for (int64_t b = 0; b < pr->B; b++)
         if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
     p->heap_cap = pr->K < longest ? pr->K : longest;
+    /* rows per pass: each keeps its own top-k, so a very large K takes fewer rows at a time */
+    const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
+    int64_t rows = lig_fwd_rows_for(pr->G);
+    while (rows > 1 && (uint64_t)rows * topk_bytes > LIG_FWD_TOPK_BUDGET) rows--;
+    /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
+     * heads) are wide enough; everything else is fp32 */
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL && rows * pr->G >= ks->bf16_min_group;
+    p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
+    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
+                           .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
+    p->engine->configure(&p->ctx);
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
@@ -37,11 +40,10 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
         uint64_t at = 0;
         const uint64_t nb = (uint64_t)p->ctx.block;
         p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);
-        const uint64_t rows = (uint64_t)p->ctx.rows;
-        p->scratch.q = lig_ws_take(&at, 2 * sizeof(const char *) * rows);
-        p->scratch.score = lig_ws_take(&at, sizeof(float) * nb * rows);
-        p->scratch.topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
-        p->scratch.topk = lig_ws_take(&at, p->scratch.topk_bytes * rows);
+        p->scratch.q = lig_ws_take(&at, 2 * sizeof(const char *) * (uint64_t)rows);
+        p->scratch.score = lig_ws_take(&at, sizeof(float) * nb * (uint64_t)rows);
+        p->scratch.topk_bytes = topk_bytes;
+        p->scratch.topk = lig_ws_take(&at, topk_bytes * (uint64_t)rows);
         p->scratch.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
         p->scratch.total = at;
         p->workspace_size = at * (uint64_t)p->threads + LIG_WS_ALIGN;
