@@ -45,7 +45,7 @@ extern const lig_fwd_engine lig_fwd_engine_bf16;
 
 enum { LIG_FWD_MAX_ROWS = 8 };
 /* Bytes of top-k scratch per thread beyond which a pass takes fewer rows (one row's own is never
- * cut): 2 MiB is 13 rows at K = 2048. */
+ * cut): 2 MiB is about 12 rows at K = 2048. */
 #define LIG_FWD_TOPK_BUDGET ((uint64_t)2 << 20)
 
 /* Query rows per pass for a group of G heads: about 32 columns (rows x heads), at most

@@ -42,9 +42,7 @@ static layout layout_for(const lig_fwd_ctx *c) {
 
 static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->name; }
 
-static void configure(lig_fwd_ctx *c) {
-    c->block = NB;
-}
+static void configure(lig_fwd_ctx *c) { c->block = NB; }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 

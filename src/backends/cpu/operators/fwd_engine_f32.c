@@ -56,9 +56,7 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb,
 
 static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32_name; }
 
-static void configure(lig_fwd_ctx *c) {
-    c->block = c->ks->fwd_block;
-}
+static void configure(lig_fwd_ctx *c) { c->block = c->ks->fwd_block; }
 
 const lig_fwd_engine lig_fwd_engine_f32 = {
     .kernels_name = kernels_name,

@@ -28,7 +28,7 @@ typedef struct lig_topk {
     uint32_t *rank_key;  /* 2 * cap: the buffer's ranks as sortable integers */
     uint32_t *sel;       /* 2 * cap: the select's bucket members */
     uint64_t *words;     /* 2 * cap: the sort's (rank, position) words */
-    uint32_t *count;     /* 4 * 256: histograms */
+    uint32_t *count;     /* 2048: the select's and the sort's histograms */
     int64_t n, cap;
     bool full;           /* the buffer was cut back once: later offers must beat `worst` */
     float worst;         /* rank of the cap-th best so far, once full */
