@@ -293,3 +293,26 @@ def test_concurrent_calls_from_python_threads():
             assert torch.equal(a, b)
     for i in range(3):
         assert f"dy: expected shape [1,32,8] (like sparse_indices), got [1,32,{i + 1}]" in errors[i], errors[i]
+
+
+def test_first_calls_do_not_import_dynamo():
+    """The ops' first calls load nothing torch.compile needs: torch._dynamo (and inductor) cost
+    about 1 s to import, which torch.library.custom_op would pay at the first call of any op
+    (python/README.md, First call; bench/first_call.py times it). A fresh interpreter, as a user's
+    script has: each op once, forward and backward through autograd."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, lig\n"
+        "q = torch.randn(1, 8, 4, 16, requires_grad=True); k = torch.randn(1, 8, 1, 16); w = torch.rand(1, 8, 4)\n"
+        "idx, val = lig.lightning_indexer(q, k, w, 4)\n"
+        "p = torch.softmax(val.detach().masked_fill(idx < 0, float('-inf')), -1)\n"
+        "lig.indexer_kl_loss(val, p, idx).backward()\n"
+        "lig.indexer_paged(q.detach(), k.view(8, 1, 1, 16), torch.arange(8).view(1, 8), w, 4, [8])\n"
+        "assert q.grad is not None\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('torch._dynamo', 'torch._inductor'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

@@ -1,6 +1,7 @@
-"""The operators, registered with torch.library (custom ops with fake and autograd rules).
+"""The operators, registered with torch.library (operators with fake and autograd rules).
 
-Four custom ops, each one call into lig's two-phase C API:
+Four operators, each one call into lig's two-phase C API (and lig::indexer_paged_refuse_grad, the refused
+gradient of the paged values):
 
     lig::indexer          the forward (scores + top-k), differentiable in its values
     lig::indexer_paged    the forward over a paged key cache (values not differentiable: no paged backward)
@@ -23,6 +24,45 @@ from ._args import FLOAT_DTYPES, INDEX_DTYPES
 from ._lib import INT64_MAX, Descriptors
 
 LengthsLike = Union[None, Tensor, Sequence[int]]
+
+# The ops are registered with torch.library's lower-level API (define / impl / register_fake /
+# register_autograd), not with torch.library.custom_op: custom_op wraps each kernel in
+# torch._disable_dynamo, which imports torch._dynamo (and with it inductor) at the first call of
+# any op, about 1 s however small the problem (bench/first_call.py). The kernels here are only
+# ever reached through the dispatcher, where dynamo never traces into them, so the wrapper buys
+# nothing; torch.compile uses the fake rules, as with custom_op.
+_LIB = torch.library.Library("lig", "DEF")
+
+
+class _Op:
+    """One operator lig::<name>: its schema inferred from the kernel's annotations (as custom_op
+    does), the kernel for every device, and the fake / autograd rules registered through it."""
+
+    def __init__(self, name: str, kernel) -> None:
+        self.qualname = f"lig::{name}"
+        _LIB.define(name + torch.library.infer_schema(kernel, mutates_args=()))
+        _LIB.impl(name, kernel, "CompositeExplicitAutograd")
+
+    def register_fake(self, fake):
+        torch.library.register_fake(self.qualname, fake, lib=_LIB)
+        return fake
+
+    def register_autograd(self, backward, setup_context=None) -> None:
+        torch.library.register_autograd(self.qualname, backward, setup_context=setup_context, lib=_LIB)
+
+    def refuse_autograd(self) -> None:
+        """An op without a derivative: a backward through its outputs raises (custom_op's rule),
+        rather than torch's fallback for ops without an autograd kernel, which only warns."""
+
+        def backward(ctx, *grads):
+            raise RuntimeError(f"{self.qualname} is not differentiable (lig has no derivative of it), but a "
+                               "gradient reached its outputs")
+
+        self.register_autograd(backward)
+
+
+def _op(name: str):
+    return lambda kernel: _Op(name, kernel)
 
 
 def _sparse_shape(query: Tensor, key: Tensor, layout: str, K: int) -> Tuple[int, ...]:
@@ -95,7 +135,7 @@ def _check_kl_args(sparse_values, target, sparse_indices, dy_dtype) -> None:
 # ---- lig::indexer_grad ---------------------------------------------------------------------------
 
 
-@torch.library.custom_op("lig::indexer_grad", mutates_args=())
+@_op("indexer_grad")
 def _indexer_grad_op(
     query: Tensor,
     key: Tensor,
@@ -151,10 +191,13 @@ def _(query, key, dy, sparse_indices, weights, aq, ak, layout, sparse_mode, pre_
     )
 
 
+_indexer_grad_op.refuse_autograd()
+
+
 # ---- lig::indexer (forward) ----------------------------------------------------------------------
 
 
-@torch.library.custom_op("lig::indexer", mutates_args=())
+@_op("indexer")
 def _indexer_op(
     query: Tensor,
     key: Tensor,
@@ -230,7 +273,7 @@ _indexer_op.register_autograd(_indexer_backward, setup_context=_indexer_setup_co
 # ---- lig::indexer_paged (forward over a paged key cache) ----------------------------------------
 
 
-@torch.library.custom_op("lig::indexer_paged", mutates_args=())
+@_op("indexer_paged")
 def _indexer_paged_op(
     query: Tensor,
     key_cache: Tensor,
@@ -289,7 +332,7 @@ PAGED_NOT_DIFFERENTIABLE = (
 )
 
 
-@torch.library.custom_op("lig::indexer_paged_refuse_grad", mutates_args=())
+@_op("indexer_paged_refuse_grad")
 def _indexer_paged_refuse_grad_op(
     grad_values: Tensor, query: Tensor, key_cache: Tensor, weights: Tensor, need_query: bool, need_key_cache: bool,
     need_weights: bool,
@@ -315,6 +358,9 @@ def _(grad_values, query, key_cache, weights, need_query, need_key_cache, need_w
                  for t, need in ((query, need_query), (key_cache, need_key_cache), (weights, need_weights)))
 
 
+_indexer_paged_refuse_grad_op.refuse_autograd()
+
+
 def _paged_setup_context(ctx, inputs, output):
     query, key_cache, _, weights = inputs[:4]
     ctx.mark_non_differentiable(output[0])
@@ -338,7 +384,7 @@ _indexer_paged_op.register_autograd(_paged_backward, setup_context=_paged_setup_
 # ---- lig::indexer_kl_grad ------------------------------------------------------------------------
 
 
-@torch.library.custom_op("lig::indexer_kl_grad", mutates_args=())
+@_op("indexer_kl_grad")
 def _indexer_kl_grad_op(
     sparse_values: Tensor,
     target: Tensor,
