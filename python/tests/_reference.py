@@ -89,19 +89,27 @@ def counted_mask(geo: Geometry, idx: torch.Tensor, mode, pre, nxt) -> torch.Tens
     return geo.valid.view(-1, 1, 1) & in_range & vis
 
 
-def sparse_scores(q_r, k_r, w_r, idx, counted, key_offset):
-    """I at the selected slots [R,N2,K] (0 where not counted), differentiable, any float dtype."""
+def pair_scores(q_r, k_r, idx, counted, key_offset):
+    """S = q . k of every (slot, query head) pair [R,N2,G,K], differentiable (a slot that does not
+    count reads key row 0; callers mask it). Needs R, K and the key rows non-empty."""
     R, N1, D = q_r.shape
     N2 = k_r.shape[1]
-    G = N1 // N2
-    K = idx.shape[-1]
-    if R == 0 or K == 0 or k_r.shape[0] == 0:
-        return (q_r.sum() * 0 + k_r.sum() * 0 + w_r.sum() * 0) * torch.zeros(R, N2, K, dtype=q_r.dtype)
     rows = torch.where(counted, idx.to(torch.int64) + key_offset.view(-1, 1, 1), 0).clamp(0, k_r.shape[0] - 1)
     heads = torch.arange(N2).view(1, -1, 1).expand_as(rows)
     kg = k_r[rows, heads]  # [R,N2,K,D]
-    S = torch.einsum("rgcd,rgjd->rgcj", q_r.view(R, N2, G, D), kg)
-    I = torch.einsum("rgc,rgcj->rgj", w_r.view(R, N2, G), torch.relu(S))
+    return torch.einsum("rgcd,rgjd->rgcj", q_r.view(R, N2, N1 // N2, D), kg)
+
+
+def sparse_scores(q_r, k_r, w_r, idx, counted, key_offset, act=torch.relu):
+    """I at the selected slots [R,N2,K] (0 where not counted), differentiable, any float dtype;
+    `act` applied to the pair scores S (the definition's ReLU; _tol passes a fixed mask)."""
+    R, N1, _ = q_r.shape
+    N2 = k_r.shape[1]
+    K = idx.shape[-1]
+    if R == 0 or K == 0 or k_r.shape[0] == 0:
+        return (q_r.sum() * 0 + k_r.sum() * 0 + w_r.sum() * 0) * torch.zeros(R, N2, K, dtype=q_r.dtype)
+    S = pair_scores(q_r, k_r, idx, counted, key_offset)
+    I = torch.einsum("rgc,rgcj->rgj", w_r.view(R, N2, N1 // N2), act(S))
     return torch.where(counted, I, torch.zeros((), dtype=I.dtype))
 
 
@@ -185,19 +193,6 @@ def reference_kl(values, target, indices=None):
 def grid(gen: torch.Generator, shape, lo=-4, hi=4, scale=8.0) -> torch.Tensor:
     """Small multiples of 1/scale: every product and sum the tests form is exact in fp32."""
     return torch.randint(lo, hi + 1, tuple(shape), generator=gen).to(torch.float64) / scale
-
-
-def assert_close_rel(out: torch.Tensor, ref: torch.Tensor, tol: float, what: str) -> None:
-    """max |out - ref| <= tol * max |ref| (exact when ref is all zero)."""
-    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} vs {tuple(ref.shape)}"
-    o = out.detach().to(torch.float64)
-    assert torch.isfinite(o).all(), f"{what}: non-finite output"
-    scale = ref.abs().max().item() if ref.numel() else 0.0
-    err = (o - ref).abs().max().item() if ref.numel() else 0.0
-    assert err <= tol * scale, f"{what}: max error {err:.3g} > {tol:g} * max|ref| {scale:.3g}"
-
-
-TOL = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 1e-2}
 
 
 def paged_keys(key_cache: torch.Tensor, block_table: torch.Tensor, lengths: List[int]) -> List[torch.Tensor]:

@@ -7,13 +7,15 @@ from hypothesis import given, settings
 
 import lig
 from _cases import cases, examples
-from _reference import TOL, assert_close_rel, grid, reference_grad
+from _reference import grid, reference_grad
+from _tol import assert_exact
 
 
 @settings(max_examples=examples(200))
 @given(case=cases())
 def test_lightning_indexer_backward_matches_reference(case):
-    """loss = sum(c * sparse_values) over the real slots; its gradients come from lig's backward."""
+    """loss = sum(c * sparse_values) over the real slots; its gradients come from lig's backward.
+    Grid data and c: every sum is exact, so each gradient is the float64 one rounded once."""
     q = case.q.detach().clone().requires_grad_(True)
     k = case.k.detach().clone().requires_grad_(True)
     w = case.w.detach().clone().requires_grad_(True)
@@ -28,7 +30,7 @@ def test_lightning_indexer_backward_matches_reference(case):
     for name, t, ref in (("q", q, refs[0]), ("k", k, refs[1]), ("w", w, refs[2])):
         g = t.grad if t.grad is not None else torch.zeros_like(t)
         assert g.dtype == case.dtype
-        assert_close_rel(g, ref, TOL[case.dtype], f"grad {name}")
+        assert_exact(g, ref, f"grad {name}")
 
 
 class _SparseScores(torch.autograd.Function):
@@ -108,7 +110,13 @@ def test_torch_compile_fullgraph(backend):
     eager = _grads(_loss_fn)
     got = _grads(compiled)
     for e, g in zip(eager, got):
-        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+        if backend == "aot_eager":  # the same ops in the same order as eager: the same bits
+            assert torch.equal(g, e)
+        else:
+            # inductor fuses and reorders torch's fp32 ops around lig's (the softmax, the squared
+            # sums), so the dy lig's backward receives differs by roundings; lig's calls themselves
+            # are checked bitwise by the aot_eager case
+            torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
 
 
 def test_opcheck():

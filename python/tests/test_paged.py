@@ -316,7 +316,10 @@ def test_paged_torch_compile_fullgraph(backend, layout):
     eager = fn(q, cache, table, w, lengths_t)
     got = compiled(q, cache, table, w, lengths_t)
     assert torch.equal(eager[0], got[0]) and torch.equal(eager[1], got[1])  # lig's outputs: the same call
-    torch.testing.assert_close(got[2], eager[2], rtol=1e-5, atol=1e-5)  # torch's sum, which inductor may reorder
+    if backend == "aot_eager":  # torch's sum in eager's order: the same bits
+        assert torch.equal(got[2], eager[2])
+    else:
+        torch.testing.assert_close(got[2], eager[2], rtol=1e-5, atol=1e-5)  # torch's sum, which inductor may reorder
     # with a query that requires grad: the compiled backward of the differentiable output works
     # (the values' unused gradient is zero), and a gradient through the values is refused
     leaf = q.clone().requires_grad_(True)
