@@ -118,6 +118,9 @@ static const th_test all_tests[] = {
     {"kl_chain_forward_kl_backward", test_kl_chain_forward_kl_backward},
     {"kl_threads_change_between_phases", test_kl_threads_change_between_phases},
     {"concurrent_calls_all_operators", test_concurrent_calls_all_operators},
+    {"fp_mode_of_caller", test_fp_mode_of_caller},
+    {"fork_after_threaded_calls", test_fork_after_threaded_calls},
+    {"own_thread_tasks", test_own_thread_tasks},
     {"fwd_kl_workspace_alignment", test_fwd_kl_workspace_alignment},
     /* error paths of the forward and the KL step */
     {"errors_fwd_null_pointers", test_errors_fwd_null_pointers},

@@ -48,6 +48,11 @@ void test_errors_index_range(void);
 void test_errors_message_shapes(void);
 void test_errors_invalid_rows_are_not_read(void);
 
+/* test_process_state.c */
+void test_fp_mode_of_caller(void);
+void test_fork_after_threaded_calls(void);
+void test_own_thread_tasks(void);
+
 /* test_grad_matrix.c */
 void test_grad_matrix_bsnd(void);
 void test_grad_matrix_tnd(void);

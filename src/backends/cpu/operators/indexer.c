@@ -11,6 +11,7 @@
 #include "backends/cpu/operators/first_failure.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "backends/cpu/operators/topk.h"
+#include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -147,7 +148,7 @@ static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
     }
 }
 
-lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
+static lig_status run_indexer(void *plan, void *workspace, void *stream) {
     const lig_cpu_fwd_plan *p = plan;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
@@ -171,7 +172,11 @@ lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
         fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
         atomic_init(&r.next_pass, 0);
         const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
-        lig_parallel(lig_threads_for(flops, p->threads), units_task, &r);
+        (p->own_threads ? lig_parallel_own_threads : lig_parallel)(lig_threads_for(flops, p->threads), units_task, &r);
     }
     return LIG_SUCCESS;
+}
+
+lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_indexer, plan, workspace, stream);
 }

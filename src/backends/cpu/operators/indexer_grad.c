@@ -23,6 +23,7 @@
 
 #include "backends/cpu/operators/fill.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
+#include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -269,7 +270,7 @@ static void store_dk_task(void *ctx, int tid, int n) {
     }
 }
 
-lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
+static lig_status run_indexer_grad(void *plan, void *workspace, void *stream) {
     const lig_cpu_grad_plan *p = plan;
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
@@ -319,7 +320,11 @@ lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
         r.locks = (atomic_uint *)(void *)(r.ws + p->ws.locks);
         memset((void *)r.locks, 0, sizeof(uint32_t) * (size_t)(pr->key_rows * pr->N2));
     }
-    lig_parallel(threads, units_task, &r);
+    (p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, units_task, &r);
     lig_parallel(threads, store_dk_task, &r);
     return LIG_SUCCESS;
+}
+
+lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_indexer_grad, plan, workspace, stream);
 }

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/operators/first_failure.h"
 #include "backends/cpu/operators/indexer_kl_grad_plan.h"
+#include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -106,7 +107,7 @@ static void compute_task(void *ctx, int tid, int n) {
     for (int64_t r = p->rows * tid / n; r < p->rows * (tid + 1) / n; r++) k->row_loss[r] = row_step(p, r, e, tg, on);
 }
 
-static lig_status run(void *plan, void *workspace, void *stream) {
+static lig_status run_kl_grad(void *plan, void *workspace, void *stream) {
     const lig_cpu_kl_plan *pl = plan;
     const lig_kl_problem *p = pl->pb;
     (void)stream;
@@ -127,6 +128,10 @@ static lig_status run(void *plan, void *workspace, void *stream) {
     const float out = (float)total;
     memcpy(p->loss, &out, sizeof out);
     return LIG_SUCCESS;
+}
+
+static lig_status run(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_kl_grad, plan, workspace, stream);
 }
 
 static void free_plan(void *plan) { free(plan); }
