@@ -16,6 +16,7 @@ static const th_test all_tests[] = {
     {"half_roundtrip_all_patterns", test_half_roundtrip_all_patterns},
     {"half_rounding_midpoints", test_half_rounding_midpoints},
     {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
+    {"half_public_conversions", test_half_public_conversions},
     /* the gradient checker's own bound */
     {"check_per_element_bound", test_check_per_element_bound},
     /* the float64 reference */

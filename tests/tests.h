@@ -7,6 +7,7 @@ void test_half_known_values(void);
 void test_half_roundtrip_all_patterns(void);
 void test_half_rounding_midpoints(void);
 void test_half_bf16_matches_bit_trick(void);
+void test_half_public_conversions(void);
 
 /* test_check.c */
 void test_check_per_element_bound(void);

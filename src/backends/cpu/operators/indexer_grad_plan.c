@@ -89,9 +89,9 @@ lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_pla
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
     /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL && pr->G >= ks->bf16_min_group;
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && pr->G >= ks->bf16->min_group;
     p->engine = bf16 ? &lig_grad_engine_bf16 : &lig_grad_engine_f32;
-    p->own_threads = bf16 && ks->bf16_gemm.thread_begin != NULL;
+    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_grad_ctx){
         .ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype,
         .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim,

@@ -28,9 +28,9 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     while (rows > 1 && (uint64_t)rows * topk_bytes > LIG_FWD_TOPK_BUDGET) rows--;
     /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
      * heads) are wide enough; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL && rows * pr->G >= ks->bf16_min_group;
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && rows * pr->G >= ks->bf16->min_group;
     p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
-    p->own_threads = bf16 && ks->bf16_gemm.thread_begin != NULL;
+    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
     p->engine->configure(&p->ctx);

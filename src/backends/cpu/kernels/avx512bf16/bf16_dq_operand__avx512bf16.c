@@ -73,7 +73,7 @@ static void transpose_64x64(const uint64_t *rows, uint64_t *cols) {
     }
 }
 
-void lig_bf16_open_rows__avx512bf16(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+void lig_bf16_dq_operand__avx512bf16(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
                                     uint16_t *a_dq) {
     uint64_t cols[64];
     for (int64_t s = 0; s < nb; s += 64) {
