@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backends/cpu/operators/fill.h"
-#include "backends/cpu/operators/first_failure.h"
+#include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "backends/cpu/operators/topk.h"
 #include "backends/cpu/runtime/fp_mode.h"

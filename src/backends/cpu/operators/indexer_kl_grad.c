@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/operators/first_failure.h"
+#include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_kl_grad_plan.h"
 #include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
