@@ -48,6 +48,12 @@ static const th_test all_tests[] = {
     {"devices_mixing_refused", test_devices_mixing_refused},
     {"devices_lengths_on_host", test_devices_lengths_on_host},
     {"devices_cuda_build", test_devices_cuda_build},
+    /* sizes past 2^63: refused, naming the operand */
+    {"sizes_create_tensor", test_sizes_create_tensor},
+    {"sizes_forward", test_sizes_forward},
+    {"sizes_paged_forward", test_sizes_paged_forward},
+    {"sizes_backward", test_sizes_backward},
+    {"sizes_kl_step", test_sizes_kl_step},
     /* error paths (contract section 6) */
     {"errors_null_pointers", test_errors_null_pointers},
     {"errors_layout", test_errors_layout},

@@ -156,4 +156,11 @@ void test_subnormal_inputs(void);
 /* test_commit_ring.c (white-box) */
 void test_commit_ring_capacity(void);
 
+/* test_sizes.c */
+void test_sizes_create_tensor(void);
+void test_sizes_forward(void);
+void test_sizes_paged_forward(void);
+void test_sizes_backward(void);
+void test_sizes_kl_step(void);
+
 #endif /* LIG_TESTS_TESTS_H */

@@ -7,9 +7,11 @@
 #include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "core/size.h"
 
-/* Columns and D of the bf16 products are padded to multiples of 32 (the tiles' width). */
-static inline int64_t lig_round32(int64_t x) { return (x + 31) / 32 * 32; }
+/* Columns and D of the bf16 products are padded to multiples of 32 (the tiles' width). Saturates
+ * (core/size.h): a D too large to round makes the scratch too large, which the plan refuses. */
+static inline int64_t lig_round32(uint64_t x) { return lig_size_round_up(x, 32); }
 
 /* n elements of bf16 bits at src (stride in elements) into dst, zeros up to `padded`. */
 void lig_bf16_copy_row(uint16_t *dst, const char *src, int64_t stride, int64_t n, int64_t padded);

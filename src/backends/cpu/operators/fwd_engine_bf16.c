@@ -27,14 +27,14 @@ typedef struct layout {
 static layout layout_for(const lig_fwd_ctx *c) {
     layout l;
     uint64_t at = 0;
-    l.gp = lig_round32(c->rows * c->G);
-    l.dp = lig_round32(c->D);
+    l.gp = lig_round32(lig_size_mul((uint64_t)c->rows, (uint64_t)c->G));
+    l.dp = lig_round32((uint64_t)c->D);
     const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp;
-    l.qrow = lig_ws_take(&at, 2 * gp * dp);
-    l.qt = lig_ws_take(&at, 2 * gp * dp);
-    l.wf = lig_ws_take(&at, 4 * gp);
-    l.kb = lig_ws_take(&at, 2 * NB * dp);
-    l.st = lig_ws_take(&at, 4 * NB * gp);
+    l.qrow = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
+    l.qt = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
+    l.wf = lig_ws_take(&at, lig_size_mul(4, gp));
+    l.kb = lig_ws_take(&at, lig_size_mul(2 * NB, dp));
+    l.st = lig_ws_take(&at, lig_size_mul(4 * NB, gp));
     l.total = at;
     return l;
 }
@@ -51,7 +51,7 @@ static void thread_end(const lig_fwd_ctx *c) { lig_bf16_thread_end(c->ks); }
 
 static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = lig_round32(cols);
+    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = lig_round32((uint64_t)cols);
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow);
     uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
     float *wf = (float *)(void *)(s + L.wf);
@@ -82,7 +82,7 @@ static int64_t rows_in_place(const lig_fwd_ctx *c, int64_t nb, const char *const
 static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb, const char *const *key,
                         float *score) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, gp = lig_round32(nrows * G), dp = L.dp;
+    const int64_t G = c->G, gp = lig_round32((uint64_t)(nrows * G)), dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
     float *st = (float *)(void *)(s + L.st);
     const uint16_t *a = kb;

@@ -17,11 +17,11 @@ typedef struct layout {
 static layout layout_for(const lig_fwd_ctx *c) {
     layout l;
     uint64_t at = 0, f = sizeof(float);
-    const uint64_t cols = (uint64_t)(c->rows * c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.qt = lig_ws_take(&at, f * D * cols);
-    l.w = lig_ws_take(&at, f * cols);
-    l.kp = lig_ws_take(&at, f * nb * D);
-    l.a = lig_ws_take(&at, f * cols * nb);
+    const uint64_t cols = lig_size_mul((uint64_t)c->rows, (uint64_t)c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
+    l.qt = lig_ws_take(&at, lig_size_mul3(f, D, cols));
+    l.w = lig_ws_take(&at, lig_size_mul(f, cols));
+    l.kp = lig_ws_take(&at, lig_size_mul3(f, nb, D));
+    l.a = lig_ws_take(&at, lig_size_mul3(f, cols, nb));
     l.total = at;
     return l;
 }

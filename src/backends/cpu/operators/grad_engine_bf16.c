@@ -49,23 +49,23 @@ typedef struct layout {
 static layout layout_for(const lig_grad_ctx *c) {
     layout l;
     uint64_t at = 0;
-    l.gp = lig_round32(c->G);
-    l.dp = lig_round32(c->D);
+    l.gp = lig_round32((uint64_t)c->G);
+    l.dp = lig_round32((uint64_t)c->D);
     const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp, b2 = 2, f4 = 4;
-    l.qrow = lig_ws_take(&at, b2 * gp * dp);
-    l.qt = lig_ws_take(&at, b2 * gp * dp);
-    l.qh = lig_ws_take(&at, b2 * gp * dp);
-    l.w16 = lig_ws_take(&at, b2 * gp);
-    l.wf = lig_ws_take(&at, f4 * gp);
-    l.t = lig_ws_take(&at, f4 * gp * dp);
-    l.dw = lig_ws_take(&at, f4 * gp);
-    l.kb = lig_ws_take(&at, b2 * NB * dp);
-    l.kv = lig_ws_take(&at, b2 * NB * dp);
-    l.st = lig_ws_take(&at, f4 * NB * gp);
-    l.adk = lig_ws_take(&at, b2 * NB * gp);
-    l.adq = lig_ws_take(&at, b2 * gp * NB);
-    l.bits = lig_ws_take(&at, 8 * ((gp + 63) / 64) * NB);
-    l.heads = lig_ws_take(&at, 8 * ((gp + 63) / 64));
+    l.qrow = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
+    l.qt = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
+    l.qh = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
+    l.w16 = lig_ws_take(&at, lig_size_mul(b2, gp));
+    l.wf = lig_ws_take(&at, lig_size_mul(f4, gp));
+    l.t = lig_ws_take(&at, lig_size_mul3(f4, gp, dp));
+    l.dw = lig_ws_take(&at, lig_size_mul(f4, gp));
+    l.kb = lig_ws_take(&at, lig_size_mul(b2 * NB, dp));
+    l.kv = lig_ws_take(&at, lig_size_mul(b2 * NB, dp));
+    l.st = lig_ws_take(&at, lig_size_mul(f4 * NB, gp));
+    l.adk = lig_ws_take(&at, lig_size_mul(b2 * NB, gp));
+    l.adq = lig_ws_take(&at, lig_size_mul(b2 * NB, gp));
+    l.bits = lig_ws_take(&at, (gp + 63) / 64 * 8 * NB);
+    l.heads = lig_ws_take(&at, (gp + 63) / 64 * 8);
     l.dy16 = lig_ws_take(&at, b2 * NB);
     l.dyf = lig_ws_take(&at, f4 * NB);
     l.total = at;
@@ -76,7 +76,7 @@ static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->name; }
 
 static void configure(lig_grad_ctx *c) {
     c->block = NB;
-    c->contrib_ld = lig_round32(c->D);
+    c->contrib_ld = lig_round32((uint64_t)c->D);
 }
 
 static uint64_t scratch_bytes(const lig_grad_ctx *c) { return layout_for(c).total; }

@@ -23,19 +23,19 @@ typedef struct layout {
 
 /* A region and 256 bytes more: regions whose sizes are multiples of 4 KiB would otherwise
  * start on the same L1 sets, and the products read three of them at once. */
-static uint64_t take_skewed(uint64_t *at, uint64_t bytes) { return lig_ws_take(at, bytes + 256); }
+static uint64_t take_skewed(uint64_t *at, uint64_t bytes) { return lig_ws_take(at, lig_size_add(bytes, 256)); }
 
 static layout layout_for(const lig_grad_ctx *c) {
     layout l;
     uint64_t at = 0, f = sizeof(float);
     const uint64_t G = (uint64_t)c->G, D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.q = take_skewed(&at, f * G * D);
-    l.qt = take_skewed(&at, f * G * D);
-    l.dq = take_skewed(&at, f * G * D);
-    l.kp = take_skewed(&at, f * nb * D);
-    l.a = take_skewed(&at, f * nb * G);
-    l.w = take_skewed(&at, f * G);
-    l.dw = take_skewed(&at, f * G);
+    l.q = take_skewed(&at, lig_size_mul3(f, G, D));
+    l.qt = take_skewed(&at, lig_size_mul3(f, G, D));
+    l.dq = take_skewed(&at, lig_size_mul3(f, G, D));
+    l.kp = take_skewed(&at, lig_size_mul3(f, nb, D));
+    l.a = take_skewed(&at, lig_size_mul3(f, nb, G));
+    l.w = take_skewed(&at, lig_size_mul(f, G));
+    l.dw = take_skewed(&at, lig_size_mul(f, G));
     l.total = at;
     return l;
 }

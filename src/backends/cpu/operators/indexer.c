@@ -137,7 +137,8 @@ static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
     const lig_fwd_problem *pb = ctx;
     const int64_t bs = pb->pr.block_size;
     for (int64_t b = b0; b < b1; b++) {
-        const int64_t used = bs ? (pb->pr.bt.lk[b] + bs - 1) / bs : 0;
+        const int64_t lk = pb->pr.bt.lk[b];
+        const int64_t used = bs ? lk / bs + (lk % bs != 0) : 0; /* lk + bs - 1 may pass 2^63 */
         for (int64_t j = 0; j < used; j++) {
             const int64_t block = lig_table_block(&pb->table, b, j);
             if (block < 0 || block >= pb->pr.num_blocks) {

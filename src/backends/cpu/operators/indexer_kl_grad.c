@@ -5,6 +5,7 @@
  * not depend on the thread count. The target is checked first: nothing is written when a
  * counted slot holds a negative or NaN probability. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,10 +145,17 @@ lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_pl
     p->threads = threads < 1 ? 1 : threads;
     /* a double per row, for a sum in row order, then each thread's row scratch */
     uint64_t at = 0;
-    lig_ws_take(&at, sizeof(double) * (uint64_t)pb->rows);
-    p->scratch_stride = ((sizeof(double) + sizeof(float) + 1) * (uint64_t)pb->K + LIG_WS_ALIGN - 1) & ~(uint64_t)(LIG_WS_ALIGN - 1);
-    p->scratch_at = lig_ws_take(&at, p->scratch_stride * (uint64_t)p->threads);
-    const uint64_t bytes = pb->rows ? at + LIG_WS_ALIGN : 0;
+    lig_ws_take(&at, lig_size_mul(sizeof(double), (uint64_t)pb->rows));
+    p->scratch_stride = lig_size_align(lig_size_mul(sizeof(double) + sizeof(float) + 1, (uint64_t)pb->K), LIG_WS_ALIGN);
+    p->scratch_at = lig_ws_take(&at, lig_size_mul(p->scratch_stride, (uint64_t)p->threads));
+    const uint64_t bytes = pb->rows ? lig_ws_total(at, 0, 0) : 0;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%lld rows of K = %lld slots", (long long)pb->rows, (long long)pb->K);
+    const lig_status st = lig_size_check(bytes, "sparse_values", "the bytes of the workspace", detail);
+    if (st != LIG_SUCCESS) {
+        free(p);
+        return st;
+    }
     *out = (lig_backend_plan){.plan = p, .workspace_size = bytes, .kernel_set = "scalar", .run = run,
                               .free = free_plan};
     return LIG_SUCCESS;
