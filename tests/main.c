@@ -51,6 +51,7 @@ static const th_test all_tests[] = {
     /* sizes past 2^63: refused, naming the operand */
     {"sizes_create_tensor", test_sizes_create_tensor},
     {"sizes_forward", test_sizes_forward},
+    {"sizes_batch_count", test_sizes_batch_count},
     {"sizes_paged_forward", test_sizes_paged_forward},
     {"sizes_backward", test_sizes_backward},
     {"sizes_kl_step", test_sizes_kl_step},

@@ -127,6 +127,24 @@ void test_sizes_forward(void) {
     expect_too_large("forward, D = 2^62", st, ws, exec, "query");
 }
 
+/* A batch count whose per-batch lengths (5B + 1 int64 values) wrap 2^64 to a few bytes: every
+ * tensor is empty (no heads), so nothing else bounds B. */
+void test_sizes_batch_count(void) {
+    const int64_t B = (int64_t)(UINT64_MAX / 5 + 1); /* 5B = 2^64 + 4 */
+    tensor_set s = {0};
+    const int64_t q[4] = {B, 1, 0, 1}, w[3] = {B, 1, 0}, idx[4] = {B, 1, 0, 1};
+    const lig_tensor *query = broadcast(&s, LIG_FLOAT32, 4, q), *key = broadcast(&s, LIG_FLOAT32, 4, q);
+    const lig_tensor *weights = broadcast(&s, LIG_FLOAT32, 3, w), *indices = add(&s, far_output(0), LIG_INT64, 4, idx, NULL);
+    uint64_t ws = UNTOUCHED_WS;
+    lig_executor *exec = NULL;
+    if (all_made(&s)) {
+        const lig_status st = lig_indexer_get_workspace_size(query, key, weights, NULL, NULL, "BSND", 1, 0, INT64_MAX,
+                                                             INT64_MAX, indices, NULL, &ws, &exec);
+        expect_too_large("forward, B = 2^64 / 5", st, ws, exec, "query");
+    }
+    release(&s);
+}
+
 /* A paged forward: B batches of one query row, a cache [1, block_size, 1, 1] read through a table
  * [B, max_blocks]; each batch has `lk` keys. */
 static lig_status paged(int64_t B, int64_t max_blocks, int64_t block_size, int64_t lk, int64_t K, uint64_t *ws,

@@ -159,6 +159,7 @@ void test_commit_ring_capacity(void);
 /* test_sizes.c */
 void test_sizes_create_tensor(void);
 void test_sizes_forward(void);
+void test_sizes_batch_count(void);
 void test_sizes_paged_forward(void);
 void test_sizes_backward(void);
 void test_sizes_kl_step(void);
