@@ -127,12 +127,10 @@ void test_sizes_forward(void) {
     expect_too_large("forward, D = 2^62", st, ws, exec, "query");
 }
 
-/* A batch count whose per-batch lengths (5B + 1 int64 values) wrap 2^64 to a few bytes: every
- * tensor is empty (no heads), so nothing else bounds B. */
-void test_sizes_batch_count(void) {
-    const int64_t B = (int64_t)(UINT64_MAX / 5 + 1); /* 5B = 2^64 + 4 */
+/* A forward whose every tensor is empty (no heads): nothing but the checks bounds B and S1. */
+static void headless_forward(const char *label, int64_t B, int64_t S1) {
     tensor_set s = {0};
-    const int64_t q[4] = {B, 1, 0, 1}, w[3] = {B, 1, 0}, idx[4] = {B, 1, 0, 1};
+    const int64_t q[4] = {B, S1, 0, 1}, w[3] = {B, S1, 0}, idx[4] = {B, S1, 0, 1};
     const lig_tensor *query = broadcast(&s, LIG_FLOAT32, 4, q), *key = broadcast(&s, LIG_FLOAT32, 4, q);
     const lig_tensor *weights = broadcast(&s, LIG_FLOAT32, 3, w), *indices = add(&s, far_output(0), LIG_INT64, 4, idx, NULL);
     uint64_t ws = UNTOUCHED_WS;
@@ -140,9 +138,16 @@ void test_sizes_batch_count(void) {
     if (all_made(&s)) {
         const lig_status st = lig_indexer_get_workspace_size(query, key, weights, NULL, NULL, "BSND", 1, 0, INT64_MAX,
                                                              INT64_MAX, indices, NULL, &ws, &exec);
-        expect_too_large("forward, B = 2^64 / 5", st, ws, exec, "query");
+        expect_too_large(label, st, ws, exec, "query");
     }
     release(&s);
+}
+
+void test_sizes_batch_count(void) {
+    /* 5B = 2^64 + 4: the per-batch lengths (5B + 1 int64 values) would wrap to 40 bytes */
+    headless_forward("forward, B = 2^64 / 5", (int64_t)(UINT64_MAX / 5 + 1), 1);
+    /* 2^20 batches of 2^44 rows: 2^64 query rows (the lengths themselves take 40 MiB) */
+    headless_forward("forward, 2^20 x 2^44 query rows", P(20), P(44));
 }
 
 /* A paged forward: B batches of one query row, a cache [1, block_size, 1, 1] read through a table

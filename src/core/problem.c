@@ -73,12 +73,17 @@ lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int6
         if (aq && (st = check_descriptor(aq, nq, B)) != LIG_SUCCESS) return st;
         if (ak && (st = check_descriptor(ak, nk, B)) != LIG_SUCCESS) return st;
     }
-    /* B comes from a shape: its arrays may not fit (5 * B could even wrap) */
-    char detail[64];
+    /* B comes from a shape: its arrays may not fit (5 * B could even wrap), and a query without
+     * elements (no heads) bounds neither B nor S1, whose product counts its rows */
+    char detail[96];
     snprintf(detail, sizeof detail, "B = %lld batches", (long long)B);
     const uint64_t bytes = lig_batches_bytes(B);
     if ((st = lig_size_check(bytes > SIZE_MAX ? LIG_SIZE_HUGE : bytes, tnd ? nq : "query",
                              "the bytes of the per-batch lengths", detail)) != LIG_SUCCESS)
+        return st;
+    snprintf(detail, sizeof detail, "B = %lld x S1 = %lld", (long long)B, (long long)S1);
+    if (!tnd && (st = lig_size_check(lig_size_mul((uint64_t)B, (uint64_t)S1), "query", "the number of query rows",
+                                     detail)) != LIG_SUCCESS)
         return st;
     int64_t *mem = malloc((size_t)bytes);
     if (!mem) return lig_fail(LIG_ERR_RUNTIME, "%s: expected memory for %lld batches, got none", nq, (long long)B);
@@ -103,16 +108,9 @@ lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int6
         lig_batches_free(out);
         return st;
     }
-    /* BSND rows are bounded by B * S1 only: both extents of a query without elements are free */
-    uint64_t rows = 0;
-    out->row_prefix[0] = 0;
-    for (int64_t b = 0; b < B; b++) {
-        rows = lig_size_add(rows, (uint64_t)out->lq[b]);
-        out->row_prefix[b + 1] = (int64_t)(rows < LIG_SIZE_LIMIT ? rows : LIG_SIZE_LIMIT);
-    }
-    snprintf(detail, sizeof detail, "B = %lld batches of up to S1 = %lld rows", (long long)B, (long long)S1);
-    if ((st = lig_size_check(rows, nq, "the number of valid query rows", detail)) != LIG_SUCCESS) lig_batches_free(out);
-    return st;
+    out->row_prefix[0] = 0; /* at most B * S1 (BSND) or T1 (TND) */
+    for (int64_t b = 0; b < B; b++) out->row_prefix[b + 1] = out->row_prefix[b] + out->lq[b];
+    return LIG_SUCCESS;
 }
 
 void lig_batches_free(lig_batches *batches) {
