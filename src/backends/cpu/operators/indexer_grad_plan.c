@@ -61,17 +61,17 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
     p->ring_chunks = 0;
     if (p->empty) return LIG_SUCCESS; /* only index checks and zero fills: no scratch at all */
 
-    char detail[128];
+    char detail[128], keys[128];
     snprintf(detail, sizeof detail, "%lld heads per key head, D = %lld", (long long)pr->G, (long long)pr->D);
+    snprintf(keys, sizeof keys, "%lld key rows x %lld heads x D = %lld", (long long)pr->key_rows, (long long)pr->N2,
+             (long long)pr->D);
     lig_status st = lig_size_check(lig_ws_total(0, (uint64_t)p->threads, p->scratch.total), "query",
                                    "the bytes of every thread's scratch", detail);
     if (st != LIG_SUCCESS) return st;
     const uint64_t acc_rows = lig_size_mul((uint64_t)pr->key_rows, (uint64_t)pr->N2), nb = (uint64_t)p->ctx.block;
     uint64_t at = 0;
     ws->dk_acc = lig_ws_take(&at, lig_size_mul3(sizeof(float), acc_rows, (uint64_t)pr->D));
-    snprintf(detail, sizeof detail, "%lld key rows x %lld heads x D = %lld", (long long)pr->key_rows, (long long)pr->N2,
-             (long long)pr->D);
-    if ((st = lig_size_check(at, "key", "the bytes of the fp32 dK accumulator", detail)) != LIG_SUCCESS) return st;
+    if ((st = lig_size_check(at, "key", "the bytes of the fp32 dK accumulator", keys)) != LIG_SUCCESS) return st;
     if (p->pb->deterministic) {
         ws->chunk_base = lig_ws_take(&at, lig_size_mul(sizeof(int64_t), lig_size_add((uint64_t)pr->units, 1)));
         snprintf(detail, sizeof detail, "%lld (row, key head) units", (long long)pr->units);
@@ -91,9 +91,7 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
     ws->scratch_stride = p->scratch.total;
     ws->scratch = lig_ws_take(&at, lig_size_mul(ws->scratch_stride, (uint64_t)p->threads));
     ws->total = lig_ws_total(at, 0, 0); /* room to align whatever base pointer the caller passes */
-    snprintf(detail, sizeof detail, "%lld key rows x %lld heads x D = %lld", (long long)pr->key_rows, (long long)pr->N2,
-             (long long)pr->D);
-    return lig_size_check(ws->total, "key", "the bytes of the workspace", detail);
+    return lig_size_check(ws->total, "key", "the bytes of the workspace", keys);
 }
 
 static void free_plan(void *plan) { free(plan); }

@@ -13,7 +13,7 @@ static void free_plan(void *plan) { free(plan); }
 
 /* Each thread's scratch and the workspace. The top-k grows with K and the longest key length,
  * the engine's part with the pass's query heads; a size past 2^63 bytes names the operand that
- * drives it, and the plan is refused before anything is reported. */
+ * drives it, and no workspace size is reported. */
 static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t rows) {
     const lig_problem *pr = &p->pb->pr;
     char topk_detail[128], engine_detail[128];
