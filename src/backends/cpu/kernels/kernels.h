@@ -86,6 +86,10 @@ lig_fwd_scores_kernel lig_fwd_scores__scalar;
 lig_load_row_kernel lig_load_row__scalar;
 lig_store_row_kernel lig_store_row__scalar;
 lig_axpy_row_kernel lig_axpy_row__scalar;
+/* The row conversions' cases every ISA hands on: a strided row to the portable code, an fp32 row
+ * to memcpy. Return whether they did the row (else it is a unit-stride 16-bit row). */
+bool lig_load_row_plain(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+bool lig_store_row_plain(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 /* references of the bf16 engines' kernels (the scalar set has no bf16 engine) */
 lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_4x4__scalar;
 lig_bf16_pack_pairs_kernel lig_bf16_pack_pairs__scalar;
