@@ -207,6 +207,16 @@ LIG_API const char *lig_get_kernel_set(void);
  * dtypes); "" for NULL. */
 LIG_API const char *lig_executor_kernel_set(const lig_executor *executor);
 
+/*
+ * The scalar conversions lig applies to FLOAT16 (IEEE binary16) and BFLOAT16 data, as bit
+ * patterns: round to nearest even, NaN stays NaN (quieted, sign kept), Inf stays Inf, subnormals
+ * exact both ways. For callers that prepare data the way lig reads and writes it.
+ */
+LIG_API float lig_float16_to_float(uint16_t bits);
+LIG_API uint16_t lig_float_to_float16(float value);
+LIG_API float lig_bfloat16_to_float(uint16_t bits);
+LIG_API uint16_t lig_float_to_bfloat16(float value);
+
 /* This thread's last failure message, "" if none. */
 LIG_API const char *lig_get_last_error(void);
 LIG_API const char *lig_status_string(lig_status status);

@@ -116,11 +116,15 @@ static void save_message(inst *in)
     snprintf(in->message, sizeof in->message, "%s", m);
 }
 
+void (*inst_around_library)(bool entering);
+
 lig_status inst_phase1(inst *in)
 {
     in->executor = NULL;
     in->workspace_size = 0;
+    if (inst_around_library) inst_around_library(true);
     lig_status st = in->phase1(in);
+    if (inst_around_library) inst_around_library(false);
     if (st != LIG_SUCCESS) {
         save_message(in);
     }
@@ -138,7 +142,9 @@ lig_status inst_phase2(inst *in, int64_t delta)
         ws = th_xmalloc((size_t)size);
         memset(ws, 0xAB, (size_t)size); /* the library must not rely on a zeroed workspace */
     }
+    if (inst_around_library) inst_around_library(true);
     lig_status st = in->launch(ws, (uint64_t)size, in->executor, NULL);
+    if (inst_around_library) inst_around_library(false);
     in->executor = NULL; /* consumed, success or not */
     if (st != LIG_SUCCESS) {
         save_message(in);

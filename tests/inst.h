@@ -66,6 +66,11 @@ void inst_load_qkw(inst *in, tcase *tc, int q, int k, int w);
 /* Snapshots every present buffer and points its argument at it. */
 void inst_snapshot_all(inst *in);
 
+/* When set, called with true just before and with false just after each library call of the
+ * protocol (phase 1, phase 2), on the calling thread: a test that changes the thread's state
+ * for the library alone, not for the harness's own conversions. */
+extern void (*inst_around_library)(bool entering);
+
 /* Phase 1 with the stored arguments; on failure stores the message. */
 lig_status inst_phase1(inst *in);
 /* Phase 2 with a fresh 0xAB-filled workspace of workspace_size + delta bytes (delta < 0 makes it

@@ -16,6 +16,7 @@ static const th_test all_tests[] = {
     {"half_roundtrip_all_patterns", test_half_roundtrip_all_patterns},
     {"half_rounding_midpoints", test_half_rounding_midpoints},
     {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
+    {"half_public_conversions", test_half_public_conversions},
     /* the gradient checker's own bound */
     {"check_per_element_bound", test_check_per_element_bound},
     /* the float64 reference */
@@ -47,6 +48,13 @@ static const th_test all_tests[] = {
     {"devices_mixing_refused", test_devices_mixing_refused},
     {"devices_lengths_on_host", test_devices_lengths_on_host},
     {"devices_cuda_build", test_devices_cuda_build},
+    /* sizes past 2^63: refused, naming the operand */
+    {"sizes_create_tensor", test_sizes_create_tensor},
+    {"sizes_forward", test_sizes_forward},
+    {"sizes_batch_count", test_sizes_batch_count},
+    {"sizes_paged_forward", test_sizes_paged_forward},
+    {"sizes_backward", test_sizes_backward},
+    {"sizes_kl_step", test_sizes_kl_step},
     /* error paths (contract section 6) */
     {"errors_null_pointers", test_errors_null_pointers},
     {"errors_layout", test_errors_layout},
@@ -118,6 +126,9 @@ static const th_test all_tests[] = {
     {"kl_chain_forward_kl_backward", test_kl_chain_forward_kl_backward},
     {"kl_threads_change_between_phases", test_kl_threads_change_between_phases},
     {"concurrent_calls_all_operators", test_concurrent_calls_all_operators},
+    {"fp_mode_of_caller", test_fp_mode_of_caller},
+    {"fork_after_threaded_calls", test_fork_after_threaded_calls},
+    {"own_thread_tasks", test_own_thread_tasks},
     {"fwd_kl_workspace_alignment", test_fwd_kl_workspace_alignment},
     /* error paths of the forward and the KL step */
     {"errors_fwd_null_pointers", test_errors_fwd_null_pointers},

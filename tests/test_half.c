@@ -6,6 +6,7 @@
 
 #include "half.h"
 #include "harness.h"
+#include "lig.h"
 #include "rng.h"
 #include "tests.h"
 
@@ -109,4 +110,46 @@ void test_half_bf16_matches_bit_trick(void)
         }
     }
     CHECK(bad == 0, "%d random floats round differently from the bit trick", bad);
+}
+
+/* lig's public conversions (lig.h, the one implementation the library, the CANN front end and
+ * the CUDA kernels share) against the test-side formulation: every 16-bit pattern decoded, and
+ * float patterns encoded: every midpoint between neighbouring 16-bit values and the floats just
+ * below and above it, and a stride through all 2^32 patterns. */
+static int encode_mismatch(float f, uint16_t got, uint16_t (*reference)(double), double (*value)(uint16_t)) {
+    if (isnan(f)) return !isnan(value(got));
+    return got != reference((double)f);
+}
+
+void test_half_public_conversions(void)
+{
+    int bad_dec = 0, bad_enc = 0;
+    for (uint32_t u = 0; u < 65536u; u++) {
+        const double f16 = th_f16_value((uint16_t)u), bf16 = th_bf16_value((uint16_t)u);
+        const float a = lig_float16_to_float((uint16_t)u), b = lig_bfloat16_to_float((uint16_t)u);
+        bad_dec += isnan(f16) ? !isnan(a) : (double)a != f16 || !signbit(a) != !signbit(f16);
+        bad_dec += isnan(bf16) ? !isnan(b) : (double)b != bf16 || !signbit(b) != !signbit(bf16);
+        /* the midpoint above each pattern (exact in fp32) and the floats next to it */
+        const double f16_next = th_f16_value((uint16_t)(u + 1));
+        const float f16_mid = (u & 0x7fffu) < 0x7c00u ? (float)(0.5 * (f16 + f16_next)) : (float)f16;
+        for (int32_t d = -1; d <= 1; d++) {
+            float g;
+            const uint32_t bits = (u << 16) + 0x8000u + (uint32_t)d;
+            memcpy(&g, &bits, sizeof g);
+            bad_enc += encode_mismatch(g, lig_float_to_bfloat16(g), th_bf16_bits, th_bf16_value);
+            const float h = d == 0 ? f16_mid : nextafterf(f16_mid, d * INFINITY);
+            bad_enc += encode_mismatch(h, lig_float_to_float16(h), th_f16_bits, th_f16_value);
+        }
+    }
+    for (uint64_t x = 0; x < (1ull << 32); x += 65521u) {
+        const uint32_t bits = (uint32_t)x;
+        float g;
+        memcpy(&g, &bits, sizeof g);
+        bad_enc += encode_mismatch(g, lig_float_to_float16(g), th_f16_bits, th_f16_value);
+        bad_enc += encode_mismatch(g, lig_float_to_bfloat16(g), th_bf16_bits, th_bf16_value);
+    }
+    CHECK(bad_dec == 0, "%d 16-bit patterns decoded differently from the reference", bad_dec);
+    CHECK(bad_enc == 0, "%d floats encoded differently from the reference", bad_enc);
+    CHECK((lig_float_to_float16(NAN) & 0x7e00) == 0x7e00 && (lig_float_to_bfloat16(NAN) & 0x7fc0) == 0x7fc0,
+          "NaN encodes as a quiet NaN");
 }

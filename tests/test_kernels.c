@@ -109,7 +109,7 @@ void test_kernels_f32_gemm_ukernels(void) {
     th_rng r = th_rng_make(0x6b65726eu);
     int64_t calls = 0;
     for (int s = 0; s < m; s++) {
-        const lig_f32_gemm_config *cfg = &sets[s]->f32_gemm;
+        const lig_f32_gemm_config *cfg = &sets[s]->f32->gemm;
         for (int which = 0; which < 2; which++) {
             const lig_f32_gemm_ukernel_fn uk = which ? cfg->narrow_ukernel : cfg->ukernel;
             const int64_t MR = which ? cfg->narrow_mr : cfg->mr, NR = which ? cfg->narrow_nr : cfg->nr;
@@ -134,7 +134,7 @@ void test_kernels_f32_gemm_driver(void) {
     const lig_kernel_set *ref_set = scalar_set();
     th_rng r = th_rng_make(0x64726976u);
     for (int s = 0; s < m; s++) {
-        const lig_f32_gemm_config *cfg = &sets[s]->f32_gemm;
+        const lig_f32_gemm_config *cfg = &sets[s]->f32->gemm;
         const int64_t maxm = 2 * (cfg->mr > cfg->narrow_mr ? cfg->mr : cfg->narrow_mr) + 1, maxn = 2 * cfg->nr + 1;
         for (int64_t M = 1; M <= maxm; M += 1 + M / 5)
             for (int64_t N = 1; N <= maxn; N += 1 + N / 6)
@@ -151,7 +151,7 @@ void test_kernels_f32_gemm_driver(void) {
                     memcpy(ref, c, sizeof(float) * (size_t)(M * ldc));
                     const bool acc = (K % 2) == 1;
                     lig_f32_gemm(cfg, M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, acc);
-                    lig_f32_gemm(&ref_set->f32_gemm, M, N, K, a, a_rs, a_cs, b, ldb, ref, ldc, acc);
+                    lig_f32_gemm(&ref_set->f32->gemm, M, N, K, a, a_rs, a_cs, b, ldb, ref, ldc, acc);
                     CHECK(memcmp(c, ref, sizeof(float) * (size_t)(M * ldc)) == 0,
                           "%s driver M=%lld N=%lld K=%lld: differs from the scalar set", sets[s]->name, (long long)M,
                           (long long)N, (long long)K);
@@ -189,20 +189,20 @@ void test_kernels_gate_and_scores(void) {
                 for (int64_t h = 0; h < G; h++) st[h] = -1.0f;
                 dy[0] = INFINITY;
                 memcpy(st2, st, sizeof(float) * (size_t)(nb * G));
-                sets[s]->fwd_scores(st, nb, G, G, w, score);
-                ref_set->fwd_scores(st, nb, G, G, w, score2);
+                sets[s]->f32->fwd_scores(st, nb, G, G, w, score);
+                ref_set->f32->fwd_scores(st, nb, G, G, w, score2);
                 CHECK(memcmp(score, score2, sizeof(float) * (size_t)nb) == 0, "%s fwd_scores G=%lld nb=%lld differs",
                       sets[s]->name, (long long)G, (long long)nb);
                 /* one row's heads among wider rows (several query rows' columns): the same scores */
                 float *wide = th_xmalloc(sizeof(float) * (size_t)(nb * (G + 5)));
                 for (int64_t n = 0; n < nb; n++)
                     for (int64_t c = 0; c < G + 5; c++) wide[n * (G + 5) + c] = c >= 2 && c < G + 2 ? st[n * G + c - 2] : NAN;
-                sets[s]->fwd_scores(wide + 2, nb, G + 5, G, w, score2);
+                sets[s]->f32->fwd_scores(wide + 2, nb, G + 5, G, w, score2);
                 CHECK(memcmp(score, score2, sizeof(float) * (size_t)nb) == 0, "%s fwd_scores G=%lld nb=%lld with ld=G+5 differs",
                       sets[s]->name, (long long)G, (long long)nb);
                 free(wide);
-                sets[s]->grad_gate(st, nb, G, w, dy, dw);
-                ref_set->grad_gate(st2, nb, G, w, dy, dw2);
+                sets[s]->f32->grad_gate(st, nb, G, w, dy, dw);
+                ref_set->f32->grad_gate(st2, nb, G, w, dy, dw2);
                 CHECK(memcmp(st, st2, sizeof(float) * (size_t)(nb * G)) == 0 && memcmp(dw, dw2, sizeof(float) * (size_t)G) == 0,
                       "%s grad_gate G=%lld nb=%lld differs", sets[s]->name, (long long)G, (long long)nb);
                 for (int64_t h = 0; h < G; h++) CHECK(isfinite(dw[h]), "%s grad_gate: a closed slot's Inf dy reached dW",
@@ -238,18 +238,18 @@ void test_kernels_rows(void) {
                     }
                     memset(raw, 0x5a, sizeof raw);
                     memset(raw2, 0x5a, sizeof raw2);
-                    sets[s]->store_row(src, n, dtypes[di], raw, stride);
-                    ref_set->store_row(src, n, dtypes[di], raw2, stride);
+                    sets[s]->f32->store_row(src, n, dtypes[di], raw, stride);
+                    ref_set->f32->store_row(src, n, dtypes[di], raw2, stride);
                     CHECK(memcmp(raw, raw2, sizeof raw) == 0, "%s store_row dtype %d stride %lld n %lld differs",
                           sets[s]->name, (int)dtypes[di], (long long)stride, (long long)n);
-                    sets[s]->load_row(dtypes[di], raw, stride, n, back);
-                    ref_set->load_row(dtypes[di], raw, stride, n, back2);
+                    sets[s]->f32->load_row(dtypes[di], raw, stride, n, back);
+                    ref_set->f32->load_row(dtypes[di], raw, stride, n, back2);
                     CHECK(memcmp(back, back2, sizeof(float) * (size_t)n) == 0, "%s load_row dtype %d stride %lld n %lld differs",
                           sets[s]->name, (int)dtypes[di], (long long)stride, (long long)n);
                     float acc[71], acc2[71];
                     const float a = di == 0 ? 1.0f : (float)grid_value(&r) + 0.375f;
                     for (int64_t i = 0; i < n; i++) acc[i] = acc2[i] = (float)th_rng_unit(&r);
-                    sets[s]->axpy_row(acc, a, back, n);
+                    sets[s]->f32->axpy_row(acc, a, back, n);
                     for (int64_t i = 0; i < n; i++) acc2[i] = fmaf(a, back[i], acc2[i]);
                     CHECK(memcmp(acc, acc2, sizeof(float) * (size_t)n) == 0, "%s axpy_row a=%g n %lld differs from fmaf",
                           sets[s]->name, (double)a, (long long)n);
@@ -277,16 +277,16 @@ static int bf16_sets(const lig_kernel_set **out) {
     const int m = sets_under_test(sets, 1);
     int k = 0;
     for (int s = 0; s < m; s++)
-        if (sets[s]->bf16_gemm.ukernel) out[k++] = sets[s];
+        if (sets[s]->bf16) out[k++] = sets[s];
     return k;
 }
 
 static void begin_thread(const lig_kernel_set *ks) {
-    if (ks->bf16_gemm.thread_begin) ks->bf16_gemm.thread_begin();
+    if (ks->bf16->gemm.thread_begin) ks->bf16->gemm.thread_begin();
 }
 
 static void end_thread(const lig_kernel_set *ks) {
-    if (ks->bf16_gemm.thread_end) ks->bf16_gemm.thread_end();
+    if (ks->bf16->gemm.thread_end) ks->bf16->gemm.thread_end();
 }
 
 /* The bf16 micro-kernels and their driver against the scalar reference on grid data (exact),
@@ -297,7 +297,7 @@ void test_kernels_bf16_gemm(void) {
     th_rng r = th_rng_make(0x62663136u);
     int64_t calls = 0;
     for (int s = 0; s < m; s++) {
-        const lig_bf16_gemm_config *cfg = &sets[s]->bf16_gemm;
+        const lig_bf16_gemm_config *cfg = &sets[s]->bf16->gemm;
         begin_thread(sets[s]);
         for (int64_t M = 1; M <= 2 * cfg->mr + 1; M += 1 + M / 3)
             for (int64_t N = 1; N <= 2 * cfg->nr + 1; N += 1 + N / 3)
@@ -360,7 +360,7 @@ void test_kernels_bf16_operands(void) {
                 }
                 for (int64_t h = 0; h < gp; h++) st[h] = -2.0f; /* slot 0 closed for every head... */
                 dy[0] = INFINITY;                               /* ...may carry a non-finite dy */
-                sets[s]->bf16_gate(st, nb, gp, dy, w, dw, adk, bits, heads);
+                sets[s]->bf16->gate(st, nb, gp, dy, w, dw, adk, bits, heads);
                 lig_bf16_gate__scalar(st, nb, gp, dy, w, dw2, adk2, bits2, heads2);
                 CHECK(memcmp(dw, dw2, sizeof(float) * (size_t)gp) == 0, "%s bf16 gate gp=%lld nb=%lld: dW differs",
                       sets[s]->name, (long long)gp, (long long)nb);
@@ -369,8 +369,8 @@ void test_kernels_bf16_operands(void) {
                 CHECK(memcmp(bits, bits2, sizeof(uint64_t) * (size_t)(words * nb)) == 0 &&
                           memcmp(heads, heads2, sizeof heads) == 0,
                       "%s bf16 gate gp=%lld nb=%lld: the open bits differ", sets[s]->name, (long long)gp, (long long)nb);
-                sets[s]->bf16_open_rows(bits2, nb, gp, dy16, adq);
-                lig_bf16_open_rows__scalar(bits2, nb, gp, dy16, adq2);
+                sets[s]->bf16->dq_operand(bits2, nb, gp, dy16, adq);
+                lig_bf16_dq_operand__scalar(bits2, nb, gp, dy16, adq2);
                 CHECK(memcmp(adq, adq2, sizeof(uint16_t) * (size_t)(nb * gp)) == 0,
                       "%s bf16 open rows gp=%lld nb=%lld: the dQ operand differs", sets[s]->name, (long long)gp,
                       (long long)nb);
@@ -378,7 +378,7 @@ void test_kernels_bf16_operands(void) {
                 for (int64_t cols = 1; cols <= gp; cols += 13) {
                     uint16_t *p1 = th_xcalloc((size_t)(nb * cols), sizeof(uint16_t));
                     uint16_t *p2 = th_xcalloc((size_t)(nb * cols), sizeof(uint16_t));
-                    sets[s]->bf16_pack_pairs(adk2, gp, nb / 2, cols, p1);
+                    sets[s]->bf16->pack_pairs(adk2, gp, nb / 2, cols, p1);
                     lig_bf16_pack_pairs__scalar(adk2, gp, nb / 2, cols, p2);
                     CHECK(memcmp(p1, p2, sizeof(uint16_t) * (size_t)(nb * cols)) == 0,
                           "%s bf16 pack pairs cols=%lld differs", sets[s]->name, (long long)cols);

@@ -7,6 +7,7 @@ void test_half_known_values(void);
 void test_half_roundtrip_all_patterns(void);
 void test_half_rounding_midpoints(void);
 void test_half_bf16_matches_bit_trick(void);
+void test_half_public_conversions(void);
 
 /* test_check.c */
 void test_check_per_element_bound(void);
@@ -47,6 +48,11 @@ void test_errors_workspace(void);
 void test_errors_index_range(void);
 void test_errors_message_shapes(void);
 void test_errors_invalid_rows_are_not_read(void);
+
+/* test_process_state.c */
+void test_fp_mode_of_caller(void);
+void test_fork_after_threaded_calls(void);
+void test_own_thread_tasks(void);
 
 /* test_grad_matrix.c */
 void test_grad_matrix_bsnd(void);
@@ -149,5 +155,13 @@ void test_subnormal_inputs(void);
 
 /* test_commit_ring.c (white-box) */
 void test_commit_ring_capacity(void);
+
+/* test_sizes.c */
+void test_sizes_create_tensor(void);
+void test_sizes_forward(void);
+void test_sizes_batch_count(void);
+void test_sizes_paged_forward(void);
+void test_sizes_backward(void);
+void test_sizes_kl_step(void);
 
 #endif /* LIG_TESTS_TESTS_H */

@@ -1,7 +1,9 @@
 #include "executor.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "checked.h"
 #include "errmsg.h"
 #include "registry.h"
 #include "runtime.h"
@@ -30,6 +32,14 @@ aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *na
                           lig_tensor **lt) {
     if (args->n == FE_EXEC_MAX_ARGS || args->nstages == FE_EXEC_MAX_STAGES)
         return fe_fail(ACLNN_ERR_INNER, api, "%s: too many staged arguments", name);
+    /* a broadcast view (zero strides) may have far more elements than its storage: its FLOAT32
+     * copy is checked before anything is allocated, and must fit in the memory malloc can give */
+    int64_t bytes = 0;
+    if (!fe_mul_ok(tensor->numel, (int64_t)sizeof(float), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "%s: expected a view whose FLOAT32 copy fits in memory (at most SIZE_MAX / 2 bytes), got %lld "
+                       "elements",
+                       name, (long long)tensor->numel);
     fe_stage *s = &args->stages[args->nstages];
     if (!fe_stage_init(s, tensor, output)) {
         fe_stage_release(s);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "half.h"
+#include "lig.h"
 
 bool fe_stage_init(fe_stage *s, const aclTensor *t, bool output) {
     memset(s, 0, sizeof *s);
@@ -34,13 +34,13 @@ void fe_stage_widen(const fe_stage *s) {
     for (int64_t i = 0; i < s->numel; i++) {
         uint16_t h;
         memcpy(&h, s->data + (size_t)view_offset(s, i) * sizeof h, sizeof h);
-        s->buf[i] = s->dtype == ACL_BF16 ? fe_bf16_to_float(h) : fe_half_to_float(h);
+        s->buf[i] = s->dtype == ACL_BF16 ? lig_bfloat16_to_float(h) : lig_float16_to_float(h);
     }
 }
 
 void fe_stage_narrow(const fe_stage *s) {
     for (int64_t i = 0; i < s->numel; i++) {
-        uint16_t h = s->dtype == ACL_BF16 ? fe_float_to_bf16(s->buf[i]) : fe_float_to_half(s->buf[i]);
+        uint16_t h = s->dtype == ACL_BF16 ? lig_float_to_bfloat16(s->buf[i]) : lig_float_to_float16(s->buf[i]);
         memcpy(s->data + (size_t)view_offset(s, i) * sizeof h, &h, sizeof h);
     }
 }

@@ -22,7 +22,8 @@ typedef struct fe_stage {
     float *buf; /* numel contiguous floats */
 } fe_stage;
 
-/* Records `tensor` (already bound: live, in bounds) and allocates its buffer; false when out of memory. */
+/* Records `tensor` (already bound: live, in bounds, and numel FLOAT32 values known to fit in a
+ * size_t: fe_args_stage) and allocates its buffer; false when out of memory. */
 bool fe_stage_init(fe_stage *stage, const aclTensor *tensor, bool output);
 /* Inputs: view -> buffer. */
 void fe_stage_widen(const fe_stage *stage);

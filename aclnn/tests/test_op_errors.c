@@ -311,12 +311,40 @@ static void test_forward_phase1(void) {
     (void)pa;
 }
 
+/* A FLOAT16 query widened for FLOAT32 weights gets a FLOAT32 copy of every element of its view; a
+ * broadcast view (zero strides over one element) of 6 x 2^59 or 6 x 2^60 elements has a copy of
+ * 1.5 x 2^63 or 1.5 x 2^64 bytes, which is refused before anything is allocated rather than
+ * attempted or wrapped. */
+static void test_forward_huge_staged_view(void) {
+    uint16_t h[B * S2 * N2 * D] = {0};
+    float w[B * S1 * N1] = {0};
+    int32_t idx[B * S1 * N2 * K] = {0};
+    const int64_t out_shape[4] = {B, S1, N2, K}, one[1] = {1}, zero_strides[4] = {0, 0, 0, 0};
+    dev hk = make(h, sizeof h, k_shape, 4, ACL_FLOAT16), dw = make(w, sizeof w, w_shape, 3, ACL_FLOAT),
+        di = make(idx, sizeof idx, out_shape, 4, ACL_INT32), cell = make(h, 2, one, 1, ACL_FLOAT16);
+    for (int e = 59; e <= 60; e++) {
+        const int64_t huge[4] = {B, S1, N1, (int64_t)1 << e};
+        aclTensor *q = aclCreateTensor(huge, 4, ACL_FLOAT16, zero_strides, 0, ACL_FORMAT_ND, one, 1, cell.mem);
+        CHECK(q != NULL);
+        uint64_t ws_ = 77;
+        aclOpExecutor *e_ = (aclOpExecutor *)&ws_;
+        CHECK_EQ_INT(aclnnLightningIndexerGetWorkspaceSize(q, hk.t, dw.t, NULL, NULL, NULL, bsnd, bsnd, K, 3, INT64_MAX,
+                                                           INT64_MAX, false, di.t, NULL, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "query: expected a view whose FLOAT32 copy fits in memory");
+        CHECK(ws_ == 77 && e_ == (aclOpExecutor *)&ws_);
+        CHECK_EQ_INT(aclDestroyTensor(q), ACLNN_SUCCESS);
+    }
+    drop(&hk), drop(&dw), drop(&di), drop(&cell);
+}
+
 int main(void) {
     CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
     test_grad_phase1();
     test_grad_phase2();
     test_forward_phase1();
+    test_forward_huge_staged_view();
     CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
     return check_report("aclnn-op-errors");

@@ -7,6 +7,7 @@
 #include "api/executor.h"
 #include "api/validate.h"
 #include "core/error.h"
+#include "core/size.h"
 #include "core/tensor.h"
 
 static lig_slot_view slot_view(const lig_tensor *t) {
@@ -59,13 +60,19 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     const lig_backend *backend;
     if ((st = lig_check_backend(on_device, 5, &backend)) != LIG_SUCCESS) return st;
 
+    /* with K = 0 the rows are not bounded by the tensor's element count */
+    uint64_t rows = 1;
+    for (int64_t d = 0; d + 1 < nd; d++) rows = lig_size_mul(rows, (uint64_t)shape[d]);
+    char got[LIG_SHAPE_BUF];
+    if ((st = lig_size_check(rows, "sparse_values", "the number of rows (the product of all extents but the last)",
+                             lig_format_shape(got, sizeof got, nd, shape))) != LIG_SUCCESS)
+        return st;
     lig_kl_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     pb->ndim = nd;
     memcpy(pb->shape, shape, sizeof pb->shape);
     pb->K = shape[nd - 1];
-    pb->rows = 1;
-    for (int64_t d = 0; d + 1 < nd; d++) pb->rows *= shape[d];
+    pb->rows = (int64_t)rows;
     pb->values = slot_view(sparse_values);
     pb->target = slot_view(target);
     pb->dy = slot_view(dy);

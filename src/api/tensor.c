@@ -3,13 +3,15 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/size.h"
 #include "core/tensor.h"
 
-/* a * b into *out unless it exceeds INT64_MAX (both operands >= 0). */
-static bool mul_nonneg(int64_t a, int64_t b, int64_t *out) {
-    if (a != 0 && b > INT64_MAX / a) return false;
-    *out = a * b;
-    return true;
+/* The furthest element offset of the view (saturating). */
+static uint64_t last_offset(const lig_tensor *t) {
+    uint64_t last = 0;
+    for (int64_t i = 0; i < t->ndim; i++)
+        last = lig_size_add(last, lig_size_mul((uint64_t)(t->shape[i] - 1), (uint64_t)t->strides[i]));
+    return last;
 }
 
 lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape,
@@ -52,7 +54,8 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
     t->device_index = device_index;
     t->dtype = dtype;
     t->ndim = ndim;
-    int64_t numel = 1;
+    uint64_t numel = 1;
+    char got[LIG_SHAPE_BUF], dims[LIG_SHAPE_BUF];
     for (int64_t i = ndim - 1; i >= 0; i--) {
         if (shape[i] < 0) {
             lig_fail(LIG_ERR_PARAM_INVALID, "shape: expected extents >= 0, got %lld at dim %lld",
@@ -68,30 +71,36 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
             }
             t->strides[i] = strides[i];
         } else {
-            t->strides[i] = numel; /* contiguous row-major: the extent of the inner dims */
+            t->strides[i] = (int64_t)numel; /* contiguous row-major: the extent of the inner dims */
         }
-        if (!mul_nonneg(numel, shape[i], &numel)) {
-            lig_fail(LIG_ERR_PARAM_INVALID, "shape: expected an element count below 2^63, got an overflow");
+        numel = lig_size_mul(numel, (uint64_t)shape[i]);
+        if (!lig_size_fits(numel)) {
+            lig_fail(LIG_ERR_PARAM_INVALID, "shape: expected an element count below 2^63, got %s (an overflow)",
+                     lig_format_shape(got, sizeof got, ndim, shape));
             goto bad;
         }
     }
     if (numel > 0) {
-        /* The furthest element offset, in bytes, must be addressable. */
-        int64_t last = 0, term;
-        for (int64_t i = 0; i < ndim; i++) {
-            if (!mul_nonneg(shape[i] - 1, t->strides[i], &term) || last > INT64_MAX - term) goto overflow;
-            last += term;
+        /* The furthest element offset, in bytes of the widest dtype, must be addressable: every
+         * element offset and byte span computed later then fits in an int64_t. */
+        if (last_offset(t) >= (uint64_t)INT64_MAX / 8) {
+            if (strides)
+                lig_fail(LIG_ERR_PARAM_INVALID, "strides: expected a byte span below 2^63, got strides %s over shape %s",
+                         lig_format_shape(got, sizeof got, ndim, strides),
+                         lig_format_shape(dims, sizeof dims, ndim, shape));
+            else
+                lig_fail(LIG_ERR_PARAM_INVALID,
+                         "shape: expected fewer than 2^60 elements (a byte span below 2^63), got %s contiguous",
+                         lig_format_shape(got, sizeof got, ndim, shape));
+            goto bad;
         }
-        if (last >= INT64_MAX / 8) goto overflow;
         if (data == NULL) {
-            lig_fail(LIG_ERR_PARAM_NULLPTR, "data: expected a pointer for %lld elements, got NULL",
-                     (long long)numel);
+            lig_fail(LIG_ERR_PARAM_NULLPTR, "data: expected a pointer for %llu elements, got NULL",
+                     (unsigned long long)numel);
             goto bad;
         }
     }
     return t;
-overflow:
-    lig_fail(LIG_ERR_PARAM_INVALID, "strides: expected a byte span below 2^63, got an overflow");
 bad:
     free(t);
     return NULL;

@@ -1,17 +1,13 @@
-/* Scalar conversions between fp32 and the 16-bit float formats: round to nearest even,
- * NaN stays NaN (quieted, sign kept), Inf stays Inf, subnormals are exact both ways. */
+/* Loads and stores of one tensor element; the 16-bit float conversions (lig_bf16_to_f32,
+ * lig_f32_to_bf16, lig_f16_to_f32, lig_f32_to_f16) are core/half_bits.h's. */
 #ifndef LIG_CORE_DTYPE_CONVERT_H
 #define LIG_CORE_DTYPE_CONVERT_H
 
 #include <stdint.h>
 #include <string.h>
 
+#include "core/half_bits.h"
 #include "lig.h"
-
-float lig_bf16_to_f32(uint16_t h);
-uint16_t lig_f32_to_bf16(float f);
-float lig_f16_to_f32(uint16_t h);
-uint16_t lig_f32_to_f16(float f);
 
 /* One element of a float tensor (FLOAT32, FLOAT16 or BFLOAT16) as fp32. */
 static inline float lig_load_float(lig_dtype dtype, const void *p) {

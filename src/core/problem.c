@@ -1,5 +1,7 @@
 /* Sequence lengths (actual_seq_lengths_query / _key) into their per-batch normal form, and the
  * rest of the problem that follows from them. */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -71,7 +73,19 @@ lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int6
         if (aq && (st = check_descriptor(aq, nq, B)) != LIG_SUCCESS) return st;
         if (ak && (st = check_descriptor(ak, nk, B)) != LIG_SUCCESS) return st;
     }
-    int64_t *mem = malloc(sizeof(int64_t) * (size_t)(5 * B + 1));
+    /* B comes from a shape: its arrays may not fit (5 * B could even wrap), and a query without
+     * elements (no heads) bounds neither B nor S1, whose product counts its rows */
+    char detail[96];
+    snprintf(detail, sizeof detail, "B = %lld batches", (long long)B);
+    const uint64_t bytes = lig_batches_bytes(B);
+    if ((st = lig_size_check(bytes > SIZE_MAX ? LIG_SIZE_HUGE : bytes, tnd ? nq : "query",
+                             "the bytes of the per-batch lengths", detail)) != LIG_SUCCESS)
+        return st;
+    snprintf(detail, sizeof detail, "B = %lld x S1 = %lld", (long long)B, (long long)S1);
+    if (!tnd && (st = lig_size_check(lig_size_mul((uint64_t)B, (uint64_t)S1), "query", "the number of query rows",
+                                     detail)) != LIG_SUCCESS)
+        return st;
+    int64_t *mem = malloc((size_t)bytes);
     if (!mem) return lig_fail(LIG_ERR_RUNTIME, "%s: expected memory for %lld batches, got none", nq, (long long)B);
     out->B = B;
     out->lq = mem;
@@ -94,7 +108,7 @@ lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int6
         lig_batches_free(out);
         return st;
     }
-    out->row_prefix[0] = 0;
+    out->row_prefix[0] = 0; /* at most B * S1 (BSND) or T1 (TND) */
     for (int64_t b = 0; b < B; b++) out->row_prefix[b + 1] = out->row_prefix[b] + out->lq[b];
     return LIG_SUCCESS;
 }
@@ -112,9 +126,24 @@ lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_
     lig_status st = lig_batches_resolve(p->tnd, p->paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
     if (st != LIG_SUCCESS) return st;
     p->B = p->bt.B;
-    p->units = p->bt.row_prefix[p->B] * p->N2;
+    /* both products are bounded by element counts only when the tensors have elements */
+    const uint64_t units = lig_size_mul((uint64_t)p->bt.row_prefix[p->B], (uint64_t)p->N2);
     /* paged keys have no key tensor: its rows are the batches' capacities */
-    p->key_rows = p->tnd && !p->paged ? p->S2 : p->B * p->S2;
+    const uint64_t key_rows = p->tnd && !p->paged ? (uint64_t)p->S2 : lig_size_mul((uint64_t)p->B, (uint64_t)p->S2);
+    char detail[96];
+    snprintf(detail, sizeof detail, "%lld valid query rows x N2 = %lld key heads", (long long)p->bt.row_prefix[p->B],
+             (long long)p->N2);
+    st = lig_size_check(units, "sparse_indices", "the number of (row, key head) units", detail);
+    if (st == LIG_SUCCESS) {
+        snprintf(detail, sizeof detail, "B = %lld x S2 = %lld", (long long)p->B, (long long)p->S2);
+        st = lig_size_check(key_rows, p->paged ? "block_table" : "key", "the number of key rows", detail);
+    }
+    if (st != LIG_SUCCESS) {
+        lig_batches_free(&p->bt);
+        return st;
+    }
+    p->units = (int64_t)units;
+    p->key_rows = (int64_t)key_rows;
     p->key_batch = p->tnd && !p->paged ? 0 : p->S2;
     return LIG_SUCCESS;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/size.h"
 #include "lig.h"
 
 /* ---- sequence lengths ---------------------------------------------------------------- */
@@ -24,6 +25,11 @@ typedef struct lig_batches {
      * first query/key row (TND; 0 for BSND), then the valid query rows before each batch. */
     int64_t *lq, *lk, *q_base, *k_base, *row_prefix;
 } lig_batches;
+
+/* Bytes of a lig_batches allocation (saturating, core/size.h): B is only bounded by a shape. */
+static inline uint64_t lig_batches_bytes(int64_t B) {
+    return lig_size_mul(sizeof(int64_t), lig_size_add(lig_size_mul(5, (uint64_t)B), 1));
+}
 
 /* BSND: B, S1, S2 from the shapes; the arrays are optional lengths (0..S).
  * TND: B comes from the arrays (required cumulative ends), S1/S2 are T1/T2.

@@ -34,7 +34,9 @@ bool lig_dtype_is_index(lig_dtype dtype) { return dtype == LIG_INT32 || dtype ==
 
 int64_t lig_tensor_numel(const lig_tensor *t) {
     int64_t n = 1;
-    for (int64_t i = 0; i < t->ndim; i++) n *= t->shape[i]; /* bounded at creation */
+    /* innermost first, as lig_create_tensor bounded every partial product: outermost first, two
+     * large extents could overflow before a zero one ([2^32, 2^32, 0]) */
+    for (int64_t i = t->ndim - 1; i >= 0; i--) n *= t->shape[i];
     return n;
 }
 

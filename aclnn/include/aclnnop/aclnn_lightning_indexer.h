@@ -8,7 +8,7 @@
  * with actualSeqLengthsKeyOptional required as per-batch key lengths. sparseIndicesOut is
  * [B,S1,N2,sparseCount] | [T1,N2,sparseCount]; sparseValuesOut (same shape) is written only when
  * returnValues is true. weights may be ACL_FLOAT with ACL_FLOAT16 / ACL_BF16 query and key, as on
- * CANN's A2/A3 (scored in FLOAT32). Semantics are lig's lig_indexer (SPEC.md); phase 2 consumes
+ * CANN's A2/A3 (scored in FLOAT32). Semantics are lig's lig_indexer (docs/contract.md, section 2.1); phase 2 consumes
  * the executor.
  */
 #ifndef LIG_ACLNN_LIGHTNING_INDEXER_H

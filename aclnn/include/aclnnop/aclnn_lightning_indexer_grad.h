@@ -3,7 +3,7 @@
  *
  * Signature as CANN declares it (ops-transformer attention/lightning_indexer_grad/op_host/op_api/
  * aclnn_lightning_indexer_grad.h, and its documentation aclnnLightningGrad.md); the semantics are
- * lig's lig_indexer_grad (SPEC.md): query [B,S1,N1,D] | [T1,N1,D], key [B,S2,N2,D] | [T2,N2,D],
+ * lig's lig_indexer_grad (docs/contract.md, section 2.2): query [B,S1,N1,D] | [T1,N1,D], key [B,S2,N2,D] | [T2,N2,D],
  * dy and sparseIndices [B,S1,K] | [T1,K] (or with an N2 axis), weights [B,S1,N1] | [T1,N1];
  * dQuery, dKey, dWeights shaped like query, key, weights. dy holds one gradient per selected slot:
  * the [B,S1,N1,D] shape CANN's documentation shows for it is refused with a message saying so.

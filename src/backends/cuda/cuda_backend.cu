@@ -84,7 +84,7 @@ static lig_status run_kl_plan(void *plan, void *workspace, void *stream) {
 static void free_plan(void *plan) { free(plan); }
 
 static lig_status too_large(void) {
-    return lig_fail(LIG_ERR_PARAM_INVALID, "workspace_size: expected a CUDA workspace below 2^64 bytes, got an overflow");
+    return lig_fail(LIG_ERR_PARAM_INVALID, "workspace_size: expected a CUDA workspace below 2^63 bytes, got an overflow");
 }
 
 template <class P, class Pb>

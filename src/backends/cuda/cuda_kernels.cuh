@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/half_bits.h"
+
 #ifdef __CUDACC__
 #define LIG_HD __host__ __device__ __forceinline__
 #else
@@ -47,52 +49,16 @@ struct cu_status {
 LIG_HD uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 LIG_HD float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-/* The conversions of src/core/dtype_convert.c, bit for bit. */
-LIG_HD float bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
-LIG_HD uint16_t f32_to_bf16(float f) {
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x0040u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-LIG_HD float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (e == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
-    if (e == 0) {
-        float v = (float)man * 5.9604644775390625e-08f; /* 2^-24 */
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((e + 112u) << 23) | (man << 13));
-}
-LIG_HD uint16_t f32_to_f16(float f) {
-    uint32_t x = f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
-    if (ax >= 0x38800000u) {
-        uint32_t m = ax - 0x38000000u;
-        m += 0xfffu + ((m >> 13) & 1u);
-        return (uint16_t)(sign | (m >> 13));
-    }
-    if (ax < 0x33000000u) return sign;
-    uint32_t e = ax >> 23, man = (ax & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126u - e;
-    uint32_t q = man >> shift, rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u))) q++;
-    return (uint16_t)(sign | q);
-}
-
+/* The 16-bit float conversions are core/half_bits.h's (lig_bf16_to_f32 and kin), the library's own. */
 LIG_HD float load_f(int dtype, const char *p) {
     if (dtype == DT_F32) { float f; memcpy(&f, p, 4); return f; }
     uint16_t h;
     memcpy(&h, p, 2);
-    return dtype == DT_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    return dtype == DT_BF16 ? lig_bf16_to_f32(h) : lig_f16_to_f32(h);
 }
 LIG_HD void store_f(int dtype, char *p, float f) {
     if (dtype == DT_F32) { memcpy(p, &f, 4); return; }
-    uint16_t h = dtype == DT_BF16 ? f32_to_bf16(f) : f32_to_f16(f);
+    uint16_t h = dtype == DT_BF16 ? lig_f32_to_bf16(f) : lig_f32_to_f16(f);
     memcpy(p, &h, 2);
 }
 LIG_HD int64_t load_i(int dtype, const char *p) {

@@ -14,13 +14,6 @@ extern "C" {
 
 namespace ligcu {
 
-/* a * b + c without wrapping; false on overflow (all operands >= 0). */
-inline bool size_mad(uint64_t a, uint64_t b, uint64_t c, uint64_t *out) {
-    if (a != 0 && b > (UINT64_MAX - c) / a) return false;
-    *out = a * b + c;
-    return true;
-}
-
 /* Regions, as byte offsets from the aligned workspace base; `bytes` is the size phase 1 asks for
  * (the regions plus LIG_WS_ALIGN for the caller's alignment). */
 struct layout {
@@ -29,33 +22,29 @@ struct layout {
     int64_t nkeys, width, cap;
 };
 
-/* Takes n elements of `size` bytes; false on overflow. */
-inline bool take(uint64_t *cursor, uint64_t n, uint64_t size, uint64_t *at) {
-    uint64_t bytes;
-    if (!size_mad(n, size, LIG_WS_ALIGN, &bytes) || *cursor > UINT64_MAX - bytes - LIG_WS_ALIGN) return false;
-    *at = lig_ws_take(cursor, bytes - LIG_WS_ALIGN);
-    return true;
-}
-
+/* The regions' sizes saturate (core/size.h); false when the workspace does not fit. */
 inline bool finish(uint64_t cursor, layout *l) {
-    if (cursor > UINT64_MAX - LIG_WS_ALIGN) return false;
-    l->bytes = cursor + LIG_WS_ALIGN;
-    return true;
+    l->bytes = lig_ws_total(cursor, 0, 0);
+    return lig_size_fits(l->bytes);
 }
 
 inline bool grad_layout(const lig_grad_problem *pb, layout *l) {
     const lig_problem *p = &pb->pr;
     *l = layout();
-    uint64_t c = 0, slots;
+    uint64_t c = 0;
     lig_ws_take(&c, sizeof(cu_status));
-    l->nkeys = p->key_rows * p->N2;
-    bool ok = take(&c, 5 * (uint64_t)p->B + 1, 8, &l->bt) && size_mad((uint64_t)p->units, (uint64_t)p->K, 0, &slots) &&
-              take(&c, slots, 4 * (uint64_t)p->G, &l->score);
-    if (pb->deterministic)
-        ok = ok && take(&c, 2 * (uint64_t)l->nkeys + 1, 8, &l->count) && take(&c, slots, 8, &l->entry);
-    else
-        ok = ok && take(&c, (uint64_t)l->nkeys, 4 * (uint64_t)p->D, &l->acc);
-    return ok && finish(c, l);
+    const uint64_t nkeys = lig_size_mul((uint64_t)p->key_rows, (uint64_t)p->N2);
+    l->nkeys = lig_size_fits(nkeys) ? (int64_t)nkeys : INT64_MAX; /* the workspace then does not fit */
+    const uint64_t slots = lig_size_mul((uint64_t)p->units, (uint64_t)p->K);
+    l->bt = lig_ws_take(&c, lig_batches_bytes(p->B));
+    l->score = lig_ws_take(&c, lig_size_mul3(slots, 4, (uint64_t)p->G));
+    if (pb->deterministic) {
+        l->count = lig_ws_take(&c, lig_size_mul(8, lig_size_add(lig_size_mul(2, nkeys), 1)));
+        l->entry = lig_ws_take(&c, lig_size_mul(slots, 8));
+    } else {
+        l->acc = lig_ws_take(&c, lig_size_mul3(nkeys, 4, (uint64_t)p->D));
+    }
+    return finish(c, l);
 }
 
 inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) {
@@ -66,19 +55,20 @@ inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) {
     for (int64_t b = 0; b < p->B; b++)
         if (p->bt.lk[b] > l->width) l->width = p->bt.lk[b];
     l->cap = p->K < l->width ? p->K : l->width;
-    uint64_t scores;
-    const bool ok = take(&c, 5 * (uint64_t)p->B + 1, 8, &l->bt) &&
-                    size_mad((uint64_t)p->units, (uint64_t)l->width, 0, &scores) && take(&c, scores, 4, &l->score) &&
-                    take(&c, (uint64_t)p->units, 4 * (uint64_t)l->cap, &l->kept_score) &&
-                    take(&c, (uint64_t)p->units, 8 * (uint64_t)l->cap, &l->kept_key);
-    return ok && finish(c, l);
+    const uint64_t units = (uint64_t)p->units;
+    l->bt = lig_ws_take(&c, lig_batches_bytes(p->B));
+    l->score = lig_ws_take(&c, lig_size_mul3(units, (uint64_t)l->width, 4));
+    l->kept_score = lig_ws_take(&c, lig_size_mul3(units, (uint64_t)l->cap, 4));
+    l->kept_key = lig_ws_take(&c, lig_size_mul3(units, (uint64_t)l->cap, 8));
+    return finish(c, l);
 }
 
 inline bool kl_layout(const lig_kl_problem *pb, layout *l) {
     *l = layout();
     uint64_t c = 0;
     lig_ws_take(&c, sizeof(cu_status));
-    return take(&c, (uint64_t)pb->rows, 8, &l->row_loss) && finish(c, l);
+    l->row_loss = lig_ws_take(&c, lig_size_mul((uint64_t)pb->rows, 8));
+    return finish(c, l);
 }
 
 inline cu_view view_of(const lig_view4 &v) {

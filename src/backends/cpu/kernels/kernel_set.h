@@ -38,13 +38,11 @@ typedef struct lig_bf16_gemm_config {
     void (*thread_end)(void);
 } lig_bf16_gemm_config;
 
-typedef struct lig_kernel_set {
-    const char *name;     /* the LIG_ISA value, e.g. "avx2" */
-    const char *features; /* what the CPU must have, for messages */
-    bool (*cpu_supports)(void);
-    lig_operand_format format; /* of the widest engine the set drives */
-    const char *f32_name;      /* the set whose fp32 kernels these are (the name plans of fp32 engines report) */
-    lig_f32_gemm_config f32_gemm;
+/* The fp32 family, which every set has: the fp32 engines' GEMM, gate, scores and row
+ * conversions, and their block sizes. */
+typedef struct lig_f32_kernels {
+    const char *name;     /* the set these kernels come from (the name plans of fp32 engines report) */
+    lig_f32_gemm_config gemm;
     int64_t grad_block;   /* slots per block of the backward's fp32 engine (a multiple of every mr) */
     int64_t fwd_block;    /* keys per block of the forward's fp32 engine */
     lig_grad_gate_fn grad_gate;
@@ -52,12 +50,26 @@ typedef struct lig_kernel_set {
     lig_load_row_fn load_row;
     lig_store_row_fn store_row;
     lig_axpy_row_fn axpy_row;
-    /* the bf16 engines' kernels; bf16_gemm.ukernel is NULL for a set without them */
-    lig_bf16_gemm_config bf16_gemm;
-    int64_t bf16_min_group;    /* heads per key head from which bf16 inputs take the bf16 engine */
-    lig_bf16_pack_pairs_fn bf16_pack_pairs;
-    lig_bf16_gate_fn bf16_gate;
-    lig_bf16_open_rows_fn bf16_open_rows;
+} lig_f32_kernels;
+
+/* The bf16 family: the bf16 engines' product (pairs or tiles), operand packing and gate. */
+typedef struct lig_bf16_kernels {
+    lig_operand_format format;
+    lig_bf16_gemm_config gemm;
+    int64_t min_group;    /* heads per key head from which bf16 inputs take the bf16 engine */
+    lig_bf16_pack_pairs_fn pack_pairs;
+    lig_bf16_gate_fn gate;
+    lig_bf16_dq_operand_fn dq_operand;
+} lig_bf16_kernels;
+
+/* A kernel set: what the CPU must have, and one configuration per kernel family. A set that
+ * extends another shares that one's configurations and names only what it adds. */
+typedef struct lig_kernel_set {
+    const char *name;     /* the LIG_ISA value, e.g. "avx2" */
+    const char *features; /* what the CPU must have, for messages */
+    bool (*cpu_supports)(void);
+    const lig_f32_kernels *f32;
+    const lig_bf16_kernels *bf16; /* NULL: bf16 inputs run the fp32 engines */
 } lig_kernel_set;
 
 /* Every set this build has, from portable to widest; *count receives how many. */

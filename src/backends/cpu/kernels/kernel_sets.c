@@ -11,13 +11,9 @@
 
 static bool always(void) { return true; }
 
-static const lig_kernel_set scalar_set = {
+static const lig_f32_kernels scalar_f32 = {
     .name = "scalar",
-    .features = "nothing",
-    .cpu_supports = always,
-    .format = LIG_OPERANDS_F32,
-    .f32_name = "scalar",
-    .f32_gemm = {.mr = 4, .nr = 4, .ukernel = lig_f32_gemm_ukernel_4x4__scalar},
+    .gemm = {.mr = 4, .nr = 4, .ukernel = lig_f32_gemm_ukernel_4x4__scalar},
     .grad_block = 48,
     .fwd_block = 48,
     .grad_gate = lig_grad_gate__scalar,
@@ -27,20 +23,20 @@ static const lig_kernel_set scalar_set = {
     .axpy_row = lig_axpy_row__scalar,
 };
 
+static const lig_kernel_set scalar_set = {
+    .name = "scalar", .features = "nothing", .cpu_supports = always, .f32 = &scalar_f32,
+};
+
 #if defined(LIG_HAVE_X86_KERNELS)
 static bool has_avx2(void) { return lig_cpu_features_get()->avx2_fma_f16c; }
 
 /* 6 x 16: 12 ymm accumulators + 2 B vectors + 1 broadcast. A last column tile of <= 8 (the
  * scores of a group of 8 heads) takes 12 x 8, so that half of every FMA is not spent on
  * masked-off lanes. Blocks of 48 = 8 x 6 = 4 x 12 slots. */
-static const lig_kernel_set avx2_set = {
+static const lig_f32_kernels avx2_f32 = {
     .name = "avx2",
-    .features = "AVX2, FMA and F16C",
-    .cpu_supports = has_avx2,
-    .format = LIG_OPERANDS_F32,
-    .f32_name = "avx2",
-    .f32_gemm = {.mr = 6, .nr = 16, .ukernel = lig_f32_gemm_ukernel_6x16__avx2,
-                 .narrow_mr = 12, .narrow_nr = 8, .narrow_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
+    .gemm = {.mr = 6, .nr = 16, .ukernel = lig_f32_gemm_ukernel_6x16__avx2,
+             .narrow_mr = 12, .narrow_nr = 8, .narrow_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
     .grad_gate = lig_grad_gate__avx2,
@@ -50,20 +46,20 @@ static const lig_kernel_set avx2_set = {
     .axpy_row = lig_axpy_row__avx2,
 };
 
+static const lig_kernel_set avx2_set = {
+    .name = "avx2", .features = "AVX2, FMA and F16C", .cpu_supports = has_avx2, .f32 = &avx2_f32,
+};
+
 static bool has_avx512(void) { return lig_cpu_features_get()->avx512; }
 
 /* 12 x 32: 24 zmm accumulators; a last column tile of <= 16 (groups of up to 16 heads) takes
  * 24 x 16, one of <= 8 the AVX2 set's 12 x 8 (eight full ymm lanes do the work of a half-masked
  * zmm, and on a 256-bit datapath twice as fast). Blocks of 48 = 4 x 12 = 2 x 24 slots. */
-static const lig_kernel_set avx512_set = {
+static const lig_f32_kernels avx512_f32 = {
     .name = "avx512",
-    .features = "AVX-512 F, BW, DQ and VL",
-    .cpu_supports = has_avx512,
-    .format = LIG_OPERANDS_F32,
-    .f32_name = "avx512",
-    .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
-                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
-                 .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
+    .gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
+             .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
+             .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
     .grad_gate = lig_grad_gate__avx512,
@@ -71,6 +67,10 @@ static const lig_kernel_set avx512_set = {
     .load_row = lig_load_row__avx512,
     .store_row = lig_store_row__avx512,
     .axpy_row = lig_axpy_row__avx512,
+};
+
+static const lig_kernel_set avx512_set = {
+    .name = "avx512", .features = "AVX-512 F, BW, DQ and VL", .cpu_supports = has_avx512, .f32 = &avx512_f32,
 };
 
 static bool has_avx512bf16(void) {
@@ -78,60 +78,50 @@ static bool has_avx512bf16(void) {
     return f->avx512_bf16 && f->avx512_vbmi && f->gfni;
 }
 
-/* bf16 inputs: bf16 pairs into fp32 with vdpbf16ps (12 x 32 register tiles); every other dtype
- * runs the avx512 set's fp32 kernels. */
+/* bf16 pairs into fp32 with vdpbf16ps (12 x 32 register tiles). Below 16 heads the padding to
+ * 32 and the operand packing cost more than the pairs save. */
+static const lig_bf16_kernels avx512bf16_bf16 = {
+    .format = LIG_OPERANDS_BF16_PAIRS,
+    .gemm = {.mr = 12, .nr = 32, .kr = 2, .ukernel = lig_bf16_gemm_ukernel_12x32__avx512bf16},
+    .min_group = 16,
+    .pack_pairs = lig_bf16_pack_pairs__avx512bf16,
+    .gate = lig_bf16_gate__avx512bf16,
+    .dq_operand = lig_bf16_dq_operand__avx512bf16,
+};
+
+/* avx512 + the bf16 family above; every other dtype runs the avx512 fp32 kernels. */
 static const lig_kernel_set avx512bf16_set = {
     .name = "avx512bf16",
     .features = "AVX-512 F, BW, DQ, VL, AVX512_BF16, AVX512_VBMI and GFNI",
     .cpu_supports = has_avx512bf16,
-    .format = LIG_OPERANDS_BF16_PAIRS,
-    .f32_name = "avx512",
-    .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
-                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
-                 .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
-    .grad_block = 48,
-    .fwd_block = 48,
-    .grad_gate = lig_grad_gate__avx512,
-    .fwd_scores = lig_fwd_scores__avx512,
-    .load_row = lig_load_row__avx512,
-    .store_row = lig_store_row__avx512,
-    .axpy_row = lig_axpy_row__avx512,
-    .bf16_gemm = {.mr = 12, .nr = 32, .kr = 2, .ukernel = lig_bf16_gemm_ukernel_12x32__avx512bf16},
-    /* below 16 heads the padding to 32 and the operand packing cost more than the pairs save */
-    .bf16_min_group = 16,
-    .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
-    .bf16_gate = lig_bf16_gate__avx512bf16,
-    .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
+    .f32 = &avx512_f32,
+    .bf16 = &avx512bf16_bf16,
 };
 
 #if defined(LIG_HAVE_AMX_KERNELS)
 static bool has_amx(void) { return has_avx512bf16() && lig_cpu_features_get()->amx_bf16; }
 
-/* bf16 inputs: AMX tiles (32 x 32 blocks of four accumulator tiles); the operand packing and
- * the gate are the avx512bf16 set's; every other dtype runs the avx512 set's fp32 kernels. */
+/* AMX tiles (32 x 32 blocks of four accumulator tiles), configured per thread; the operand
+ * packing and the gate are the avx512bf16 family's. The tiles win even with a group of 8 heads
+ * padded to 32. */
+static const lig_bf16_kernels amx_bf16 = {
+    .format = LIG_OPERANDS_BF16_TILES,
+    .gemm = {.mr = 32, .nr = 32, .kr = 32, .ukernel = lig_bf16_gemm_ukernel_32x32__amx,
+             .tiles = lig_bf16_gemm_tiles__amx,
+             .thread_begin = lig_amx_tiles_begin, .thread_end = lig_amx_tiles_end},
+    .min_group = 1,
+    .pack_pairs = lig_bf16_pack_pairs__avx512bf16,
+    .gate = lig_bf16_gate__avx512bf16,
+    .dq_operand = lig_bf16_dq_operand__avx512bf16,
+};
+
+/* avx512bf16 with the AMX product; every other dtype runs the avx512 fp32 kernels. */
 static const lig_kernel_set amx_set = {
     .name = "amx-bf16",
     .features = "AMX-TILE and AMX-BF16 (with the kernel's permission), and what avx512bf16 needs",
     .cpu_supports = has_amx,
-    .format = LIG_OPERANDS_BF16_TILES,
-    .f32_name = "avx512",
-    .f32_gemm = {.mr = 12, .nr = 32, .ukernel = lig_f32_gemm_ukernel_12x32__avx512,
-                 .narrow_mr = 24, .narrow_nr = 16, .narrow_ukernel = lig_f32_gemm_ukernel_24x16__avx512,
-                 .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
-    .grad_block = 48,
-    .fwd_block = 48,
-    .grad_gate = lig_grad_gate__avx512,
-    .fwd_scores = lig_fwd_scores__avx512,
-    .load_row = lig_load_row__avx512,
-    .store_row = lig_store_row__avx512,
-    .axpy_row = lig_axpy_row__avx512,
-    .bf16_gemm = {.mr = 32, .nr = 32, .kr = 32, .ukernel = lig_bf16_gemm_ukernel_32x32__amx,
-                  .tiles = lig_bf16_gemm_tiles__amx,
-                  .thread_begin = lig_amx_tiles_begin, .thread_end = lig_amx_tiles_end},
-    .bf16_min_group = 1, /* the tiles win even with a group of 8 padded to 32 */
-    .bf16_pack_pairs = lig_bf16_pack_pairs__avx512bf16,
-    .bf16_gate = lig_bf16_gate__avx512bf16,
-    .bf16_open_rows = lig_bf16_open_rows__avx512bf16,
+    .f32 = &avx512_f32,
+    .bf16 = &amx_bf16,
 };
 #endif /* LIG_HAVE_AMX_KERNELS */
 #endif

@@ -1,5 +1,6 @@
 /* Every micro-kernel of the CPU backend, named <operation>_<tile>__<isa>, and their
- * signatures. kernel_set.h groups them into one configuration per ISA. */
+ * signatures: one function type per operation (declared once, with its contract), so that each
+ * ISA's kernels are one line apiece. kernel_set.h groups them into configurations per family. */
 #ifndef LIG_CPU_KERNELS_KERNELS_H
 #define LIG_CPU_KERNELS_KERNELS_H
 
@@ -13,26 +14,32 @@
  * `a` is read by broadcasts, so any strides work (a matrix or its transpose, never copied);
  * rows of B and C are unit-stride. Every C element is one chain of fused or separate
  * multiply-adds in k order, so its value does not depend on the tiling. */
-typedef void (*lig_f32_gemm_ukernel_fn)(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
-                                        int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
-                                        bool accumulate);
+typedef void lig_f32_gemm_ukernel(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
+                                  int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                  bool accumulate);
+typedef lig_f32_gemm_ukernel *lig_f32_gemm_ukernel_fn;
 
 /* The backward's ReLU gate over a block of scores S^T (nb x G, in place):
  *   dw[h] += S > 0 ? S * dy[n] : 0;   S^T[n][h] <- S > 0 ? w[h] * dy[n] : 0   (= A^T)
  * a select, never a product with 0, so a non-finite dy of a gated slot adds nothing. */
-typedef void (*lig_grad_gate_fn)(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
+typedef void lig_grad_gate_kernel(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
+typedef lig_grad_gate_kernel *lig_grad_gate_fn;
 
 /* The forward's index scores of a block: score[n] = sum_h w[h] * ReLU(st[n*ld + h]), ReLU as the
  * select s > 0 ? s : 0 (ld >= G: one query row's heads among several rows' columns). The order
  * of the sum over h is fixed per ISA. */
-typedef void (*lig_fwd_scores_fn)(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
+typedef void lig_fwd_scores_kernel(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
+typedef lig_fwd_scores_kernel *lig_fwd_scores_fn;
 
 /* dst[0..n) = src[i*stride] converted to fp32 */
-typedef void (*lig_load_row_fn)(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+typedef void lig_load_row_kernel(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+typedef lig_load_row_kernel *lig_load_row_fn;
 /* dst[i*stride] = src[i] rounded to nearest even into dtype */
-typedef void (*lig_store_row_fn)(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
+typedef void lig_store_row_kernel(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
+typedef lig_store_row_kernel *lig_store_row_fn;
 /* dst[i] = fma(a, x[i], dst[i]) for i < n: one rounding per element (a = 1 is an exact add) */
-typedef void (*lig_axpy_row_fn)(float *dst, float a, const float *x, int64_t n);
+typedef void lig_axpy_row_kernel(float *dst, float a, const float *x, int64_t n);
+typedef lig_axpy_row_kernel *lig_axpy_row_fn;
 
 /* bf16 GEMM micro-kernel: the top-left mr x nr part (mr <= MR, nr <= NR) of one MR x NR tile,
  *   C[i][j] (+)= sum_{k < kc} A[i][k] * B[k][j]      (kc even)
@@ -41,17 +48,20 @@ typedef void (*lig_axpy_row_fn)(float *dst, float a, const float *x, int64_t n);
  * pair row. C: fp32, ldc per row. Every product of two bf16 values is exact in fp32; sums are
  * fp32, in an order fixed per micro-kernel. The bf16 units treat subnormal inputs as zero and
  * flush subnormal results. */
-typedef void (*lig_bf16_gemm_ukernel_fn)(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
-                                         const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+typedef void lig_bf16_gemm_ukernel(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
+                                   const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+typedef lig_bf16_gemm_ukernel *lig_bf16_gemm_ukernel_fn;
 
 /* The same contract for a whole product whose M, N and K are multiples of the micro-kernel's
  * tile and reduction step, with the blocks' loops inside (no call per block). */
-typedef void (*lig_bf16_gemm_tiles_fn)(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
-                                       const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+typedef void lig_bf16_gemm_tiles_kernel(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
+                                        const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+typedef lig_bf16_gemm_tiles_kernel *lig_bf16_gemm_tiles_fn;
 
 /* Interleaves row pairs into the VNNI layout: out[(p*cols + j)*2 + e] = src[(2p + e)*ld + j]
  * for p < npairs, j < cols (bf16 bits). */
-typedef void (*lig_bf16_pack_pairs_fn)(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
+typedef void lig_bf16_pack_pairs_kernel(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
+typedef lig_bf16_pack_pairs_kernel *lig_bf16_pack_pairs_fn;
 
 /* The bf16 engines' ReLU gate over a block of scores S^T (nb x gp, fp32), nb a multiple of
  * 64, gp of 32; for every slot n and head h, open = S^T[n][h] > 0:
@@ -59,71 +69,62 @@ typedef void (*lig_bf16_pack_pairs_fn)(const uint16_t *src, int64_t ld, int64_t 
  *   a_dk[n][h] = open ? w[h] : 0                      (bf16 bits: the dK operand)
  *   bit h%64 of open_bits[(h/64)*nb + n] = open       (for the dQ operand, see below)
  *   bit h%64 of head_open[h/64] |= open               (heads open for some slot, accumulated) */
-typedef void (*lig_bf16_gate_fn)(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w,
-                                 float *dw, uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
+typedef void lig_bf16_gate_kernel(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w,
+                                  float *dw, uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
+typedef lig_bf16_gate_kernel *lig_bf16_gate_fn;
 
 /* The dQ operand from the gate's bits, transposed: a_dq[h][n] = open(n, h) ? dy[n] : 0 for
  * h < gp, n < nb (nb a multiple of 64; dy as bf16 bits, a_dq rows of nb elements). */
-typedef void (*lig_bf16_open_rows_fn)(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
-                                      uint16_t *a_dq);
+typedef void lig_bf16_dq_operand_kernel(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+                                        uint16_t *a_dq);
+typedef lig_bf16_dq_operand_kernel *lig_bf16_dq_operand_fn;
 
 /* scalar: portable C, the reference every other set is tested against */
-void lig_f32_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
-                                      const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
-void lig_grad_gate__scalar(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
-void lig_fwd_scores__scalar(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
-void lig_load_row__scalar(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
-void lig_store_row__scalar(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
-void lig_axpy_row__scalar(float *dst, float a, const float *x, int64_t n);
+lig_f32_gemm_ukernel lig_f32_gemm_ukernel_4x4__scalar;
+lig_grad_gate_kernel lig_grad_gate__scalar;
+lig_fwd_scores_kernel lig_fwd_scores__scalar;
+lig_load_row_kernel lig_load_row__scalar;
+lig_store_row_kernel lig_store_row__scalar;
+lig_axpy_row_kernel lig_axpy_row__scalar;
+/* The row conversions' cases every ISA hands on: a strided row to the portable code, an fp32 row
+ * to memcpy. Return whether they did the row (else it is a unit-stride 16-bit row). */
+bool lig_load_row_plain(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
+bool lig_store_row_plain(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
 /* references of the bf16 engines' kernels (the scalar set has no bf16 engine) */
-void lig_bf16_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
-                                       const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
-void lig_bf16_pack_pairs__scalar(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
-void lig_bf16_gate__scalar(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w, float *dw,
-                           uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
-void lig_bf16_open_rows__scalar(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
-                                uint16_t *a_dq);
+lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_4x4__scalar;
+lig_bf16_pack_pairs_kernel lig_bf16_pack_pairs__scalar;
+lig_bf16_gate_kernel lig_bf16_gate__scalar;
+lig_bf16_dq_operand_kernel lig_bf16_dq_operand__scalar;
 
 #if defined(LIG_HAVE_X86_KERNELS)
 /* avx2: AVX2 + FMA + F16C */
-void lig_f32_gemm_ukernel_6x16__avx2(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
-                                     const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
-void lig_f32_gemm_ukernel_12x8__avx2(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
-                                     const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
-void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
-void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
-void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
-void lig_store_row__avx2(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
-void lig_axpy_row__avx2(float *dst, float a, const float *x, int64_t n);
+lig_f32_gemm_ukernel lig_f32_gemm_ukernel_6x16__avx2;
+lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x8__avx2;
+lig_grad_gate_kernel lig_grad_gate__avx2;
+lig_fwd_scores_kernel lig_fwd_scores__avx2;
+lig_load_row_kernel lig_load_row__avx2;
+lig_store_row_kernel lig_store_row__avx2;
+lig_axpy_row_kernel lig_axpy_row__avx2;
 
 /* avx512: AVX-512 F, BW, DQ, VL (fp32 FMA, 16 lanes) */
-void lig_f32_gemm_ukernel_12x32__avx512(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
-                                        int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
-                                        bool accumulate);
-void lig_f32_gemm_ukernel_24x16__avx512(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs,
-                                        int64_t a_cs, const float *b, int64_t ldb, float *c, int64_t ldc,
-                                        bool accumulate);
-void lig_grad_gate__avx512(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw);
-void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
-void lig_load_row__avx512(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
-void lig_store_row__avx512(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
-void lig_axpy_row__avx512(float *dst, float a, const float *x, int64_t n);
+lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x32__avx512;
+lig_f32_gemm_ukernel lig_f32_gemm_ukernel_24x16__avx512;
+lig_grad_gate_kernel lig_grad_gate__avx512;
+lig_fwd_scores_kernel lig_fwd_scores__avx512;
+lig_load_row_kernel lig_load_row__avx512;
+lig_store_row_kernel lig_store_row__avx512;
+lig_axpy_row_kernel lig_axpy_row__avx512;
 
 /* avx512bf16: avx512 + AVX512_BF16 (vdpbf16ps) + AVX512_VBMI + GFNI */
-void lig_bf16_gemm_ukernel_12x32__avx512bf16(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
-                                             const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
-void lig_bf16_pack_pairs__avx512bf16(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
-void lig_bf16_gate__avx512bf16(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w, float *dw,
-                               uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open);
-void lig_bf16_open_rows__avx512bf16(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
-                                    uint16_t *a_dq);
+lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_12x32__avx512bf16;
+lig_bf16_pack_pairs_kernel lig_bf16_pack_pairs__avx512bf16;
+lig_bf16_gate_kernel lig_bf16_gate__avx512bf16;
+lig_bf16_dq_operand_kernel lig_bf16_dq_operand__avx512bf16;
 
 /* amx-bf16: AMX-TILE + AMX-BF16 tiles of 16 rows x 64 bytes, configured once per thread */
-void lig_bf16_gemm_ukernel_32x32__amx(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,
-                                      const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_32x32__amx;
 /* The whole product of M x N (multiples of 32) with K a multiple of 32, 32 x 32 blocks row by row */
-void lig_bf16_gemm_tiles__amx(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
-                              int64_t ldb, float *c, int64_t ldc, bool accumulate);
+lig_bf16_gemm_tiles_kernel lig_bf16_gemm_tiles__amx;
 void lig_amx_tiles_begin(void); /* loads the tile configuration the AMX micro-kernels use */
 void lig_amx_tiles_end(void);   /* releases the tile state */
 #endif

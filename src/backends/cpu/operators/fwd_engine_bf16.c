@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/fwd_engine.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
@@ -23,19 +24,17 @@ typedef struct layout {
     uint64_t total;
 } layout;
 
-static int64_t round32(int64_t x) { return (x + 31) / 32 * 32; }
-
 static layout layout_for(const lig_fwd_ctx *c) {
     layout l;
     uint64_t at = 0;
-    l.gp = round32(c->rows * c->G);
-    l.dp = round32(c->D);
+    l.gp = lig_round32(lig_size_mul((uint64_t)c->rows, (uint64_t)c->G));
+    l.dp = lig_round32((uint64_t)c->D);
     const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp;
-    l.qrow = lig_ws_take(&at, 2 * gp * dp);
-    l.qt = lig_ws_take(&at, 2 * gp * dp);
-    l.wf = lig_ws_take(&at, 4 * gp);
-    l.kb = lig_ws_take(&at, 2 * NB * dp);
-    l.st = lig_ws_take(&at, 4 * NB * gp);
+    l.qrow = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
+    l.qt = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
+    l.wf = lig_ws_take(&at, lig_size_mul(4, gp));
+    l.kb = lig_ws_take(&at, lig_size_mul(2 * NB, dp));
+    l.st = lig_ws_take(&at, lig_size_mul(4 * NB, gp));
     l.total = at;
     return l;
 }
@@ -46,41 +45,27 @@ static void configure(lig_fwd_ctx *c) { c->block = NB; }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 
-static void thread_begin(const lig_fwd_ctx *c) {
-    if (c->ks->bf16_gemm.thread_begin) c->ks->bf16_gemm.thread_begin();
-}
+static void thread_begin(const lig_fwd_ctx *c) { lig_bf16_thread_begin(c->ks); }
 
-static void thread_end(const lig_fwd_ctx *c) {
-    if (c->ks->bf16_gemm.thread_end) c->ks->bf16_gemm.thread_end();
-}
-
-/* n elements of bf16 bits at src (stride in elements) into dst, zeros up to `padded`. */
-static void copy_row(uint16_t *dst, const char *src, int64_t stride, int64_t n, int64_t padded) {
-    if (stride == 1) memcpy(dst, src, sizeof(uint16_t) * (size_t)n);
-    else
-        for (int64_t i = 0; i < n; i++) memcpy(dst + i, src + 2 * i * stride, sizeof(uint16_t));
-    memset(dst + n, 0, sizeof(uint16_t) * (size_t)(padded - n));
-}
+static void thread_end(const lig_fwd_ctx *c) { lig_bf16_thread_end(c->ks); }
 
 static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = round32(cols);
+    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = lig_round32((uint64_t)cols);
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow);
     uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
-    const uint32_t *qwords = (const uint32_t *)(const void *)qrow;
     float *wf = (float *)(void *)(s + L.wf);
     for (int64_t j = 0; j < gp; j++) {
         if (j < cols) {
             const int64_t r = j / G, h = j % G;
-            copy_row(qrow + j * dp, q[r] + 2 * h * c->q_head, c->q_dim, c->D, dp);
+            lig_bf16_copy_row(qrow + j * dp, q[r] + 2 * h * c->q_head, c->q_dim, c->D, dp);
             wf[j] = lig_load_float(LIG_BFLOAT16, w[r] + 2 * h * c->w_head);
         } else {
             memset(qrow + j * dp, 0, sizeof(uint16_t) * (size_t)dp);
             wf[j] = 0.0f;
         }
     }
-    for (int64_t j = 0; j < gp; j++)
-        for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + j] = qwords[j * (dp / 2) + p];
+    lig_bf16_transpose_pairs(qrow, gp, dp, qt);
 }
 
 /* The key rows as the product's A operand in place: a whole number of tiles of unit-stride rows
@@ -97,7 +82,7 @@ static int64_t rows_in_place(const lig_fwd_ctx *c, int64_t nb, const char *const
 static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb, const char *const *key,
                         float *score) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, gp = round32(nrows * G), dp = L.dp;
+    const int64_t G = c->G, gp = lig_round32((uint64_t)(nrows * G)), dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
     float *st = (float *)(void *)(s + L.st);
     const uint16_t *a = kb;
@@ -107,14 +92,14 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb
         a = (const uint16_t *)(const void *)key[0];
         lda = in_place;
     } else {
-        for (int64_t n = 0; n < nb; n++) copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
+        for (int64_t n = 0; n < nb; n++) lig_bf16_copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
         rows = (nb + 31) / 32 * 32; /* whole tiles: the padding rows are zero keys */
         if (nb < rows) memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((rows - nb) * dp));
     }
-    lig_bf16_gemm(&c->ks->bf16_gemm, rows, gp, dp, a, lda, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,
+    lig_bf16_gemm(&c->ks->bf16->gemm, rows, gp, dp, a, lda, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,
                   false);
     const float *wf = (const float *)(const void *)(s + L.wf);
-    for (int64_t r = 0; r < nrows; r++) c->ks->fwd_scores(st + r * G, nb, gp, G, wf + r * G, score + r * c->block);
+    for (int64_t r = 0; r < nrows; r++) c->ks->f32->fwd_scores(st + r * G, nb, gp, G, wf + r * G, score + r * c->block);
 }
 
 const lig_fwd_engine lig_fwd_engine_bf16 = {

@@ -17,11 +17,11 @@ typedef struct layout {
 static layout layout_for(const lig_fwd_ctx *c) {
     layout l;
     uint64_t at = 0, f = sizeof(float);
-    const uint64_t cols = (uint64_t)(c->rows * c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.qt = lig_ws_take(&at, f * D * cols);
-    l.w = lig_ws_take(&at, f * cols);
-    l.kp = lig_ws_take(&at, f * nb * D);
-    l.a = lig_ws_take(&at, f * cols * nb);
+    const uint64_t cols = lig_size_mul((uint64_t)c->rows, (uint64_t)c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
+    l.qt = lig_ws_take(&at, lig_size_mul3(f, D, cols));
+    l.w = lig_ws_take(&at, lig_size_mul(f, cols));
+    l.kp = lig_ws_take(&at, lig_size_mul3(f, nb, D));
+    l.a = lig_ws_take(&at, lig_size_mul3(f, cols, nb));
     l.total = at;
     return l;
 }
@@ -48,15 +48,15 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb,
     const lig_kernel_set *ks = c->ks;
     const float *qt = (const float *)(void *)(s + L.qt), *w = (const float *)(void *)(s + L.w);
     float *kp = (float *)(void *)(s + L.kp), *a = (float *)(void *)(s + L.a);
-    for (int64_t n = 0; n < nb; n++) ks->load_row(c->dtype, key[n], c->k_dim, D, kp + n * D);
-    lig_f32_gemm(&ks->f32_gemm, nb, cols, D, kp, D, 1, qt, cols, a, cols, false); /* S^T[n][r*G+h] = k_n . q_rh */
+    for (int64_t n = 0; n < nb; n++) ks->f32->load_row(c->dtype, key[n], c->k_dim, D, kp + n * D);
+    lig_f32_gemm(&ks->f32->gemm, nb, cols, D, kp, D, 1, qt, cols, a, cols, false); /* S^T[n][r*G+h] = k_n . q_rh */
     for (int64_t r = 0; r < rows; r++) /* I_r[n] = sum_h w_rh ReLU(S[n][r*G+h]) */
-        ks->fwd_scores(a + r * G, nb, cols, G, w + r * G, score + r * c->block);
+        ks->f32->fwd_scores(a + r * G, nb, cols, G, w + r * G, score + r * c->block);
 }
 
-static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32_name; }
+static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32->name; }
 
-static void configure(lig_fwd_ctx *c) { c->block = c->ks->fwd_block; }
+static void configure(lig_fwd_ctx *c) { c->block = c->ks->f32->fwd_block; }
 
 const lig_fwd_engine lig_fwd_engine_f32 = {
     .kernels_name = kernels_name,

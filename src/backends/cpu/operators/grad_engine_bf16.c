@@ -18,6 +18,7 @@
  * operands. */
 #include <string.h>
 
+#include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/grad_engine.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
@@ -45,28 +46,26 @@ typedef struct layout {
     uint64_t total;
 } layout;
 
-static int64_t round32(int64_t x) { return (x + 31) / 32 * 32; }
-
 static layout layout_for(const lig_grad_ctx *c) {
     layout l;
     uint64_t at = 0;
-    l.gp = round32(c->G);
-    l.dp = round32(c->D);
+    l.gp = lig_round32((uint64_t)c->G);
+    l.dp = lig_round32((uint64_t)c->D);
     const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp, b2 = 2, f4 = 4;
-    l.qrow = lig_ws_take(&at, b2 * gp * dp);
-    l.qt = lig_ws_take(&at, b2 * gp * dp);
-    l.qh = lig_ws_take(&at, b2 * gp * dp);
-    l.w16 = lig_ws_take(&at, b2 * gp);
-    l.wf = lig_ws_take(&at, f4 * gp);
-    l.t = lig_ws_take(&at, f4 * gp * dp);
-    l.dw = lig_ws_take(&at, f4 * gp);
-    l.kb = lig_ws_take(&at, b2 * NB * dp);
-    l.kv = lig_ws_take(&at, b2 * NB * dp);
-    l.st = lig_ws_take(&at, f4 * NB * gp);
-    l.adk = lig_ws_take(&at, b2 * NB * gp);
-    l.adq = lig_ws_take(&at, b2 * gp * NB);
-    l.bits = lig_ws_take(&at, 8 * ((gp + 63) / 64) * NB);
-    l.heads = lig_ws_take(&at, 8 * ((gp + 63) / 64));
+    l.qrow = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
+    l.qt = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
+    l.qh = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
+    l.w16 = lig_ws_take(&at, lig_size_mul(b2, gp));
+    l.wf = lig_ws_take(&at, lig_size_mul(f4, gp));
+    l.t = lig_ws_take(&at, lig_size_mul3(f4, gp, dp));
+    l.dw = lig_ws_take(&at, lig_size_mul(f4, gp));
+    l.kb = lig_ws_take(&at, lig_size_mul(b2 * NB, dp));
+    l.kv = lig_ws_take(&at, lig_size_mul(b2 * NB, dp));
+    l.st = lig_ws_take(&at, lig_size_mul(f4 * NB, gp));
+    l.adk = lig_ws_take(&at, lig_size_mul(b2 * NB, gp));
+    l.adq = lig_ws_take(&at, lig_size_mul(b2 * NB, gp));
+    l.bits = lig_ws_take(&at, (gp + 63) / 64 * 8 * NB);
+    l.heads = lig_ws_take(&at, (gp + 63) / 64 * 8);
     l.dy16 = lig_ws_take(&at, b2 * NB);
     l.dyf = lig_ws_take(&at, f4 * NB);
     l.total = at;
@@ -77,37 +76,24 @@ static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->name; }
 
 static void configure(lig_grad_ctx *c) {
     c->block = NB;
-    c->contrib_ld = round32(c->D);
+    c->contrib_ld = lig_round32((uint64_t)c->D);
 }
 
 static uint64_t scratch_bytes(const lig_grad_ctx *c) { return layout_for(c).total; }
 
-static void thread_begin(const lig_grad_ctx *c) {
-    if (c->ks->bf16_gemm.thread_begin) c->ks->bf16_gemm.thread_begin();
-}
+static void thread_begin(const lig_grad_ctx *c) { lig_bf16_thread_begin(c->ks); }
 
-static void thread_end(const lig_grad_ctx *c) {
-    if (c->ks->bf16_gemm.thread_end) c->ks->bf16_gemm.thread_end();
-}
-
-/* n elements of bf16 bits at src (stride in elements) into dst, zeros up to `padded`. */
-static void copy_row(uint16_t *dst, const char *src, int64_t stride, int64_t n, int64_t padded) {
-    if (stride == 1) memcpy(dst, src, sizeof(uint16_t) * (size_t)n);
-    else
-        for (int64_t i = 0; i < n; i++) memcpy(dst + i, src + 2 * i * stride, sizeof(uint16_t));
-    memset(dst + n, 0, sizeof(uint16_t) * (size_t)(padded - n));
-}
+static void thread_end(const lig_grad_ctx *c) { lig_bf16_thread_end(c->ks); }
 
 static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const char *w_elems) {
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D, gp = L.gp, dp = L.dp;
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow), *w16 = (uint16_t *)(void *)(s + L.w16);
     uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
-    const uint32_t *qwords = (const uint32_t *)(const void *)qrow;
     float *wf = (float *)(void *)(s + L.wf);
     for (int64_t h = 0; h < gp; h++) {
         if (h < G) {
-            copy_row(qrow + h * dp, q_rows + 2 * h * c->q_head, c->q_dim, D, dp);
+            lig_bf16_copy_row(qrow + h * dp, q_rows + 2 * h * c->q_head, c->q_dim, D, dp);
             memcpy(w16 + h, w_elems + 2 * h * c->w_head, sizeof(uint16_t));
             wf[h] = lig_bf16_to_f32(w16[h]);
         } else {
@@ -116,10 +102,8 @@ static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const
             wf[h] = 0.0f;
         }
     }
-    /* Q^T pairs: pair p of head h is the 32-bit word p of row h */
-    for (int64_t h = 0; h < gp; h++)
-        for (int64_t p = 0; p < dp / 2; p++) qt[p * gp + h] = qwords[h * (dp / 2) + p];
-    c->ks->bf16_pack_pairs(qrow, dp, gp / 2, dp, (uint16_t *)(void *)(s + L.qh));
+    lig_bf16_transpose_pairs(qrow, gp, dp, qt);
+    c->ks->bf16->pack_pairs(qrow, dp, gp / 2, dp, (uint16_t *)(void *)(s + L.qh));
     memset(s + L.t, 0, sizeof(float) * (size_t)(gp * dp));
     memset(s + L.dw, 0, sizeof(float) * (size_t)gp);
     memset(s + L.heads, 0, sizeof(uint64_t) * (size_t)((gp + 63) / 64));
@@ -130,7 +114,7 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
     const layout L = layout_for(c);
     const int64_t gp = L.gp, dp = L.dp;
     const lig_kernel_set *ks = c->ks;
-    const lig_bf16_gemm_config *gemm = &ks->bf16_gemm;
+    const lig_bf16_gemm_config *gemm = &ks->bf16->gemm;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb), *kv = (uint16_t *)(void *)(s + L.kv);
     uint16_t *adk = (uint16_t *)(void *)(s + L.adk), *adq = (uint16_t *)(void *)(s + L.adq);
     uint16_t *dy16 = (uint16_t *)(void *)(s + L.dy16);
@@ -138,7 +122,7 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
     uint64_t *bits = (uint64_t *)(void *)(s + L.bits);
 
     for (int64_t n = 0; n < nb; n++) {
-        copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
+        lig_bf16_copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
         dyf[n] = dy[n];
         dy16[n] = lig_f32_to_bf16(dy[n]); /* exact: dy is a bf16 value */
     }
@@ -148,9 +132,9 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
         memset(dy16 + nb, 0, sizeof(uint16_t) * (size_t)(NB - nb));
     }
     lig_prefetch_rows(next_key, next_n, c->D, 2, c->k_dim);
-    ks->bf16_pack_pairs(kb, dp, NB / 2, dp, kv);
+    ks->bf16->pack_pairs(kb, dp, NB / 2, dp, kv);
     lig_bf16_gemm(gemm, NB, gp, dp, kb, dp, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp, false);
-    ks->bf16_gate(st, NB, gp, dyf, (const uint16_t *)(const void *)(s + L.w16), (float *)(void *)(s + L.dw), adk, bits,
+    ks->bf16->gate(st, NB, gp, dyf, (const uint16_t *)(const void *)(s + L.w16), (float *)(void *)(s + L.dw), adk, bits,
                   (uint64_t *)(void *)(s + L.heads));
     /* A slot closed for every head contributes exactly 0 (its C is 0): scale 0, so that a
      * non-finite dy of a gated slot cannot turn 0 into NaN. */
@@ -159,7 +143,7 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
         for (int64_t q = 0; q < (gp + 63) / 64; q++) any |= bits[q * NB + n];
         scale[n] = any ? dy[n] : 0.0f;
     }
-    ks->bf16_open_rows(bits, NB, gp, dy16, adq);
+    ks->bf16->dq_operand(bits, NB, gp, dy16, adq);
     lig_bf16_gemm(gemm, gp, dp, NB, adq, NB, kv, dp, (float *)(void *)(s + L.t), dp, true);
     lig_bf16_gemm(gemm, NB, dp, gp, adk, gp, (const uint16_t *)(const void *)(s + L.qh), dp, contrib, dp, false);
 }
@@ -175,7 +159,7 @@ static void end_unit(const lig_grad_ctx *c, char *s, char *dq_rows, char *dw_ele
         /* a head closed for every slot has dQ = 0 exactly, even when its weight is not finite */
         const float scale = (heads[h / 64] >> (h % 64)) & 1u ? wf[h] : 0.0f;
         for (int64_t d = 0; d < c->D; d++) row[d] *= scale;
-        c->ks->store_row(row, c->D, c->dq_dtype, dq_rows + h * c->dq_head * dq_esize, c->dq_dim);
+        c->ks->f32->store_row(row, c->D, c->dq_dtype, dq_rows + h * c->dq_head * dq_esize, c->dq_dim);
         lig_store_float(c->dw_dtype, dw_elems + h * c->dw_head * dw_esize, dw[h]);
     }
 }

@@ -23,19 +23,19 @@ typedef struct layout {
 
 /* A region and 256 bytes more: regions whose sizes are multiples of 4 KiB would otherwise
  * start on the same L1 sets, and the products read three of them at once. */
-static uint64_t take_skewed(uint64_t *at, uint64_t bytes) { return lig_ws_take(at, bytes + 256); }
+static uint64_t take_skewed(uint64_t *at, uint64_t bytes) { return lig_ws_take(at, lig_size_add(bytes, 256)); }
 
 static layout layout_for(const lig_grad_ctx *c) {
     layout l;
     uint64_t at = 0, f = sizeof(float);
     const uint64_t G = (uint64_t)c->G, D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.q = take_skewed(&at, f * G * D);
-    l.qt = take_skewed(&at, f * G * D);
-    l.dq = take_skewed(&at, f * G * D);
-    l.kp = take_skewed(&at, f * nb * D);
-    l.a = take_skewed(&at, f * nb * G);
-    l.w = take_skewed(&at, f * G);
-    l.dw = take_skewed(&at, f * G);
+    l.q = take_skewed(&at, lig_size_mul3(f, G, D));
+    l.qt = take_skewed(&at, lig_size_mul3(f, G, D));
+    l.dq = take_skewed(&at, lig_size_mul3(f, G, D));
+    l.kp = take_skewed(&at, lig_size_mul3(f, nb, D));
+    l.a = take_skewed(&at, lig_size_mul3(f, nb, G));
+    l.w = take_skewed(&at, lig_size_mul(f, G));
+    l.dw = take_skewed(&at, lig_size_mul(f, G));
     l.total = at;
     return l;
 }
@@ -47,7 +47,7 @@ static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const
     const int64_t G = c->G, D = c->D, esize = (int64_t)(c->dtype == LIG_FLOAT32 ? 4 : 2);
     float *q = (float *)(s + L.q), *qt = (float *)(s + L.qt), *w = (float *)(s + L.w);
     for (int64_t i = 0; i < G; i++) {
-        c->ks->load_row(c->dtype, q_rows + i * c->q_head * esize, c->q_dim, D, q + i * D);
+        c->ks->f32->load_row(c->dtype, q_rows + i * c->q_head * esize, c->q_dim, D, q + i * D);
         w[i] = lig_load_float(c->dtype, w_elems + i * c->w_head * esize);
     }
     for (int64_t i = 0; i < G; i++)
@@ -64,12 +64,12 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
     const float *q = (const float *)(s + L.q), *qt = (const float *)(s + L.qt), *w = (const float *)(s + L.w);
     float *kp = (float *)(s + L.kp), *at = (float *)(s + L.a), *dq = (float *)(s + L.dq), *dw = (float *)(s + L.dw);
 
-    for (int64_t n = 0; n < nb; n++) ks->load_row(c->dtype, key[n], c->k_dim, D, kp + n * D);
+    for (int64_t n = 0; n < nb; n++) ks->f32->load_row(c->dtype, key[n], c->k_dim, D, kp + n * D);
     lig_prefetch_rows(next_key, next_n, D, c->dtype == LIG_FLOAT32 ? 4 : 2, c->k_dim);
-    lig_f32_gemm(&ks->f32_gemm, nb, G, D, kp, D, 1, qt, G, at, G, false); /* S^T[n][h] = k_n . q_h */
-    ks->grad_gate(at, nb, G, w, dy, dw); /* strict: the ReLU's gradient at 0 is 0 */
-    lig_f32_gemm(&ks->f32_gemm, G, D, nb, at, 1, G, kp, D, dq, D, true); /* dQ[h] += sum_n A[h][n] k_n */
-    lig_f32_gemm(&ks->f32_gemm, nb, D, G, at, G, 1, q, D, contrib, D, false); /* C[n] = sum_h A[h][n] q_h */
+    lig_f32_gemm(&ks->f32->gemm, nb, G, D, kp, D, 1, qt, G, at, G, false); /* S^T[n][h] = k_n . q_h */
+    ks->f32->grad_gate(at, nb, G, w, dy, dw); /* strict: the ReLU's gradient at 0 is 0 */
+    lig_f32_gemm(&ks->f32->gemm, G, D, nb, at, 1, G, kp, D, dq, D, true); /* dQ[h] += sum_n A[h][n] k_n */
+    lig_f32_gemm(&ks->f32->gemm, nb, D, G, at, G, 1, q, D, contrib, D, false); /* C[n] = sum_h A[h][n] q_h */
     for (int64_t n = 0; n < nb; n++) scale[n] = 1.0f;
 }
 
@@ -79,15 +79,15 @@ static void end_unit(const lig_grad_ctx *c, char *s, char *dq_rows, char *dw_ele
     const int64_t dq_esize = (int64_t)(c->dq_dtype == LIG_FLOAT32 ? 4 : 2);
     const int64_t dw_esize = (int64_t)(c->dw_dtype == LIG_FLOAT32 ? 4 : 2);
     for (int64_t i = 0; i < c->G; i++) {
-        c->ks->store_row(dq + i * c->D, c->D, c->dq_dtype, dq_rows + i * c->dq_head * dq_esize, c->dq_dim);
+        c->ks->f32->store_row(dq + i * c->D, c->D, c->dq_dtype, dq_rows + i * c->dq_head * dq_esize, c->dq_dim);
         lig_store_float(c->dw_dtype, dw_elems + i * c->dw_head * dw_esize, dw[i]);
     }
 }
 
-static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->f32_name; }
+static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->f32->name; }
 
 static void configure(lig_grad_ctx *c) {
-    c->block = c->ks->grad_block;
+    c->block = c->ks->f32->grad_block;
     c->contrib_ld = c->D;
 }
 

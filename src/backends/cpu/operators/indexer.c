@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "backends/cpu/operators/fill.h"
-#include "backends/cpu/operators/first_failure.h"
+#include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "backends/cpu/operators/topk.h"
+#include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -136,7 +137,8 @@ static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
     const lig_fwd_problem *pb = ctx;
     const int64_t bs = pb->pr.block_size;
     for (int64_t b = b0; b < b1; b++) {
-        const int64_t used = bs ? (pb->pr.bt.lk[b] + bs - 1) / bs : 0;
+        const int64_t lk = pb->pr.bt.lk[b];
+        const int64_t used = bs ? lk / bs + (lk % bs != 0) : 0; /* lk + bs - 1 may pass 2^63 */
         for (int64_t j = 0; j < used; j++) {
             const int64_t block = lig_table_block(&pb->table, b, j);
             if (block < 0 || block >= pb->pr.num_blocks) {
@@ -147,7 +149,7 @@ static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
     }
 }
 
-lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
+static lig_status run_indexer(void *plan, void *workspace, void *stream) {
     const lig_cpu_fwd_plan *p = plan;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
@@ -171,7 +173,11 @@ lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
         fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
         atomic_init(&r.next_pass, 0);
         const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
-        lig_parallel(lig_threads_for(flops, p->threads), units_task, &r);
+        (p->own_threads ? lig_parallel_own_threads : lig_parallel)(lig_threads_for(flops, p->threads), units_task, &r);
     }
     return LIG_SUCCESS;
+}
+
+lig_status lig_cpu_run_indexer(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_indexer, plan, workspace, stream);
 }

@@ -23,6 +23,7 @@
 
 #include "backends/cpu/operators/fill.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
+#include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -106,7 +107,7 @@ static void try_commit(grad_run *r) {
             for (int64_t i = 0; i < n; i++) {
                 if (i + 4 < n) /* four rows ahead: the adds wait on memory, not on arithmetic */
                     for (int64_t off = 0; off < D * 4; off += 64) __builtin_prefetch((const char *)(r->acc + key[i + 4] * D) + off, 1, 3);
-                p->ctx.ks->axpy_row(r->acc + key[i] * D, scale[i], src + i * ld, D);
+                p->ctx.ks->f32->axpy_row(r->acc + key[i] * D, scale[i], src + i * ld, D);
             }
             free_buffer(r, b);
             /* release: the producer that reuses buffer b reads this before writing into it */
@@ -175,7 +176,7 @@ static void emit_block(grad_run *r, char *s, const slot_list *b, const slot_list
     p->engine->block(&p->ctx, s + L->engine, nb, b->key, b->dy, next->key, next->n, contrib, scale);
     for (int64_t n = 0; n < nb; n++) {
         lock_row(&r->locks[b->acc_row[n]]);
-        p->ctx.ks->axpy_row(r->acc + b->acc_row[n] * D, scale[n], contrib + n * ld, D);
+        p->ctx.ks->f32->axpy_row(r->acc + b->acc_row[n] * D, scale[n], contrib + n * ld, D);
         unlock_row(&r->locks[b->acc_row[n]]);
     }
 }
@@ -265,11 +266,11 @@ static void store_dk_task(void *ctx, int tid, int n) {
     const int64_t rows = pb->pr.key_rows * pb->pr.N2, D = pb->pr.D;
     for (int64_t i = rows * tid / n; i < rows * (tid + 1) / n; i++) {
         const int64_t row = i / pb->pr.N2, g = i - row * pb->pr.N2;
-        r->p->ctx.ks->store_row(r->acc + i * D, D, pb->dk.dtype, dk_row_ptr(pb, row, g), pb->dk.dim);
+        r->p->ctx.ks->f32->store_row(r->acc + i * D, D, pb->dk.dtype, dk_row_ptr(pb, row, g), pb->dk.dim);
     }
 }
 
-lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
+static lig_status run_indexer_grad(void *plan, void *workspace, void *stream) {
     const lig_cpu_grad_plan *p = plan;
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
@@ -319,7 +320,11 @@ lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
         r.locks = (atomic_uint *)(void *)(r.ws + p->ws.locks);
         memset((void *)r.locks, 0, sizeof(uint32_t) * (size_t)(pr->key_rows * pr->N2));
     }
-    lig_parallel(threads, units_task, &r);
+    (p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, units_task, &r);
     lig_parallel(threads, store_dk_task, &r);
     return LIG_SUCCESS;
+}
+
+lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_indexer_grad, plan, workspace, stream);
 }

@@ -2,7 +2,7 @@
  * for the deterministic commit ring, the numbering of every unit's chunks. */
 #include <stdio.h>
 
-#include "backends/cpu/operators/first_failure.h"
+#include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"

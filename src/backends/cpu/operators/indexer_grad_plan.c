@@ -2,6 +2,7 @@
  * count, and a workspace layout that phase 2 fills without allocating (a caller can reuse one
  * workspace across calls). */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backends/cpu/operators/indexer_grad_plan.h"
@@ -26,10 +27,11 @@ static int64_t ring_capacity(const lig_cpu_grad_plan *p) {
         if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
     const int64_t counted = pr->K < longest ? pr->K : longest;
     const int64_t per_unit = counted / p->ctx.block + 1;
-    const int64_t chunk_bytes = p->ctx.block * (p->ctx.contrib_ld * 4 + 12);
-    const int64_t budget = ((int64_t)256 << 20) / chunk_bytes;
-    int64_t chunks = (2 * (int64_t)p->threads + 2) * per_unit;
-    if (chunks > budget) chunks = budget;
+    const uint64_t chunk_bytes =
+        lig_size_mul((uint64_t)p->ctx.block, lig_size_add(lig_size_mul((uint64_t)p->ctx.contrib_ld, 4), 12));
+    const int64_t budget = (int64_t)(((uint64_t)256 << 20) / chunk_bytes);
+    const int64_t ahead = 2 * (int64_t)p->threads + 2;
+    int64_t chunks = per_unit > budget / ahead ? budget : ahead * per_unit;
     if (chunks < 2 * (int64_t)p->threads) chunks = 2 * (int64_t)p->threads;
     return chunks;
 }
@@ -42,28 +44,41 @@ static lig_grad_scratch_layout scratch_layout(const lig_cpu_grad_plan *p) {
     l.dy = lig_ws_take(&at, sizeof(float) * 2 * nb);
     l.acc_row = lig_ws_take(&at, sizeof(int64_t) * 2 * nb);
     const bool own_contrib = !p->pb->deterministic;
-    l.contrib = lig_ws_take(&at, own_contrib ? sizeof(float) * nb * (uint64_t)p->ctx.contrib_ld : 0);
+    l.contrib = lig_ws_take(&at, own_contrib ? lig_size_mul3(sizeof(float), nb, (uint64_t)p->ctx.contrib_ld) : 0);
     l.scale = lig_ws_take(&at, own_contrib ? sizeof(float) * nb : 0);
     l.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
     l.total = at;
     return l;
 }
 
-static void size_workspace(lig_cpu_grad_plan *p) {
+/* The workspace; a size past 2^63 bytes fails naming the operand that drives it: key (the dK
+ * accumulator and its locks), sparse_indices (the chunk numbers of its rows) or query (each
+ * thread's scratch, which grows with the head group and D). */
+static lig_status size_workspace(lig_cpu_grad_plan *p) {
     const lig_problem *pr = &p->pb->pr;
     lig_grad_workspace_layout *ws = &p->ws;
     *ws = (lig_grad_workspace_layout){0};
     p->ring_chunks = 0;
-    if (p->empty) return; /* only index checks and zero fills: no scratch at all */
+    if (p->empty) return LIG_SUCCESS; /* only index checks and zero fills: no scratch at all */
 
-    const uint64_t acc_rows = (uint64_t)(pr->key_rows * pr->N2), nb = (uint64_t)p->ctx.block;
+    char detail[128], keys[128];
+    snprintf(detail, sizeof detail, "%lld heads per key head, D = %lld", (long long)pr->G, (long long)pr->D);
+    snprintf(keys, sizeof keys, "%lld key rows x %lld heads x D = %lld", (long long)pr->key_rows, (long long)pr->N2,
+             (long long)pr->D);
+    lig_status st = lig_size_check(lig_ws_total(0, (uint64_t)p->threads, p->scratch.total), "query",
+                                   "the bytes of every thread's scratch", detail);
+    if (st != LIG_SUCCESS) return st;
+    const uint64_t acc_rows = lig_size_mul((uint64_t)pr->key_rows, (uint64_t)pr->N2), nb = (uint64_t)p->ctx.block;
     uint64_t at = 0;
-    ws->dk_acc = lig_ws_take(&at, sizeof(float) * acc_rows * (uint64_t)pr->D);
+    ws->dk_acc = lig_ws_take(&at, lig_size_mul3(sizeof(float), acc_rows, (uint64_t)pr->D));
+    if ((st = lig_size_check(at, "key", "the bytes of the fp32 dK accumulator", keys)) != LIG_SUCCESS) return st;
     if (p->pb->deterministic) {
-        p->ring_chunks = ring_capacity(p);
+        ws->chunk_base = lig_ws_take(&at, lig_size_mul(sizeof(int64_t), lig_size_add((uint64_t)pr->units, 1)));
+        snprintf(detail, sizeof detail, "%lld (row, key head) units", (long long)pr->units);
+        if ((st = lig_size_check(at, "sparse_indices", "the bytes of the workspace", detail)) != LIG_SUCCESS) return st;
+        p->ring_chunks = ring_capacity(p); /* within a fixed budget */
         const uint64_t chunks = (uint64_t)p->ring_chunks;
-        ws->chunk_base = lig_ws_take(&at, sizeof(int64_t) * ((uint64_t)pr->units + 1));
-        ws->ring = lig_ws_take(&at, sizeof(float) * chunks * nb * (uint64_t)p->ctx.contrib_ld);
+        ws->ring = lig_ws_take(&at, lig_size_mul3(sizeof(float), chunks * nb, (uint64_t)p->ctx.contrib_ld));
         ws->ring_scale = lig_ws_take(&at, sizeof(float) * chunks * nb);
         ws->ring_key = lig_ws_take(&at, sizeof(int64_t) * chunks * nb);
         ws->ring_count = lig_ws_take(&at, sizeof(int64_t) * chunks);
@@ -71,11 +86,12 @@ static void size_workspace(lig_cpu_grad_plan *p) {
         ws->ring_buffer = lig_ws_take(&at, sizeof(int64_t) * chunks);
         ws->free_stack = lig_ws_take(&at, sizeof(int64_t) * chunks);
     } else {
-        ws->locks = lig_ws_take(&at, sizeof(uint32_t) * acc_rows);
+        ws->locks = lig_ws_take(&at, lig_size_mul(sizeof(uint32_t), acc_rows));
     }
     ws->scratch_stride = p->scratch.total;
-    ws->scratch = lig_ws_take(&at, ws->scratch_stride * (uint64_t)p->threads);
-    ws->total = at + LIG_WS_ALIGN; /* room to align whatever base pointer the caller passes */
+    ws->scratch = lig_ws_take(&at, lig_size_mul(ws->scratch_stride, (uint64_t)p->threads));
+    ws->total = lig_ws_total(at, 0, 0); /* room to align whatever base pointer the caller passes */
+    return lig_size_check(ws->total, "key", "the bytes of the workspace", keys);
 }
 
 static void free_plan(void *plan) { free(plan); }
@@ -89,8 +105,9 @@ lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_pla
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
     /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL && pr->G >= ks->bf16_min_group;
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && pr->G >= ks->bf16->min_group;
     p->engine = bf16 ? &lig_grad_engine_bf16 : &lig_grad_engine_f32;
+    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_grad_ctx){
         .ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype,
         .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim,
@@ -103,7 +120,10 @@ lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_pla
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     p->scratch = scratch_layout(p);
-    size_workspace(p);
+    if ((st = size_workspace(p)) != LIG_SUCCESS) {
+        free(p);
+        return st;
+    }
     *out = (lig_backend_plan){.plan = p, .workspace_size = p->ws.total, .kernel_set = p->engine->kernels_name(&p->ctx),
                               .run = lig_cpu_run_indexer_grad, .free = free_plan};
     return LIG_SUCCESS;

@@ -5,11 +5,13 @@
  * not depend on the thread count. The target is checked first: nothing is written when a
  * counted slot holds a negative or NaN probability. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/operators/first_failure.h"
+#include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_kl_grad_plan.h"
+#include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -106,7 +108,7 @@ static void compute_task(void *ctx, int tid, int n) {
     for (int64_t r = p->rows * tid / n; r < p->rows * (tid + 1) / n; r++) k->row_loss[r] = row_step(p, r, e, tg, on);
 }
 
-static lig_status run(void *plan, void *workspace, void *stream) {
+static lig_status run_kl_grad(void *plan, void *workspace, void *stream) {
     const lig_cpu_kl_plan *pl = plan;
     const lig_kl_problem *p = pl->pb;
     (void)stream;
@@ -129,6 +131,10 @@ static lig_status run(void *plan, void *workspace, void *stream) {
     return LIG_SUCCESS;
 }
 
+static lig_status run(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_kl_grad, plan, workspace, stream);
+}
+
 static void free_plan(void *plan) { free(plan); }
 
 lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_plan *out) {
@@ -139,10 +145,17 @@ lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_pl
     p->threads = threads < 1 ? 1 : threads;
     /* a double per row, for a sum in row order, then each thread's row scratch */
     uint64_t at = 0;
-    lig_ws_take(&at, sizeof(double) * (uint64_t)pb->rows);
-    p->scratch_stride = ((sizeof(double) + sizeof(float) + 1) * (uint64_t)pb->K + LIG_WS_ALIGN - 1) & ~(uint64_t)(LIG_WS_ALIGN - 1);
-    p->scratch_at = lig_ws_take(&at, p->scratch_stride * (uint64_t)p->threads);
-    const uint64_t bytes = pb->rows ? at + LIG_WS_ALIGN : 0;
+    lig_ws_take(&at, lig_size_mul(sizeof(double), (uint64_t)pb->rows));
+    p->scratch_stride = lig_size_align(lig_size_mul(sizeof(double) + sizeof(float) + 1, (uint64_t)pb->K), LIG_WS_ALIGN);
+    p->scratch_at = lig_ws_take(&at, lig_size_mul(p->scratch_stride, (uint64_t)p->threads));
+    const uint64_t bytes = pb->rows ? lig_ws_total(at, 0, 0) : 0;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%lld rows of K = %lld slots", (long long)pb->rows, (long long)pb->K);
+    const lig_status st = lig_size_check(bytes, "sparse_values", "the bytes of the workspace", detail);
+    if (st != LIG_SUCCESS) {
+        free(p);
+        return st;
+    }
     *out = (lig_backend_plan){.plan = p, .workspace_size = bytes, .kernel_set = "scalar", .run = run,
                               .free = free_plan};
     return LIG_SUCCESS;

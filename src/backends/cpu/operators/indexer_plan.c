@@ -1,5 +1,6 @@
 /* Planning the CPU forward: per-thread scratch only, bounded by K and one block of keys, never
  * by the [S1, S2] score matrix. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backends/cpu/operators/indexer_plan.h"
@@ -9,6 +10,35 @@
 #include "core/workspace.h"
 
 static void free_plan(void *plan) { free(plan); }
+
+/* Each thread's scratch and the workspace. The top-k grows with K and the longest key length,
+ * the engine's part with the pass's query heads; a size past 2^63 bytes names the operand that
+ * drives it, and no workspace size is reported. */
+static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t rows) {
+    const lig_problem *pr = &p->pb->pr;
+    char topk_detail[128], engine_detail[128];
+    snprintf(topk_detail, sizeof topk_detail, "K = %lld, %lld candidates kept per row", (long long)pr->K,
+             (long long)p->heap_cap);
+    snprintf(engine_detail, sizeof engine_detail, "%lld heads per key head, D = %lld", (long long)pr->G,
+             (long long)pr->D);
+    const uint64_t topk = lig_size_mul(topk_bytes, (uint64_t)rows), engine = p->engine->scratch_bytes(&p->ctx);
+    lig_status st = lig_size_check(topk, "sparse_count", "the bytes of each thread's top-k scratch", topk_detail);
+    if (st == LIG_SUCCESS)
+        st = lig_size_check(engine, "query", "the bytes of each thread's scoring scratch", engine_detail);
+    if (st != LIG_SUCCESS) return st;
+    uint64_t at = 0;
+    const uint64_t nb = (uint64_t)p->ctx.block;
+    p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);
+    p->scratch.q = lig_ws_take(&at, 2 * sizeof(const char *) * (uint64_t)rows);
+    p->scratch.score = lig_ws_take(&at, sizeof(float) * nb * (uint64_t)rows);
+    p->scratch.topk_bytes = topk_bytes;
+    p->scratch.topk = lig_ws_take(&at, topk);
+    p->scratch.engine = lig_ws_take(&at, engine);
+    p->scratch.total = at;
+    p->workspace_size = lig_ws_total(0, (uint64_t)p->threads, at);
+    return lig_size_check(p->workspace_size, topk > engine ? "sparse_count" : "query", "the bytes of the workspace",
+                          topk > engine ? topk_detail : engine_detail);
+}
 
 lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
@@ -25,11 +55,13 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     /* rows per pass: each keeps its own top-k, so a very large K takes fewer rows at a time */
     const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
     int64_t rows = lig_fwd_rows_for(pr->G);
-    while (rows > 1 && (uint64_t)rows * topk_bytes > LIG_FWD_TOPK_BUDGET) rows--;
+    while (rows > 1 && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)rows) rows--;
     /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
      * heads) are wide enough; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16_gemm.ukernel != NULL && rows * pr->G >= ks->bf16_min_group;
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
+                      lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
     p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
+    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
     p->engine->configure(&p->ctx);
@@ -37,16 +69,10 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->threads = threads < 1 ? 1 : threads;
     p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
     if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (contract 6.4) */
-        uint64_t at = 0;
-        const uint64_t nb = (uint64_t)p->ctx.block;
-        p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);
-        p->scratch.q = lig_ws_take(&at, 2 * sizeof(const char *) * (uint64_t)rows);
-        p->scratch.score = lig_ws_take(&at, sizeof(float) * nb * (uint64_t)rows);
-        p->scratch.topk_bytes = topk_bytes;
-        p->scratch.topk = lig_ws_take(&at, topk_bytes * (uint64_t)rows);
-        p->scratch.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
-        p->scratch.total = at;
-        p->workspace_size = at * (uint64_t)p->threads + LIG_WS_ALIGN;
+        if ((st = size_scratch(p, topk_bytes, rows)) != LIG_SUCCESS) {
+            free(p);
+            return st;
+        }
     }
     *out = (lig_backend_plan){.plan = p, .workspace_size = p->workspace_size, .kernel_set = p->engine->kernels_name(&p->ctx),
                               .run = lig_cpu_run_indexer, .free = free_plan};

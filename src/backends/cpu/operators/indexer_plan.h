@@ -26,6 +26,7 @@ typedef struct lig_cpu_fwd_plan {
     lig_fwd_ctx ctx;
     const lig_fwd_engine *engine;
     bool trivial;        /* D, N1 or S2 is 0: every visible score is exactly 0 */
+    bool own_threads;    /* the engine keeps per-thread unit state (tiles): run on lig's threads only */
     int64_t heap_cap;    /* min(K, longest key length): no unit keeps more */
     int threads;         /* thread count the scratch was sized for */
     lig_fwd_scratch_layout scratch;

@@ -14,11 +14,11 @@ static topk_layout layout_for(int64_t cap) {
     topk_layout l;
     uint64_t at = 0;
     const uint64_t c = cap > 0 ? (uint64_t)cap : 1;
-    l.buf = lig_ws_take(&at, sizeof(lig_candidate) * 2 * c);
-    l.best = lig_ws_take(&at, sizeof(lig_candidate) * c);
-    l.rank_key = lig_ws_take(&at, sizeof(uint32_t) * 2 * c);
-    l.sel = lig_ws_take(&at, sizeof(uint32_t) * 2 * c);
-    l.words = lig_ws_take(&at, sizeof(uint64_t) * 2 * c);
+    l.buf = lig_ws_take(&at, lig_size_mul(sizeof(lig_candidate) * 2, c));
+    l.best = lig_ws_take(&at, lig_size_mul(sizeof(lig_candidate), c));
+    l.rank_key = lig_ws_take(&at, lig_size_mul(sizeof(uint32_t) * 2, c));
+    l.sel = lig_ws_take(&at, lig_size_mul(sizeof(uint32_t) * 2, c));
+    l.words = lig_ws_take(&at, lig_size_mul(sizeof(uint64_t) * 2, c));
     l.count = lig_ws_take(&at, sizeof(uint32_t) * DIGITS);
     l.total = at;
     return l;

@@ -34,7 +34,8 @@ typedef struct lig_topk {
     float worst;         /* rank of the cap-th best so far, once full */
 } lig_topk;
 
-/* Bytes of scratch (64-byte aligned) a top-k of at most `cap` candidates uses. */
+/* Bytes of scratch (64-byte aligned) a top-k of at most `cap` candidates uses; saturates
+ * (core/size.h) when that passes 2^64. */
 uint64_t lig_topk_scratch_bytes(int64_t cap);
 
 /* An empty top-k keeping cap <= the plan's cap candidates, in `scratch`. */

@@ -1,20 +1,12 @@
 /* AVX2/F16C row conversions for unit-stride rows; other strides use the portable code. */
 #include <immintrin.h>
-#include <string.h>
 
 #include "core/dtype_convert.h"
 #include "backends/cpu/kernels/kernels.h"
 
 void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
-    if (stride != 1) {
-        lig_load_row__scalar(dtype, src, stride, n, dst);
-        return;
-    }
+    if (lig_load_row_plain(dtype, src, stride, n, dst)) return;
     int64_t i = 0;
-    if (dtype == LIG_FLOAT32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
     const uint16_t *s = src;
     if (dtype == LIG_BFLOAT16) {
         for (; i + 8 <= n; i += 8) {
@@ -39,14 +31,7 @@ static inline __m256i f32_to_bf16_epi32(__m256 v) {
 }
 
 void lig_store_row__avx2(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride) {
-    if (stride != 1) {
-        lig_store_row__scalar(src, n, dtype, dst, stride);
-        return;
-    }
-    if (dtype == LIG_FLOAT32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
+    if (lig_store_row_plain(src, n, dtype, dst, stride)) return;
     uint16_t *d = dst;
     int64_t i = 0;
     if (dtype == LIG_BFLOAT16) {

@@ -1,19 +1,11 @@
 /* AVX-512 row conversions for unit-stride rows (see kernels.h); other strides use the
  * portable code. Rounding and NaN handling match core/dtype_convert.c bit for bit. */
 #include <immintrin.h>
-#include <string.h>
 
 #include "backends/cpu/kernels/kernels.h"
 
 void lig_load_row__avx512(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
-    if (stride != 1) {
-        lig_load_row__scalar(dtype, src, stride, n, dst);
-        return;
-    }
-    if (dtype == LIG_FLOAT32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
+    if (lig_load_row_plain(dtype, src, stride, n, dst)) return;
     const uint16_t *s = src;
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
@@ -35,14 +27,7 @@ static inline __m256i f32_to_bf16(__m512 v) {
 }
 
 void lig_store_row__avx512(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride) {
-    if (stride != 1) {
-        lig_store_row__scalar(src, n, dtype, dst, stride);
-        return;
-    }
-    if (dtype == LIG_FLOAT32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
+    if (lig_store_row_plain(src, n, dtype, dst, stride)) return;
     uint16_t *d = dst;
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);

@@ -4,20 +4,17 @@
 
 #include "backends/cpu/kernels/kernels.h"
 
-/* word i of the result takes word idx[i] of (a, b): b's words are numbered 32..63 */
+/* word i of the result takes word idx[i] of (a, b): b's words are numbered 32..63; the
+ * upper half's indices are the lower half's plus 16 */
 static const uint16_t interleave_lo[32] __attribute__((aligned(64))) = {
     0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47,
-};
-static const uint16_t interleave_hi[32] __attribute__((aligned(64))) = {
-    16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-    24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63,
 };
 
 static inline __mmask32 first(int64_t n) { return n >= 32 ? 0xffffffffu : (__mmask32)((1u << n) - 1u); }
 
 void lig_bf16_pack_pairs__avx512bf16(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out) {
-    const __m512i lo = _mm512_load_si512(interleave_lo), hi = _mm512_load_si512(interleave_hi);
+    const __m512i lo = _mm512_load_si512(interleave_lo), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     for (int64_t p = 0; p < npairs; p++) {
         const uint16_t *r0 = src + 2 * p * ld, *r1 = r0 + ld;
         uint16_t *o = out + p * cols * 2;

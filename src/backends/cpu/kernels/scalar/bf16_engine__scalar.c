@@ -36,7 +36,7 @@ void lig_bf16_gate__scalar(const float *st, int64_t nb, int64_t gp, const float 
         }
 }
 
-void lig_bf16_open_rows__scalar(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+void lig_bf16_dq_operand__scalar(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
                                 uint16_t *a_dq) {
     for (int64_t h = 0; h < gp; h++)
         for (int64_t n = 0; n < nb; n++)

@@ -16,32 +16,20 @@ static const uint8_t byte_columns[64] __attribute__((aligned(64))) = {
     60, 52, 44, 36, 28, 20, 12, 4, 61, 53, 45, 37, 29, 21, 13, 5,
     62, 54, 46, 38, 30, 22, 14, 6, 63, 55, 47, 39, 31, 23, 15, 7,
 };
-/* element i of the result takes element idx[i] of (a, b), b's numbered after a's */
+/* element i of the result takes element idx[i] of (a, b), b's numbered after a's: the low
+ * halves of a and b interleaved; the tables of the high halves are these plus half the count */
 static const uint8_t bytes_to_words_lo[64] __attribute__((aligned(64))) = {
     0, 64, 1, 65, 2, 66, 3, 67, 4, 68, 5, 69, 6, 70, 7, 71,
     8, 72, 9, 73, 10, 74, 11, 75, 12, 76, 13, 77, 14, 78, 15, 79,
     16, 80, 17, 81, 18, 82, 19, 83, 20, 84, 21, 85, 22, 86, 23, 87,
     24, 88, 25, 89, 26, 90, 27, 91, 28, 92, 29, 93, 30, 94, 31, 95,
 };
-static const uint8_t bytes_to_words_hi[64] __attribute__((aligned(64))) = {
-    32, 96, 33, 97, 34, 98, 35, 99, 36, 100, 37, 101, 38, 102, 39, 103,
-    40, 104, 41, 105, 42, 106, 43, 107, 44, 108, 45, 109, 46, 110, 47, 111,
-    48, 112, 49, 113, 50, 114, 51, 115, 52, 116, 53, 117, 54, 118, 55, 119,
-    56, 120, 57, 121, 58, 122, 59, 123, 60, 124, 61, 125, 62, 126, 63, 127,
-};
 static const uint16_t words_to_dwords_lo[32] __attribute__((aligned(64))) = {
     0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47,
 };
-static const uint16_t words_to_dwords_hi[32] __attribute__((aligned(64))) = {
-    16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-    24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63,
-};
 static const uint32_t dwords_to_qwords_lo[16] __attribute__((aligned(64))) = {
     0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
-};
-static const uint32_t dwords_to_qwords_hi[16] __attribute__((aligned(64))) = {
-    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31,
 };
 
 /* rows[n] (bit h = head h of slot n) for 64 slots -> cols[h] (bit n = slot n) for 64 heads */
@@ -53,9 +41,9 @@ static void transpose_64x64(const uint64_t *rows, uint64_t *cols) {
         const __m512i blocks = _mm512_permutexvar_epi8(gather, _mm512_loadu_si512(rows + 8 * g));
         z[g] = _mm512_gf2p8affine_epi64_epi8(unit, blocks, 0);
     }
-    const __m512i bl = _mm512_load_si512(bytes_to_words_lo), bh = _mm512_load_si512(bytes_to_words_hi);
-    const __m512i wl = _mm512_load_si512(words_to_dwords_lo), wh = _mm512_load_si512(words_to_dwords_hi);
-    const __m512i dl = _mm512_load_si512(dwords_to_qwords_lo), dh = _mm512_load_si512(dwords_to_qwords_hi);
+    const __m512i bl = _mm512_load_si512(bytes_to_words_lo), bh = _mm512_add_epi8(bl, _mm512_set1_epi8(32));
+    const __m512i wl = _mm512_load_si512(words_to_dwords_lo), wh = _mm512_add_epi16(wl, _mm512_set1_epi16(16));
+    const __m512i dl = _mm512_load_si512(dwords_to_qwords_lo), dh = _mm512_add_epi32(dl, _mm512_set1_epi32(8));
     __m512i w[8], d[8];
     for (int g = 0; g < 4; g++) { /* w[2g], w[2g+1]: heads 0..31, 32..63 of row groups 2g, 2g+1 */
         w[2 * g] = _mm512_permutex2var_epi8(z[2 * g], bl, z[2 * g + 1]);
@@ -73,7 +61,7 @@ static void transpose_64x64(const uint64_t *rows, uint64_t *cols) {
     }
 }
 
-void lig_bf16_open_rows__avx512bf16(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
+void lig_bf16_dq_operand__avx512bf16(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
                                     uint16_t *a_dq) {
     uint64_t cols[64];
     for (int64_t s = 0; s < nb; s += 64) {

@@ -1,4 +1,4 @@
-#include "backends/cpu/operators/first_failure.h"
+#include "backends/cpu/runtime/first_failure.h"
 
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/settings.h"

@@ -1,8 +1,8 @@
 /* A parallel scan for the first bad item: phase 2's checks that run before anything is
  * written (the backward's indices, the KL step's target) report the lowest failing item,
  * whatever the thread count. */
-#ifndef LIG_CPU_OPERATORS_FIRST_FAILURE_H
-#define LIG_CPU_OPERATORS_FIRST_FAILURE_H
+#ifndef LIG_CPU_RUNTIME_FIRST_FAILURE_H
+#define LIG_CPU_RUNTIME_FIRST_FAILURE_H
 
 #include <stdint.h>
 
