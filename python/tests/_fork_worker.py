@@ -6,6 +6,13 @@ import lig
 from _reference import grid
 
 
+def child_init():
+    """torch's own intra-op pool (OpenMP) does not survive a fork: a forked child's first parallel
+    torch op hangs. torch's DataLoader workers run at 1 torch thread for that reason; so do these
+    children, whose lig calls keep their 2 threads (lig.set_num_threads below)."""
+    torch.set_num_threads(1)
+
+
 def run_ops():
     """Forward, backward and KL step on 2 threads; a problem large enough to be split over both
     (the children must use lig's thread pool, which a fork leaves without its threads)."""
