@@ -1,7 +1,7 @@
 /* Argument checks shared by the operators' phase 1. Each returns LIG_SUCCESS or fails with
  * a message "<parameter>: expected <what>, got <what>". */
-#ifndef LIG_API_VALIDATE_H
-#define LIG_API_VALIDATE_H
+#ifndef LIG_API_ARGUMENT_CHECKS_H
+#define LIG_API_ARGUMENT_CHECKS_H
 
 #include <stdbool.h>
 #include <stddef.h>

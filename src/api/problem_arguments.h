@@ -1,7 +1,7 @@
 /* Phase-1 checks the forward and the backward share: layout, query/key/weights, the
  * slot-shaped tensors ([B,S1,N2,K] or [B,S1,K]), masks and sequence lengths. */
-#ifndef LIG_API_PROBLEM_CHECK_H
-#define LIG_API_PROBLEM_CHECK_H
+#ifndef LIG_API_PROBLEM_ARGUMENTS_H
+#define LIG_API_PROBLEM_ARGUMENTS_H
 
 #include "core/problem.h"
 

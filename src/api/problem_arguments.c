@@ -1,6 +1,6 @@
-#include "api/problem_check.h"
+#include "api/problem_arguments.h"
 
-#include "api/validate.h"
+#include "api/argument_checks.h"
 #include "core/error.h"
 #include "core/tensor.h"
 

@@ -1,4 +1,4 @@
-#include "api/validate.h"
+#include "api/argument_checks.h"
 
 #include <string.h>
 
