@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harness.h"
+#include "framework.h"
 #include "lig.h"
 #include "tests.h"
 

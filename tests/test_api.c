@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "runner.h"
+#include "backward_runner.h"
 #include "tests.h"
 
 void test_api_version(void)

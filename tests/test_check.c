@@ -1,5 +1,5 @@
 /*
- * The gradient checker itself (check.h): its per-element bound must accept what fp32 arithmetic
+ * The gradient checker itself (backward_checks.h): its per-element bound must accept what fp32 arithmetic
  * can produce and reject errors the former whole-output tolerance (1e-4 * max|ref| for fp32)
  * let through. check_output is called directly on synthetic arrays, then on a real library
  * result perturbed on purpose.
@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
 #include "reference/indexer_ref.h"
-#include "runner.h"
+#include "backward_runner.h"
 #include "tests.h"
-#include "tol.h"
+#include "error_bounds.h"
 
 #define SYN_N 64
 #define SYN_TERMS 16

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "backends/cpu/operators/indexer_grad_plan.h"
-#include "check.h"
-#include "gen.h"
-#include "harness.h"
-#include "runner.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "framework.h"
+#include "backward_runner.h"
 #include "tests.h"
 
 void test_commit_ring_capacity(void) {

@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "check.h"
-#include "gen.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_calls.h"
-#include "op_check.h"
+#include "operator_calls.h"
+#include "forward_kl_checks.h"
 #include "suite.h"
 #include "tests.h"
 

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "check.h"
-#include "gen.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "framework.h"
 #include "lig.h"
 #include "suite.h"
 #include "tests.h"

@@ -4,7 +4,7 @@
  * the tensors checked here, so host buffers stand in for device memory. */
 #include <string.h>
 
-#include "harness.h"
+#include "framework.h"
 #include "lig.h"
 #include "tests.h"
 

@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "errtest.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "error_cases.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "runner.h"
+#include "backward_runner.h"
 #include "tests.h"
 
 typedef enum edit_kind {

@@ -22,14 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errtest.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "error_cases.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_check.h"
-#include "op_runner.h"
-#include "runner.h"
+#include "forward_kl_checks.h"
+#include "forward_kl_runner.h"
+#include "backward_runner.h"
 #include "tests.h"
 
 typedef enum fe_kind {

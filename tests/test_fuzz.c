@@ -15,12 +15,12 @@
 #include <string.h>
 
 #include "fuzz_budget.h"
-#include "fuzz_util.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "fuzz_helpers.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "runner.h"
+#include "backward_runner.h"
 #include "tests.h"
 
 #define FUZZ_DEFAULT_SEED 20250917

@@ -19,13 +19,13 @@
 #include <string.h>
 
 #include "fuzz_budget.h"
-#include "fuzz_util.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "fuzz_helpers.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_check.h"
-#include "op_runner.h"
+#include "forward_kl_checks.h"
+#include "forward_kl_runner.h"
 #include "tests.h"
 
 #define FUZZ_DEFAULT_SEED 20251130

@@ -7,7 +7,7 @@
  * own options and data.
  *
  * Data sits on the 1/8 grid unless a test says otherwise, so S = q.k is exact in fp32 and the
- * ReLU decisions (including exact S == 0) agree with the reference; see check.c for the
+ * ReLU decisions (including exact S == 0) agree with the reference; see backward_checks.c for the
  * comparison rules. Every case carries poison: NaN/Inf dy in skipped slots, garbage indices
  * and NaN q/w/dy in invalid rows, NaN keys that do not exist.
  */
@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "check.h"
-#include "gen.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "framework.h"
 #include "lig.h"
 #include "suite.h"
 #include "tests.h"

@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "half.h"
-#include "harness.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
 #include "rng.h"
 #include "tests.h"

@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
-#include "harness.h"
+#include "framework.h"
 #include "lig.h"
 #include "rng.h"
-#include "tcase.h"
+#include "problem_case.h"
 #include "tests.h"
 
 static const lig_kernel_set *scalar_set(void) {

@@ -17,15 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "backward_checks.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_check.h"
-#include "op_runner.h"
+#include "forward_kl_checks.h"
+#include "forward_kl_runner.h"
 #include "reference/indexer_fwd_ref.h"
-#include "runner.h"
+#include "backward_runner.h"
 #include "suite.h"
 #include "tests.h"
 

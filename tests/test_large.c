@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gen.h"
-#include "harness.h"
+#include "case_generators.h"
+#include "framework.h"
 #include "lig.h"
 #include "suite.h"
 #include "tests.h"

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
-#include "half.h"
-#include "harness.h"
+#include "case_generators.h"
+#include "float_formats.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_check.h"
+#include "forward_kl_checks.h"
 #include "rng.h"
-#include "tcase.h"
+#include "problem_case.h"
 #include "tests.h"
 
 static size_t esize(lig_dtype t) { return t == LIG_FLOAT32 || t == LIG_INT32 ? 4 : t == LIG_INT64 ? 8 : 2; }

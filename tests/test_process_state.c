@@ -24,9 +24,9 @@
 #endif
 
 #include "backends/cpu/runtime/threadpool.h"
-#include "harness.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_calls.h"
+#include "operator_calls.h"
 #include "tests.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -120,7 +120,7 @@ typedef struct fp_setting {
     int rounding;
 } fp_setting;
 
-/* The caller's odd mode, set by the test harness around each library call only (inst.h), so
+/* The caller's odd mode, set by the test harness around each library call only (two_phase_call.h), so
  * that the harness's own conversions run in the default mode. */
 static const fp_setting *odd;
 static fp_state odd_before;

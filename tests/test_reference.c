@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
-#include "harness.h"
+#include "case_generators.h"
+#include "framework.h"
 #include "reference/indexer_ref.h"
 #include "rng.h"
-#include "tcase.h"
+#include "problem_case.h"
 #include "tests.h"
 
 void test_ref_visibility_rules(void)

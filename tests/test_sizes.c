@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "errtest.h"
-#include "harness.h"
+#include "error_cases.h"
+#include "framework.h"
 #include "lig.h"
 #include "tests.h"
 

@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "framework.h"
 #include "lig.h"
-#include "op_runner.h"
+#include "forward_kl_runner.h"
 #include "reference/indexer_fwd_ref.h"
 #include "reference/indexer_ref.h"
 #include "rng.h"
-#include "runner.h"
-#include "tcase.h"
+#include "backward_runner.h"
+#include "problem_case.h"
 #include "tests.h"
 
 /* A subnormal bf16 value: +-m * 2^-133, m in 1..127 (exact in bf16 and fp32). */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "api/executor.h"
-#include "api/problem_check.h"
-#include "api/validate.h"
+#include "api/problem_arguments.h"
+#include "api/argument_checks.h"
 #include "core/error.h"
 #include "core/tensor.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "api/executor.h"
-#include "api/validate.h"
+#include "api/argument_checks.h"
 #include "core/error.h"
 #include "core/size.h"
 #include "core/tensor.h"

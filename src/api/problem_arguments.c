@@ -1,0 +1,114 @@
+#include "api/problem_arguments.h"
+
+#include "api/argument_checks.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                                 const char *layout, lig_problem *p) {
+    lig_status st;
+    bool tnd;
+    if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
+    const int64_t rank = tnd ? 3 : 4; /* of query and key */
+    if ((st = lig_check_rank(query, "query", rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(key, "key", rank, tnd ? "[T2,N2,D]" : "[B,S2,N2,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(weights, "weights", rank - 1, tnd ? "[T1,N1]" : "[B,S1,N1]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(key, "key", query, "query")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(weights, "weights", query, "query")) != LIG_SUCCESS) return st;
+
+    const int64_t *qs = query->shape, *ks = key->shape;
+    *p = (lig_problem){.tnd = tnd, .B = tnd ? -1 : qs[0], .K = -1};
+    p->S1 = qs[rank - 3];
+    p->N1 = qs[rank - 2];
+    p->D = qs[rank - 1];
+    p->S2 = ks[rank - 3];
+    p->N2 = ks[rank - 2];
+    int64_t expect[4], n = 0;
+    if (!tnd) expect[n++] = p->B;
+    expect[n++] = p->S2;
+    expect[n++] = p->N2;
+    expect[n++] = p->D;
+    if ((st = lig_check_shape(key, "key", n, expect, "batch and D like query")) != LIG_SUCCESS) return st;
+    if (p->N2 == 0 ? p->N1 != 0 : p->N1 % p->N2 != 0)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "key: expected a head count N2 that divides query's N1 = %lld, got N2 = %lld", (long long)p->N1,
+                        (long long)p->N2);
+    p->G = p->N2 ? p->N1 / p->N2 : 0;
+    n = 0;
+    if (!tnd) expect[n++] = p->B;
+    expect[n++] = p->S1;
+    expect[n++] = p->N1;
+    return lig_check_shape(weights, "weights", n, expect, "like query without D");
+}
+
+lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K, const char *why,
+                                   bool *short_form) {
+    const int64_t rank = p->tnd ? 3 : 4;
+    *short_form = t->ndim == rank - 1;
+    if (t->ndim != rank && !(*short_form && p->N2 == 1)) {
+        char got[LIG_SHAPE_BUF];
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected rank %lld (%s)%s, got rank %lld shape %s", name,
+                        (long long)rank, p->tnd ? "[T1,N2,K]" : "[B,S1,N2,K]",
+                        p->N2 == 1 ? (p->tnd ? " or rank 2 ([T1,K], N2 == 1)" : " or rank 3 ([B,S1,K], N2 == 1)") : "",
+                        (long long)t->ndim, lig_format_shape(got, sizeof got, t->ndim, t->shape));
+    }
+    int64_t expect[4], n = 0;
+    if (!p->tnd) expect[n++] = p->B;
+    expect[n++] = p->S1;
+    if (!*short_form) expect[n++] = p->N2;
+    expect[n++] = K >= 0 ? K : t->shape[t->ndim - 1];
+    lig_status st = lig_check_shape(t, name, n, expect, why);
+    if (st == LIG_SUCCESS && K < 0) p->K = t->shape[t->ndim - 1];
+    return st;
+}
+
+lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                       const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
+                                       lig_problem *p) {
+    lig_status st;
+    bool tnd;
+    if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
+    const int64_t rank = tnd ? 3 : 4; /* of query */
+    if ((st = lig_check_rank(query, "query", rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(key_cache, "key_cache", 4, "[num_blocks,block_size,N2,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(block_table, "block_table", 2, "[B,max_blocks_per_seq]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(weights, "weights", rank - 1, tnd ? "[T1,N1]" : "[B,S1,N1]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(key_cache, "key_cache", query, "query")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(weights, "weights", query, "query")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_index_dtype(block_table, "block_table")) != LIG_SUCCESS) return st;
+
+    const int64_t *qs = query->shape, *cs = key_cache->shape;
+    *p = (lig_problem){.tnd = tnd, .paged = true, .B = tnd ? -1 : qs[0], .K = -1};
+    p->S1 = qs[rank - 3];
+    p->N1 = qs[rank - 2];
+    p->D = qs[rank - 1];
+    p->N2 = cs[2];
+    p->block_size = cs[1];
+    p->num_blocks = cs[0];
+    if (cs[3] != p->D) {
+        const int64_t expect[4] = {cs[0], cs[1], cs[2], p->D};
+        return lig_check_shape(key_cache, "key_cache", 4, expect, "D like query");
+    }
+    if (!tnd && block_table->shape[0] != p->B) {
+        const int64_t expect[2] = {p->B, block_table->shape[1]};
+        return lig_check_shape(block_table, "block_table", 2, expect, "B like query");
+    }
+    /* the most keys a batch can have: its table's blocks, full */
+    const int64_t blocks = block_table->shape[1];
+    if (p->block_size != 0 && blocks > INT64_MAX / p->block_size)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "block_table: expected max_blocks_per_seq * block_size below 2^63, got %lld * %lld",
+                        (long long)blocks, (long long)p->block_size);
+    p->S2 = blocks * p->block_size;
+    if (p->N2 == 0 ? p->N1 != 0 : p->N1 % p->N2 != 0)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "key_cache: expected a head count N2 that divides query's N1 = %lld, got N2 = %lld",
+                        (long long)p->N1, (long long)p->N2);
+    p->G = p->N2 ? p->N1 / p->N2 : 0;
+    int64_t expect[3], n = 0;
+    if (!tnd) expect[n++] = p->B;
+    expect[n++] = p->S1;
+    expect[n++] = p->N1;
+    return lig_check_shape(weights, "weights", n, expect, "like query without D");
+}

@@ -1,0 +1,26 @@
+/* Phase-1 checks the forward and the backward share: layout, query/key/weights, the
+ * slot-shaped tensors ([B,S1,N2,K] or [B,S1,K]), masks and sequence lengths. */
+#ifndef LIG_API_PROBLEM_ARGUMENTS_H
+#define LIG_API_PROBLEM_ARGUMENTS_H
+
+#include "core/problem.h"
+
+/* Validates layout, ranks, dtypes (one float type) and shapes of query, key and weights and
+ * fills the geometry of *p (K, B for TND and the rows are filled later). */
+lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                                 const char *layout, lig_problem *p);
+
+/* The same for a paged key cache [num_blocks, block_size, N2, D] read through block_table
+ * [B, max_blocks_per_seq] (INT32 or INT64): fills p with S2 = max_blocks_per_seq * block_size
+ * (the most keys a batch can have) and the cache's sizes. For TND, the table's B is checked
+ * once the query lengths are resolved. */
+lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                       const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
+                                       lig_problem *p);
+
+/* Checks a slot tensor's rank and shape: [B,S1,N2,K] | [T1,N2,K], or without N2 when
+ * N2 == 1. K < 0 takes K from the tensor (stored in p->K); otherwise K must match. */
+lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K,
+                                   const char *why, bool *short_form);
+
+#endif

@@ -1,0 +1,211 @@
+#include "error_cases.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "case_generators.h"
+#include "framework.h"
+#include "problem_case.h"
+
+int contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++) {
+        size_t i = 0;
+        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) {
+            i++;
+        }
+        if (i == n) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int is_ident(char ch)
+{
+    return isalnum((unsigned char)ch) || ch == '_';
+}
+
+/* `word` as a whole identifier. */
+static int contains_word(const char *msg, const char *word, size_t len)
+{
+    for (const char *p = msg; *p; p++) {
+        if (strncmp(p, word, len) == 0 && (p == msg || !is_ident(p[-1])) && !is_ident(p[len])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int names_any(const char *msg, const char *names)
+{
+    const char *p = names;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (contains_word(msg, p, len)) {
+            return 1;
+        }
+        if (!bar) {
+            break;
+        }
+        p = bar + 1;
+    }
+    return 0;
+}
+
+void check_error_message(const char *label, const char *msg, const char *names)
+{
+    CHECK(msg[0] != '\0', "%s: empty error message", label);
+    CHECK(names_any(msg, names), "%s: message does not name %s: \"%s\"", label, names, msg);
+    CHECK(contains_ci(msg, "expected"), "%s: message lacks \"expected\": \"%s\"", label, msg);
+    CHECK(contains_ci(msg, "got"), "%s: message lacks \"got\": \"%s\"", label, msg);
+}
+
+static lig_status launch_and_keep_message(inst *in, void *workspace, uint64_t size, lig_executor *executor)
+{
+    const lig_status st = in->launch(workspace, size, executor, NULL);
+    snprintf(in->message, sizeof in->message, "%s", lig_get_last_error());
+    return st;
+}
+
+lig_status errtest_phase2(inst *in, int ws, const char *name, int *skip)
+{
+    *skip = 0;
+    switch (ws) {
+    case ERRTEST_WS_SHORT:
+    case ERRTEST_WS_ZERO:
+    case ERRTEST_WS_NULL_PTR:
+        if (in->workspace_size == 0) {
+            th_note("%s: skipped, this problem needs no workspace", name);
+            *skip = 1;
+            return inst_phase2(in, 0);
+        }
+        if (ws == ERRTEST_WS_NULL_PTR) {
+            lig_executor *e = in->executor;
+            in->executor = NULL; /* consumed */
+            return launch_and_keep_message(in, NULL, in->workspace_size, e);
+        }
+        return inst_phase2(in, ws == ERRTEST_WS_SHORT ? -1 : -(int64_t)in->workspace_size);
+    case ERRTEST_WS_NULL_EXEC:
+        return launch_and_keep_message(in, NULL, 0, NULL); /* the real executor goes with the teardown */
+    default:
+        return inst_phase2(in, 0);
+    }
+}
+
+void errtest_verdict(const char *name, int phase, lig_status st, lig_status want, lig_status want_alt, inst *in,
+                     const char *names, const char *const *has)
+{
+    const int ok = st == want || (want_alt != LIG_SUCCESS && st == want_alt);
+    CHECK(ok, "%s: phase %d returned %d (%s), expected %d; message \"%s\"", name, phase, (int)st,
+          lig_status_string(st), (int)want, st == LIG_SUCCESS ? "" : in->message);
+    if (st == LIG_SUCCESS) {
+        return;
+    }
+    if (phase == 1) {
+        CHECK(in->executor == NULL, "%s: a failed phase 1 left an executor behind", name);
+        in->executor = NULL; /* never free what a failed call handed back */
+    }
+    check_error_message(name, in->message, names);
+    for (int i = 0; has != NULL && i < 2; i++) {
+        if (has[i] != NULL) {
+            CHECK(strstr(in->message, has[i]) != NULL, "%s: message lacks \"%s\": \"%s\"", name, has[i],
+                  in->message);
+        }
+    }
+}
+
+void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc))
+{
+    tc_init(tc);
+    tc->p.N1 = 4;
+    tc->p.N2 = 2;
+    tc->p.D = 8;
+    tc->p.K = 3;
+    tc->p.B = 2;
+    if (edit != NULL) {
+        edit(tc);
+    }
+}
+
+void errtest_base_bsnd(th_rng *r, tcase *tc)
+{
+    tc->p.S1 = 3;
+    tc->p.S2 = 5;
+    tc->has_seq_q = tc->has_seq_k = 1;
+    gen_bsnd(r, tc);
+    tc->seq_q[0] = 3;
+    tc->seq_q[1] = 2;
+    tc->seq_k[0] = 5;
+    tc->seq_k[1] = 3;
+}
+
+void errtest_base_tnd_lengths(tcase *tc)
+{
+    tc->seq_q[0] = 2;
+    tc->seq_q[1] = 3;
+    tc->seq_k[0] = 4;
+    tc->seq_k[1] = 5;
+}
+
+/* The base problems: BSND S1 = 3, S2 = 5, lengths q (3, 2), k (5, 3); TND T1 = 4, T2 = 6, ends
+ * q (2, 3), k (4, 5). */
+static void bsnd_q_above(tcase *tc) { tc->seq_q[0] = 4; }
+static void bsnd_q_negative(tcase *tc) { tc->seq_q[1] = -1; }
+static void bsnd_k_above(tcase *tc) { tc->seq_k[1] = 6; }
+static void bsnd_k_negative(tcase *tc) { tc->seq_k[0] = -2; }
+static void seq_i32_above(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = 6; }
+static void seq_i32_negative(tcase *tc) { tc->seq_dtype = LIG_INT32; tc->seq_k[0] = -5; }
+static void tnd_q_decreasing(tcase *tc) { tc->seq_q[0] = 3; tc->seq_q[1] = 2; }
+static void tnd_k_decreasing(tcase *tc) { tc->seq_k[0] = 5; tc->seq_k[1] = 4; }
+static void tnd_q_above(tcase *tc) { tc->seq_q[1] = 5; }
+static void tnd_k_above(tcase *tc) { tc->seq_k[1] = 7; }
+static void tnd_q_negative(tcase *tc) { tc->seq_q[0] = -1; }
+static void tnd_no_q(tcase *tc) { tc->has_seq_q = 0; tc_sync_seq(tc); }
+static void tnd_no_k(tcase *tc) { tc->has_seq_k = 0; tc_sync_seq(tc); }
+static void tnd_none(tcase *tc) { tc->has_seq_q = tc->has_seq_k = 0; tc_sync_seq(tc); }
+
+#define SEQ_Q "actual_seq_lengths_query"
+#define SEQ_K "actual_seq_lengths_key"
+
+const errtest_seq_defect errtest_seq_defects[] = {
+    {"BSND query length above S1", REF_BSND, bsnd_q_above, SEQ_Q},
+    {"BSND query length negative", REF_BSND, bsnd_q_negative, SEQ_Q},
+    {"BSND key length above S2", REF_BSND, bsnd_k_above, SEQ_K},
+    {"BSND key length negative", REF_BSND, bsnd_k_negative, SEQ_K},
+    {"BSND int32 key length above S2", REF_BSND, seq_i32_above, SEQ_K},
+    {"BSND int32 key length negative", REF_BSND, seq_i32_negative, SEQ_K},
+    {"TND query ends decreasing", REF_TND, tnd_q_decreasing, SEQ_Q},
+    {"TND key ends decreasing", REF_TND, tnd_k_decreasing, SEQ_K},
+    {"TND query end above T1", REF_TND, tnd_q_above, SEQ_Q},
+    {"TND key end above T2", REF_TND, tnd_k_above, SEQ_K},
+    {"TND negative first end", REF_TND, tnd_q_negative, SEQ_Q},
+    {"TND without query ends", REF_TND, tnd_no_q, SEQ_Q},
+    {"TND without key ends", REF_TND, tnd_no_k, SEQ_K},
+    {"TND without any ends", REF_TND, tnd_none, SEQ_Q "|" SEQ_K},
+};
+
+const size_t errtest_n_seq_defects = sizeof errtest_seq_defects / sizeof errtest_seq_defects[0];
+
+const errtest_scalar_defect errtest_mode_band_defects[] = {
+    {"sparse_mode 1", REF_BSND, ERRTEST_SPARSE_MODE, 1},
+    {"sparse_mode 2", REF_BSND, ERRTEST_SPARSE_MODE, 2},
+    {"sparse_mode 4", REF_BSND, ERRTEST_SPARSE_MODE, 4},
+    {"sparse_mode -1", REF_BSND, ERRTEST_SPARSE_MODE, -1},
+    {"pre_tokens -1", REF_BSND, ERRTEST_PRE_TOKENS, -1},
+    {"pre_tokens INT64_MIN", REF_BSND, ERRTEST_PRE_TOKENS, INT64_MIN},
+    {"next_tokens -1", REF_BSND, ERRTEST_NEXT_TOKENS, -1},
+    {"TND next_tokens -7", REF_TND, ERRTEST_NEXT_TOKENS, -7},
+};
+
+const size_t errtest_n_mode_band_defects = sizeof errtest_mode_band_defects / sizeof errtest_mode_band_defects[0];
+
+const char *errtest_scalar_name(errtest_scalar which)
+{
+    static const char *names[3] = {"sparse_mode", "pre_tokens", "next_tokens"};
+    return names[which];
+}

@@ -1,0 +1,80 @@
+/*
+ * What the error tests of every operation share (test_errors.c, test_errors_fwd.c): checks on the
+ * library's error messages, and the small base problem the failures are provoked on.
+ */
+#ifndef LIG_TESTS_HARNESS_ERROR_CASES_H
+#define LIG_TESTS_HARNESS_ERROR_CASES_H
+
+#include "two_phase_call.h"
+#include "lig.h"
+#include "reference/indexer_ref.h"
+#include "rng.h"
+#include "problem_case.h"
+
+/* Case-insensitive substring search. */
+int contains_ci(const char *hay, const char *needle);
+/* 1 when msg names one of the '|'-separated `names` as a whole identifier ("query" does not
+ * match inside "d_query"). */
+int names_any(const char *msg, const char *names);
+/* Checks a failure message: not empty, names one of `names`, says what was expected and what
+ * was received ("expected", "got"). */
+void check_error_message(const char *label, const char *msg, const char *names);
+
+/* The workspace phase 2 gets in an error case. */
+typedef enum errtest_ws {
+    ERRTEST_WS_EXACT = 0,
+    ERRTEST_WS_SHORT,     /* one byte too small */
+    ERRTEST_WS_ZERO,      /* NULL, size 0 */
+    ERRTEST_WS_NULL_PTR,  /* NULL pointer with the right size */
+    ERRTEST_WS_NULL_EXEC, /* NULL executor */
+    ERRTEST_WS_COMMON     /* an operator's own modes are numbered from here */
+} errtest_ws;
+
+/* Phase 2 (in->launch) of an instance whose phase 1 succeeded, with the workspace `ws` (one of the
+ * errtest_ws modes) says; a failure's message lands in in->message. A mode that needs a workspace
+ * on a problem that needs none runs phase 2 normally and sets *skip (and notes it). */
+lig_status errtest_phase2(inst *in, int ws, const char *name, int *skip);
+
+/* The verdict on a provoked call in `phase` (1 or 2): status want (or want_alt when it is not
+ * LIG_SUCCESS); a failure's message must pass check_error_message for `names` and contain each
+ * non-NULL has[i] (has may be NULL); a failed phase 1 must leave no executor (then cleared). */
+void errtest_verdict(const char *name, int phase, lig_status st, lig_status want, lig_status want_alt, inst *in,
+                     const char *names, const char *const *has);
+
+/* The base problem's dimensions: tc_init, N1 = 4, N2 = 2, D = 8, K = 3, B = 2, then `edit`
+ * (may be NULL) before anything is generated. */
+void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc));
+/* Its BSND form: S1 = 3, S2 = 5, lengths q (3, 2) and k (5, 3) (gen_bsnd allocates). */
+void errtest_base_bsnd(th_rng *r, tcase *tc);
+/* Lengths of the TND form: q (2, 3), k (4, 5), in an allocated case. */
+void errtest_base_tnd_lengths(tcase *tc);
+
+/* A defect of the length arrays of the base problem, which phase 1 must refuse
+ * (PARAM_INVALID, naming one of `names`), for every operator that takes them. */
+typedef struct errtest_seq_defect {
+    const char *name;
+    ref_layout layout;
+    void (*edit)(tcase *tc); /* after the data is generated */
+    const char *names;
+} errtest_seq_defect;
+
+extern const errtest_seq_defect errtest_seq_defects[];
+extern const size_t errtest_n_seq_defects;
+
+/* A bad sparse_mode, pre_tokens or next_tokens, which phase 1 must refuse (PARAM_INVALID, naming
+ * the parameter) for every operator that takes them. */
+typedef enum errtest_scalar { ERRTEST_SPARSE_MODE = 0, ERRTEST_PRE_TOKENS, ERRTEST_NEXT_TOKENS } errtest_scalar;
+
+typedef struct errtest_scalar_defect {
+    const char *name;
+    ref_layout layout;
+    errtest_scalar which;
+    int64_t value;
+} errtest_scalar_defect;
+
+extern const errtest_scalar_defect errtest_mode_band_defects[];
+extern const size_t errtest_n_mode_band_defects;
+/* The parameter's name: "sparse_mode", "pre_tokens", "next_tokens". */
+const char *errtest_scalar_name(errtest_scalar which);
+
+#endif /* LIG_TESTS_HARNESS_ERROR_CASES_H */
