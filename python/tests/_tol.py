@@ -1,9 +1,9 @@
 """How far a result may be from the float64 reference, element by element: the C suite's bound
-(tests/tol.h), ported, and the two comparisons every test uses.
+(tests/harness/error_bounds.h), ported, and the two comparisons every test uses.
 
 Grid data (_cases.py) make every product and sum exact in fp32: a result must then equal the
 float64 reference rounded once to the output dtype (assert_exact). Continuous data are compared
-element by element (assert_within) with tests/tol.h's bound: lig computes each output in fp32 from
+element by element (assert_within) with tests/harness/error_bounds.h's bound: lig computes each output in fp32 from
 inputs exact in fp32, as a sum of elementary products each of which goes through at most n fp32
 roundings, then rounds it once into the output dtype, so
 
@@ -31,7 +31,7 @@ def accumulated(n, abs_sum):
 
 
 def element_bound(dtype: torch.dtype, ref: torch.Tensor, n, abs_sum) -> torch.Tensor:
-    """tests/tol.h's tol_element, elementwise: the bound of an output of `dtype`."""
+    """tests/harness/error_bounds.h's tol_element, elementwise: the bound of an output of `dtype`."""
     return EPS[dtype] * ref.abs() + accumulated(n, abs_sum) + TINY[dtype]
 
 
@@ -72,7 +72,7 @@ def assert_within(out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor, wha
 
 
 def reference_grad_bounds(layout, q, k, dy, idx, w, aq, ak, mode, pre, nxt):
-    """For dQ, dK, dW: (float64 reference, abs, n) per element (tests/check.c's terms).
+    """For dQ, dK, dW: (float64 reference, abs, n) per element (tests/harness/backward_checks.c's terms).
 
     abs sums |w dy k| (dQ), |w dy q| (dK), |dy| sum_d |q_d k_d| (dW) over the counted (slot, head)
     pairs whose reference score passes the ReLU. n: dQ and dK multiply w by dy, then by k or q, and
@@ -122,7 +122,7 @@ def score_steps(D: int, G: int) -> int:
 def kl_loss_bound(ref_loss: torch.Tensor, abs_loss: float) -> float:
     """lig's loss: each row's in double, summed in double, rounded once to fp32 (2^-24 |loss|,
     doubled for the double part's rounding) plus the double computation's error, far below
-    1e-12 of the sum of |p (log p - log q)| (tests/op_check.c)."""
+    1e-12 of the sum of |p (log p - log q)| (tests/harness/forward_kl_checks.c)."""
     return 2 * U32 * abs(float(ref_loss)) + 1e-12 * abs_loss + 1e-300
 
 
@@ -144,7 +144,7 @@ def _kl_counted(values, indices):
 def kl_dy_bound(values, target, indices, ref_dy, dy_dtype) -> torch.Tensor:
     """lig's dy = softmax(I) * mass - p in double, rounded to fp32 then to dy's dtype (two
     roundings: 2 eps |dy|), plus the double computation's error, below 1e-12 of the row's scale
-    max(max |p|, |mass|) (tests/op_check.c)."""
+    max(max |p|, |mass|) (tests/harness/forward_kl_checks.c)."""
     counted = _kl_counted(values, indices)
     p = torch.where(counted, target.double(), torch.zeros((), dtype=torch.float64))
     row_scale = torch.maximum(p.abs().amax(-1, keepdim=True) if p.shape[-1] else p.sum(-1, keepdim=True),

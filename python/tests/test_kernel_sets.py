@@ -125,7 +125,7 @@ def _gaussian(dtype, seed, B=2, S=72, N1=16, N2=1, D=128):
 
 def _reference_scores(q, k, w, idx, ak):
     """float64 scores of every visible key (-inf elsewhere) per row [N2, Lk], with each score's
-    sum of |elementary products| sum_h |w_h| sum_d |q_d k_d| (its error scale, tests/op_check.c)."""
+    sum of |elementary products| sum_h |w_h| sum_d |q_d k_d| (its error scale, tests/harness/forward_kl_checks.c)."""
     geo = geometry("BSND", q.shape, k.shape, None, ak)
     n2 = k.shape[-2]
     q_r, k_r, w_r, idx_r = as_rows("BSND", q.double(), k.double(), w.double(), idx, n2)
@@ -148,7 +148,7 @@ def _reference_scores(q, k, w, idx, ak):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_every_kernel_set_gaussian_data_within_tolerance(name, dtype):
     """Off-grid data at DeepSeek's head shape (D = 128, 16 heads), larger than every kernel's
-    tiles, each element against its own bound (_tol.py, tests/op_check.c's tolerant_unit): the
+    tiles, each element against its own bound (_tol.py, tests/harness/forward_kl_checks.c's tolerant_unit): the
     backward against float64 autograd; the forward's values against the float64 scores of the keys
     it chose, in descending order and none below the reference's k-th score, up to both scores'
     fp32 error."""
