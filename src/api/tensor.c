@@ -52,7 +52,10 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
     t->device_index = device_index;
     t->dtype = dtype;
     t->ndim = ndim;
-    int64_t numel = 1;
+    /* `span`, the product of the non-zero extents, bounds every product of extents that later
+     * layers form (element counts, rows), also for an empty tensor: it must fit in int64 whatever
+     * dimension holds a zero. */
+    int64_t numel = 1, span = 1;
     for (int64_t i = ndim - 1; i >= 0; i--) {
         if (shape[i] < 0) {
             lig_fail(LIG_ERR_PARAM_INVALID, "shape: expected extents >= 0, got %lld at dim %lld",
@@ -70,10 +73,12 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
         } else {
             t->strides[i] = numel; /* contiguous row-major: the extent of the inner dims */
         }
-        if (!mul_nonneg(numel, shape[i], &numel)) {
-            lig_fail(LIG_ERR_PARAM_INVALID, "shape: expected an element count below 2^63, got an overflow");
+        if (shape[i] > 0 && !mul_nonneg(span, shape[i], &span)) {
+            lig_fail(LIG_ERR_PARAM_INVALID,
+                     "shape: expected extents whose product (zero extents left out) is below 2^63, got an overflow");
             goto bad;
         }
+        numel *= shape[i]; /* 0, or at most span */
     }
     if (numel > 0) {
         /* The furthest element offset, in bytes, must be addressable. */
