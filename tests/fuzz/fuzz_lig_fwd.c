@@ -1,0 +1,281 @@
+/*
+ * libFuzzer target: the forward (lig_indexer), the fused KL step (lig_indexer_kl_grad) and the
+ * tensor descriptor (lig_create_tensor) through the public C API; the first byte picks which.
+ *
+ * Forward: threads and kernel set, up to two defects, the views of query, key, weights,
+ * sparse_indices and sparse_values, the problem as for the backward (fuzz_case.h: dtypes, layout,
+ * dims with zeros, lengths, mode, band; K = sparse_count 1..20) with grid or continuous data, and
+ * whether sparse_values is passed and in which dtype. Success must match the float64 reference
+ * (tests/op_check.h: exact top-k sets where the scores are exact, the fp32 error bound otherwise).
+ * KL step: rank 1..4 (the last extent 0..9, the others 0..4), independent dtypes, optional indices, counted and
+ * padded slots, targets >= 0 (negative or NaN ones in a counted slot with the target defect).
+ * Descriptor: any dtype, rank, extents, strides and data pointer; lig_create_tensor must
+ * return NULL exactly for what docs/contract.md 6.2 refuses.
+ * Any failure must carry the status the defects call for, a message, and leave every output
+ * unchanged.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buffers.h"
+#include "fuzz_case.h"
+#include "half.h"
+#include "harness.h"
+#include "op_runner.h"
+
+/* ---- forward ---- */
+
+enum { F_SEQ = FZ_D_COMMON, F_COUNT, F_SHORT_WS, F_STREAM, F_NULL_WS, F_DEFECTS };
+
+static const int k_fwd_slots[5] = {FW_Q, FW_K, FW_W, FW_IDX, FW_VAL};
+
+static void forward(fz_in *in, const char *env, char *label, size_t label_size)
+{
+    int kinds[2];
+    fz_decode_kinds(in, F_DEFECTS, kinds);
+    fz_views vs;
+    fz_decode_views(in, &vs, 5);
+    tcase tc;
+    fz_decode_tcase(in, &tc, 1);
+    const uint8_t v = fz_u8(in);
+    const int with_values = v & 1;
+    const lig_dtype val_dtype = v & 2 ? LIG_FLOAT32 : tc.dtype;
+    fuzz_expect ex;
+    memset(&ex, 0, sizeof ex);
+    const int p2 = fz_p2_of(kinds, F_SHORT_WS, F_STREAM, F_NULL_WS);
+    for (int i = 0; i < 2; i++) {
+        if (kinds[i] == F_SEQ) {
+            fz_defect_seq(in, &tc, &ex);
+        }
+    }
+    op_inst oi;
+    fwd_setup(&tc, with_values, val_dtype, &oi);
+    tbuf_set_stride_source(NULL, NULL);
+    char desc[512];
+    tc_describe(&tc, desc, sizeof desc);
+    if (fz_creation_failed(&oi)) {
+        snprintf(label, label_size, "forward [%s] (a negative stride)", desc);
+    } else {
+        const ref_problem *p = &tc.p;
+        ex.invalid1 |= !ref_seq_ok(p, NULL, 0);
+        ex.empty = p->B == 0 || p->S1 == 0 || p->S2 == 0 || p->N1 == 0 || p->D == 0;
+        fz_expect_outputs(&oi, &ex);
+        fz_op_desc op = {k_fwd_slots, 5, k_fwd_slots, 4, {0}, 1};
+        const unsigned fl = 1u << tc.dtype;
+        op.allowed[FW_Q] = op.allowed[FW_K] = op.allowed[FW_W] = fl;
+        op.allowed[FW_VAL] = fl | 1u << LIG_FLOAT32;
+        op.allowed[FW_IDX] = 1u << LIG_INT32 | 1u << LIG_INT64;
+        for (int i = 0; i < 2; i++) {
+            if (kinds[i] >= 0 && kinds[i] < FZ_D_COMMON) {
+                fz_defect_common(in, kinds[i], &oi, &op, &ex);
+            } else if (kinds[i] == F_COUNT) {
+                oi.sparse_count = fz_u8(in) & 1 ? 0 : -fz_range(in, 1, 100);
+                ex.invalid1 = 1;
+                fuzz_note_defect(&ex, "sparse_count < 1");
+            }
+        }
+        snprintf(label, label_size, "forward [%s] values=%s %s defects: %s%s", desc,
+                 with_values ? th_dtype_name(val_dtype) : "none", env, ex.what[0] ? ex.what : "none", fz_p2_name(p2));
+        suite_case sc = {.tc = &tc, .with_values = with_values, .val_dtype = val_dtype};
+        fz_run(in, &oi, &ex, p2, 0, &suite_forward, &sc, label);
+    }
+    inst_teardown(&oi);
+    tc_free(&tc);
+}
+
+/* ---- KL step ---- */
+
+enum { K_TARGET = FZ_D_COMMON, K_SHORT_WS, K_STREAM, K_NULL_WS, K_DEFECTS };
+
+static const int k_kl_slots[5] = {KL_VAL, KL_TGT, KL_LOSS, KL_DY, KL_IDX};
+
+static void decode_kl(fz_in *in, klcase *kc, int bad_target)
+{
+    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    kl_init(kc);
+    const uint8_t f = fz_u8(in);
+    kc->v_dtype = floats[(f & 3) % 3];
+    kc->t_dtype = floats[(f >> 2 & 3) % 3];
+    kc->dy_dtype = floats[(f >> 4 & 3) % 3];
+    kc->has_indices = (f & 64) != 0;
+    kc->idx_dtype = f & 128 ? LIG_INT64 : LIG_INT32;
+    const uint8_t g = fz_u8(in);
+    kc->loss_ndim = g & 1;
+    const int grid = (g & 2) != 0;
+    kc->ndim = (int)fz_range(in, 1, 4);
+    for (int d = 0; d < kc->ndim; d++) {
+        kc->shape[d] = fz_range(in, 0, d == kc->ndim - 1 ? 9 : 4);
+    }
+    kc->in_strides = kc->out_strides = TC_SOURCE;
+    kl_alloc(kc);
+    const int64_t n = kl_rows(kc) * kl_K(kc);
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t b = fz_u8(in);
+        const int counted = b >= 48;
+        if (kc->has_indices) {
+            kc->idx[i] = counted ? b % 50 : -1 - (b & 3);
+            /* a slot that does not count is never read: a huge value there must not matter (not
+             * NaN: a stride-0 view can carry it into a counted slot, where it would make every
+             * output of the row NaN, which the checks cannot compare) */
+            kc->values[i] = counted || !(b & 4) ? fz_value(in, kc->v_dtype, grid) : b & 16 ? 30000.0 : -30000.0;
+        } else {
+            kc->values[i] = counted ? fz_value(in, kc->v_dtype, grid) : -INFINITY;
+        }
+        if (counted) {
+            static const double bad[3] = {-0.5, NAN, -INFINITY};
+            const uint8_t t = fz_u8(in);
+            kc->target[i] = bad_target && t >= 250 ? bad[t % 3] : (double)(t % 17) / 16.0;
+        } else {
+            kc->target[i] = b & 8 ? NAN : -1.0;
+        }
+    }
+}
+
+static void kl_step(fz_in *in, const char *env, char *label, size_t label_size)
+{
+    int kinds[2];
+    fz_decode_kinds(in, K_DEFECTS, kinds);
+    fz_views vs;
+    fz_decode_views(in, &vs, 5);
+    klcase kc;
+    decode_kl(in, &kc, kinds[0] == K_TARGET || kinds[1] == K_TARGET);
+    const int p2 = fz_p2_of(kinds, K_SHORT_WS, K_STREAM, K_NULL_WS);
+    op_inst oi;
+    kl_setup(&kc, &oi);
+    tbuf_set_stride_source(NULL, NULL);
+    char desc[512];
+    kl_describe(&kc, desc, sizeof desc);
+    if (fz_creation_failed(&oi)) {
+        snprintf(label, label_size, "%s (a negative stride)", desc);
+    } else {
+        fuzz_expect ex;
+        memset(&ex, 0, sizeof ex);
+        const int64_t n = kl_rows(&kc) * kl_K(&kc);
+        ex.empty = n == 0;
+        int invalid2 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            invalid2 |= kl_counted(&kc, i) && !(kc.target[i] >= 0.0); /* after setup: what the library sees */
+        }
+        if (invalid2) {
+            fuzz_note_defect(&ex, "negative or NaN target in a counted slot");
+        }
+        fz_expect_outputs(&oi, &ex);
+        fz_op_desc op = {k_kl_slots, kc.has_indices ? 5 : 4, k_kl_slots, 4, {0}, 0};
+        op.allowed[KL_VAL] = op.allowed[KL_TGT] = op.allowed[KL_DY] =
+            1u << LIG_FLOAT32 | 1u << LIG_FLOAT16 | 1u << LIG_BFLOAT16;
+        op.allowed[KL_LOSS] = 1u << LIG_FLOAT32;
+        op.allowed[KL_IDX] = 1u << LIG_INT32 | 1u << LIG_INT64;
+        for (int i = 0; i < 2; i++) {
+            if (kinds[i] >= 0 && kinds[i] < FZ_D_COMMON) {
+                fz_defect_common(in, kinds[i], &oi, &op, &ex);
+            }
+        }
+        snprintf(label, label_size, "%s %s defects: %s%s", desc, env, ex.what[0] ? ex.what : "none", fz_p2_name(p2));
+        suite_case sc = {.kc = &kc};
+        fz_run(in, &oi, &ex, p2, invalid2, &suite_kl, &sc, label);
+    }
+    inst_teardown(&oi);
+    kl_free(&kc);
+}
+
+/* ---- descriptors ---- */
+
+/* a * b for a, b >= 0; 0 on overflow past INT64_MAX */
+static int mul_ok(int64_t a, int64_t b, int64_t *out)
+{
+    if (a != 0 && b > INT64_MAX / a) {
+        return 0;
+    }
+    *out = a * b;
+    return 1;
+}
+
+static int64_t decode_extent(fz_in *in)
+{
+    const uint8_t b = fz_u8(in);
+    if (b < 160) {
+        return b % 6;
+    }
+    if (b < 200) {
+        return (int64_t)1 << (20 + b % 43); /* 2^20 .. 2^62 */
+    }
+    if (b < 230) {
+        return INT64_MAX - (b & 3);
+    }
+    return -1 - (b & 7);
+}
+
+static void descriptor(fz_in *in, char *label, size_t label_size)
+{
+    static unsigned char storage[8]; /* never read: a descriptor does not touch its data */
+    const int dtype = (int)fz_range(in, -1, 6);
+    const int64_t ndim = fz_range(in, -1, 9);
+    const uint8_t f = fz_u8(in);
+    const int with_strides = f & 1;
+    void *data = f & 2 ? NULL : storage;
+    int64_t shape[10], strides[10];
+    for (int d = 0; d < 10; d++) {
+        shape[d] = decode_extent(in);
+        strides[d] = decode_extent(in);
+    }
+    /* the oracle, from docs/contract.md 6.2 */
+    const size_t es = th_dtype_size((lig_dtype)dtype);
+    int bad = es == 0 || dtype < 0 || ndim < 0 || ndim > LIG_MAX_DIMS;
+    int64_t numel = 1, span = 1;
+    for (int64_t d = 0; !bad && d < ndim; d++) {
+        bad |= shape[d] < 0 || (with_strides && strides[d] < 0);
+        /* the product of the non-zero extents must stay below 2^63, even with a zero extent */
+        bad |= !bad && shape[d] > 0 && !mul_ok(span, shape[d], &span);
+        numel = shape[d] == 0 ? 0 : numel;
+    }
+    if (!bad && numel > 0) {
+        /* the furthest element must lie less than 2^60 - 1 elements past the first: a byte span
+         * below 2^63 for every dtype */
+        int64_t last = 0, inner = 1, term;
+        for (int64_t d = ndim - 1; d >= 0 && !bad; d--) {
+            const int64_t st = with_strides ? strides[d] : inner;
+            bad |= !mul_ok(shape[d] - 1, st, &term) || last > INT64_MAX - term;
+            last += bad ? 0 : term;
+            inner *= shape[d]; /* no overflow: span did not */
+        }
+        bad |= last >= INT64_MAX / 8;
+        bad |= data == NULL;
+    }
+    lig_tensor *t = lig_create_tensor(data, (lig_dtype)dtype, ndim, shape, with_strides ? strides : NULL);
+    snprintf(label, label_size, "lig_create_tensor(dtype %d, ndim %lld, %s strides, data %s)%s%s", dtype,
+             (long long)ndim, with_strides ? "explicit" : "NULL", data ? "set" : "NULL",
+             bad ? " must fail" : " must succeed", t ? "" : ": refused");
+    if (t == NULL) {
+        CHECK(bad, "%s: %s", label, lig_get_last_error());
+        CHECK(lig_get_last_error()[0] != '\0', "%s without a message", label);
+    } else {
+        CHECK(!bad, "%s: accepted", label);
+        lig_destroy_tensor(t);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const int before = th_current_failures();
+    fz_in in;
+    fz_init(&in, data, size);
+    const uint8_t op = fz_u8(&in) % 3;
+    char env[96], label[1400];
+    if (op == 2) {
+        descriptor(&in, label, sizeof label);
+    } else {
+        fz_decode_env(&in, env, sizeof env);
+        if (op == 0) {
+            forward(&in, env, label, sizeof label);
+        } else {
+            kl_step(&in, env, label, sizeof label);
+        }
+        fz_reset_env();
+    }
+    fz_verdict(before, label);
+    return 0;
+}
