@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "buffers.h"
+#include "check.h"
 #include "half.h"
 #include "harness.h"
 #include "lig.h"
+#include "op_check.h"
 
 /* ---- views ---- */
 
@@ -507,11 +509,15 @@ static int g_stats_registered;
 
 static void print_stats(void)
 {
+    /* the checks' own totals show that the matches compared real work, not empty outputs */
+    const check_stats c = check_stats_get();
+    const fwd_check_stats f = fwd_check_stats_get();
     fprintf(stderr,
             "lig fuzz: %" PRId64 " calls: %" PRId64 " matched the reference, %" PRId64 " refused views, %" PRId64
-            " NULLPTR and %" PRId64 " INVALID in phase 1, %" PRId64 " failed in phase 2\n",
+            " NULLPTR and %" PRId64 " INVALID in phase 1, %" PRId64 " failed in phase 2; checked: %" PRId64
+            " counted backward slots, %" PRId64 " non-zero gradients, %" PRId64 " selected forward keys\n",
             g_stats.iterations, g_stats.successes, g_stats.refusals, g_stats.nullptr_errors, g_stats.invalid1,
-            g_stats.invalid2);
+            g_stats.invalid2, c.counted_slots, c.nonzero, f.selected);
 }
 
 /* LIG_FUZZ_PERTURB=1 changes one output element after every successful call, before the checks:

@@ -20,7 +20,7 @@ for t in "$@"; do
     mkdir -p "$corpus" "$work/$t/artifacts"
     cp "$src/corpus/$t/"* "$corpus/"
 
-    if LIG_FUZZ_PERTURB=1 "$bin" -runs=0 -artifact_prefix="$work/$t/perturbed-" "$src/corpus/$t" \
+    if LIG_FUZZ_PERTURB=1 "$bin" -runs=0 -artifact_prefix="$work/$t/perturbed-" "$corpus" \
         >"$work/$t/perturb.log" 2>&1; then
         echo "test-fuzz: $t: FAILED: a perturbed output went unnoticed on its seeds ($work/$t/perturb.log)"
         status=1
