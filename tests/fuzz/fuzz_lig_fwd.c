@@ -1,6 +1,7 @@
 /*
- * libFuzzer target: the forward (lig_indexer), the fused KL step (lig_indexer_kl_grad) and the
- * tensor descriptor (lig_create_tensor) through the public C API; the first byte picks which.
+ * libFuzzer target: the forward (lig_indexer), the fused KL step (lig_indexer_kl_grad), the
+ * tensor descriptor (lig_create_tensor) and the forward over a paged key cache
+ * (lig_indexer_paged_get_workspace_size) through the public C API; the first byte picks which.
  *
  * Forward: threads and kernel set, up to two defects, the views of query, key, weights,
  * sparse_indices and sparse_values, the problem as for the backward (fuzz_case.h: dtypes, layout,
@@ -11,12 +12,17 @@
  * padded slots, targets >= 0 (negative or NaN ones in a counted slot with the target defect).
  * Descriptor: any dtype, rank, extents, strides and data pointer; lig_create_tensor must
  * return NULL exactly for what docs/contract.md 6.2 refuses.
+ * Paged: the forward's problem with its keys scattered over a cache in a decoded block order,
+ * block sizes 1..4, spare blocks and table columns, INT32 or INT64 tables with garbage where
+ * nothing is read, and with the entry defect an entry that is read outside the cache; the
+ * results must be the contiguous forward's, and the cache, table and lengths stay untouched.
  * Any failure must carry the status the defects call for, a message, and leave every output
  * unchanged.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buffers.h"
@@ -82,6 +88,139 @@ static void forward(fz_in *in, const char *env, char *label, size_t label_size)
         fz_run(in, &oi, &ex, p2, 0, &suite_forward, &sc, label);
     }
     inst_teardown(&oi);
+    tc_free(&tc);
+}
+
+/* ---- forward over a paged key cache ---- */
+
+/* The paged call's own tensors: the instance's phase 1 (an inst_phase1_fn) reads them here. */
+static const lig_tensor *g_cache, *g_table, *g_lengths;
+
+static lig_status paged_phase1(inst *oi)
+{
+    return lig_indexer_paged_get_workspace_size(oi->arg[FW_Q], g_cache, g_table, oi->arg[FW_W], oi->arg[FW_SQ],
+                                                g_lengths, oi->layout, oi->sparse_count, oi->sparse_mode,
+                                                oi->pre_tokens, oi->next_tokens, oi->arg[FW_IDX], oi->arg[FW_VAL],
+                                                oi->workspace_size_arg, oi->executor_arg);
+}
+
+enum { P_BAD_ENTRY = 0, P_SHORT_WS, P_STREAM, P_NULL_WS, P_DEFECTS };
+
+/* The forward's problem with its keys moved into a cache [num_blocks, block_size, N2, D] in an
+ * order decoded from the input, read through a block table whose entries past each batch's keys
+ * are garbage (never read); with the entry defect one entry that is read lies outside the cache.
+ * The results must be the contiguous forward's (the same reference). */
+static void paged(fz_in *in, const char *env, char *label, size_t label_size)
+{
+    int kinds[2];
+    fz_decode_kinds(in, P_DEFECTS, kinds);
+    fz_views vs;
+    fz_decode_views(in, &vs, 5);
+    tcase tc;
+    fz_decode_tcase(in, &tc, 1);
+    const ref_problem *p = &tc.p;
+    if (p->layout == REF_BSND && !tc.has_seq_k) {
+        tc.has_seq_k = 1; /* the paged form needs the key lengths */
+        tc_sync_seq(&tc);
+    }
+    const uint8_t v = fz_u8(in);
+    const int64_t bs = fz_range(in, 1, 4);
+    const lig_dtype table_dtype = v & 4 ? LIG_INT64 : LIG_INT32;
+    op_inst oi;
+    fwd_setup(&tc, v & 1, v & 2 ? LIG_FLOAT32 : tc.dtype, &oi);
+    tbuf_set_stride_source(NULL, NULL);
+    oi.phase1 = paged_phase1;
+    char desc[512];
+    tc_describe(&tc, desc, sizeof desc);
+    if (fz_creation_failed(&oi)) {
+        snprintf(label, label_size, "paged forward [%s] (a negative stride)", desc);
+        inst_teardown(&oi);
+        tc_free(&tc);
+        return;
+    }
+    /* per-batch key lengths and where each batch's keys start in the contiguous key */
+    const int64_t B = p->B, row = p->N2 * p->D;
+    int64_t lk[3], first[3], longest = 0, used = 0;
+    for (int64_t b = 0; b < B; b++) {
+        first[b] = p->layout == REF_TND ? (b ? tc.seq_k[b - 1] : 0) : b * p->S2;
+        lk[b] = p->layout == REF_TND ? tc.seq_k[b] - first[b] : tc.seq_k[b];
+        longest = lk[b] > longest ? lk[b] : longest;
+        used += (lk[b] + bs - 1) / bs;
+    }
+    const int64_t per_seq = (longest + bs - 1) / bs + fz_range(in, 0, 1);
+    const int64_t blocks = used + fz_range(in, 0, 2);
+    const size_t es = th_dtype_size(tc.dtype), ts = th_dtype_size(table_dtype);
+    unsigned char *cache = th_xmalloc((size_t)(blocks * bs * row) * es + 1);
+    unsigned char *table = th_xmalloc((size_t)(B * per_seq) * ts + 1);
+    int64_t *lengths = th_xmalloc(sizeof(int64_t) * (size_t)B + 1);
+    /* the cache's blocks in a decoded order: a permutation of 0..blocks-1 */
+    int64_t *order = th_xmalloc(sizeof(int64_t) * (size_t)(blocks + 1));
+    for (int64_t i = 0; i < blocks; i++) {
+        order[i] = i;
+    }
+    for (int64_t i = blocks - 1; i > 0; i--) {
+        const int64_t j = fz_range(in, 0, i), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    int64_t next = 0;
+    for (int64_t b = 0; b < B; b++) {
+        lengths[b] = lk[b];
+        for (int64_t j = 0; j < per_seq; j++) {
+            const int64_t block = j * bs < lk[b] ? order[next++] : (int64_t)(int8_t)fz_u8(in) * 1000;
+            th_store_int(table, table_dtype, b * per_seq + j, block);
+            for (int64_t s = j * bs; s < lk[b] && s < (j + 1) * bs; s++) {
+                for (int64_t e = 0; e < row; e++) {
+                    th_store(cache, tc.dtype, (block * bs + s % bs) * row + e, tc.k[(first[b] + s) * row + e]);
+                }
+            }
+        }
+    }
+    free(order);
+    fuzz_expect ex;
+    memset(&ex, 0, sizeof ex);
+    int invalid2 = 0;
+    if (kinds[0] == P_BAD_ENTRY || kinds[1] == P_BAD_ENTRY) {
+        for (int64_t b = 0; b < B && !invalid2; b++) {
+            if (lk[b] > 0) {
+                const int64_t j = fz_range(in, 0, (lk[b] - 1) / bs);
+                th_store_int(table, table_dtype, b * per_seq + j, fz_u8(in) & 1 ? -1 : blocks + fz_range(in, 0, 9));
+                invalid2 = 1;
+                fuzz_note_defect(&ex, "a block table entry outside the cache");
+            }
+        }
+    }
+    const int64_t cs[4] = {blocks, bs, p->N2, p->D}, tsh[2] = {B, per_seq};
+    g_cache = inst_adopt(&oi, lig_create_tensor(cache, tc.dtype, 4, cs, NULL));
+    g_table = inst_adopt(&oi, lig_create_tensor(table, table_dtype, 2, tsh, NULL));
+    g_lengths = inst_adopt(&oi, lig_create_tensor(lengths, LIG_INT64, 1, &B, NULL));
+    /* the cache, table and lengths are inputs: they must come out as they went in */
+    unsigned char *keep[3];
+    const size_t keep_bytes[3] = {(size_t)(blocks * bs * row) * es, (size_t)(B * per_seq) * ts,
+                                  sizeof(int64_t) * (size_t)B};
+    const unsigned char *mem[3] = {cache, table, (unsigned char *)lengths};
+    for (int i = 0; i < 3; i++) {
+        keep[i] = th_xmalloc(keep_bytes[i] + 1);
+        memcpy(keep[i], mem[i], keep_bytes[i]);
+    }
+    ex.invalid1 = !ref_seq_ok(p, NULL, 0);
+    ex.empty = p->B == 0 || p->S1 == 0 || p->N1 == 0 || p->D == 0 || per_seq == 0 || blocks == 0;
+    fz_expect_outputs(&oi, &ex);
+    const int p2 = fz_p2_of(kinds, P_SHORT_WS, P_STREAM, P_NULL_WS);
+    snprintf(label, label_size, "paged forward [%s] block_size=%lld blocks=%lld per_seq=%lld table=%s %s defects: %s%s",
+             desc, (long long)bs, (long long)blocks, (long long)per_seq, th_dtype_name(table_dtype), env,
+             ex.what[0] ? ex.what : "none", fz_p2_name(p2));
+    suite_case sc = {.tc = &tc, .with_values = oi.present[FW_VAL], .val_dtype = oi.buf[FW_VAL].dtype};
+    fz_run(in, &oi, &ex, p2, invalid2, &suite_forward, &sc, label);
+    for (int i = 0; i < 3; i++) {
+        CHECK(memcmp(keep[i], mem[i], keep_bytes[i]) == 0, "%s: the paged call wrote to its cache, table or lengths",
+              label);
+        free(keep[i]);
+    }
+    inst_teardown(&oi);
+    free(cache);
+    free(table);
+    free(lengths);
     tc_free(&tc);
 }
 
@@ -263,7 +402,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int before = th_current_failures();
     fz_in in;
     fz_init(&in, data, size);
-    const uint8_t op = fz_u8(&in) % 3;
+    const uint8_t op = fz_u8(&in) % 4;
     char env[96], label[1400];
     if (op == 2) {
         descriptor(&in, label, sizeof label);
@@ -271,8 +410,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_decode_env(&in, env, sizeof env);
         if (op == 0) {
             forward(&in, env, label, sizeof label);
-        } else {
+        } else if (op == 1) {
             kl_step(&in, env, label, sizeof label);
+        } else {
+            paged(&in, env, label, sizeof label);
         }
         fz_reset_env();
     }

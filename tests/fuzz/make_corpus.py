@@ -102,6 +102,13 @@ def main():
     # [2^40, 2^40, 0] was accepted and then overflowed lig_tensor_numel (fixed in 73f560d)
     write("fuzz-lig-fwd", "regress-desc-empty-huge-extents", [2, 3, 4, 0] + [192, 0, 192, 0, 0, 0] + [0, 0] * 7)
 
+    # paged forward (op 3): as the forward; block size, block order and table come from the stream
+    write("fuzz-lig-fwd", "paged-bsnd-f32", [3] + env() + [NONE, NONE] + views5 + fwd_problem(lens=[(4, 6), (2, 5)]))
+    write("fuzz-lig-fwd", "paged-tnd-bf16", [3] + env(2) + [NONE, NONE] + padded() * 5 +
+          fwd_problem(dtype=BF16, tnd=True, idx64=True, ends=[(3, 5), (2, 4)], extra=(1, 0), K=6))
+    # regress-paged-no-blocks-workspace (kept as libFuzzer saved it: its block counts come from the
+    # stream): a cache of 0 blocks asked for workspace (fixed with the seed's commit)
+
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,
                                              0, 0, 100, 7,        # aclrtMalloc 200 bytes, filled with 7
