@@ -13,8 +13,14 @@ VENV ?= .venv
 PIP_FLAGS ?= --disable-pip-version-check --no-input -q
 # The sanitizer build prefers clang (its UBSan flags more), when its runtime is installed.
 SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null && echo clang || echo cc)
+# The libFuzzer targets need clang with libFuzzer's runtime (Debian: clang, libclang-rt-14-dev):
+# probed by linking a tiny fuzzer; empty when it is missing.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' | clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null && echo clang)
+FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-aclnn
+FUZZ_SECONDS ?= 40
 
-.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run venv bench bench-full demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full demo demo-grad install clean
 
 all: build
 
@@ -25,8 +31,9 @@ build:
 # The whole suite on the optimised build (SIMD and portable kernels), then again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer, then cross compiled for
 # aarch64 and run under qemu (the portable kernels), then the Python package, then the CUDA backend
-# (compiled, checked for spills, its kernels emulated on the host).
-test: test-release test-asan test-tsan test-aarch64 test-python test-cuda
+# (compiled, checked for spills, its kernels emulated on the host), then the libFuzzer targets for
+# FUZZ_SECONDS each.
+test: test-release test-asan test-tsan test-aarch64 test-python test-cuda test-fuzz
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure
@@ -88,6 +95,24 @@ test-aarch64-run:
 	$(CMAKE) --build $(AARCH64_BUILD) -j $(JOBS)
 	cd $(AARCH64_BUILD) && LIG_TEST_QUICK=1 ctest --output-on-failure
 
+# The libFuzzer targets (tests/fuzz/, docs/fuzzing.md) in their own build (clang, coverage and
+# ASan + UBSan through the library), each run FUZZ_SECONDS on a copy of its seed corpus: any crash,
+# sanitizer report, failed check, timeout or leak fails. Prints executions per second and the
+# coverage reached. Without clang's fuzzer runtime (.ci/run installs it): a clear skip, success.
+test-fuzz:
+	@if [ -z "$(FUZZ_CC)" ]; then echo "test-fuzz: SKIPPED: clang cannot link -fsanitize=fuzzer (Debian: apt-get install clang libclang-rt-14-dev)"; \
+	else $(MAKE) --no-print-directory test-fuzz-run; fi
+
+test-fuzz-run:
+	CC=$(FUZZ_CC) $(CMAKE) -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLIG_FUZZ=ON \
+	  -DLIG_BUILD_TESTS=OFF -DLIG_BUILD_EXAMPLES=OFF -DLIG_BUILD_BENCH=OFF
+	$(CMAKE) --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	tests/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The same, ten minutes per target.
+fuzz:
+	$(MAKE) --no-print-directory test-fuzz FUZZ_SECONDS=600
+
 venv:
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 
@@ -124,4 +149,4 @@ install: build
 	$(CMAKE) --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX),)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(CUDA_BUILD) $(AARCH64_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(CUDA_BUILD) $(AARCH64_BUILD) $(FUZZ_BUILD)

@@ -170,11 +170,7 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
     case P_SHAPE: {
         int which = (int)th_rng_range(r, 0, 8);
         int slot = which < 8 ? k_tensor_slots[which] : (ri->present[RB_SK] ? RB_SK : RB_K);
-        const tbuf *b = &ri->buf[slot];
-        int64_t shape[LIG_MAX_DIMS];
-        memcpy(shape, b->shape, sizeof shape);
-        shape[b->ndim - 1] += 1; /* the last axis is tied to another tensor in every case */
-        ri->arg[slot] = inst_new_tensor(ri, b->dtype, b->ndim, shape);
+        ri->arg[slot] = inst_new_widened(ri, slot);
         ex->invalid1 = 1;
         fuzz_note_defect(ex, "wrong shape");
         break;
@@ -192,14 +188,8 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         break;
     }
     case P_NULL_WS_SIZE:
-        ri->workspace_size_arg = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL workspace_size");
-        break;
     case P_NULL_EXEC:
-        ri->executor_arg = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL executor");
+        fuzz_defect_null_pointer(ri, kind == P_NULL_WS_SIZE, ex);
         break;
     default: break;
     }

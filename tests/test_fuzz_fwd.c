@@ -148,11 +148,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         if (slot == FW_VAL && !oi->present[FW_VAL]) {
             slot = oi->present[FW_SK] ? FW_SK : FW_W;
         }
-        const tbuf *b = &oi->buf[slot];
-        int64_t shape[LIG_MAX_DIMS];
-        memcpy(shape, b->shape, sizeof shape);
-        shape[b->ndim - 1] += 1;
-        oi->arg[slot] = inst_new_tensor(oi, b->dtype, b->ndim, shape);
+        oi->arg[slot] = inst_new_widened(oi, slot);
         ex->invalid1 = 1;
         fuzz_note_defect(ex, "wrong shape");
         break;
@@ -193,14 +189,8 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         break;
     }
     case 9:
-        oi->workspace_size_arg = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL workspace_size");
-        break;
     case 10:
-        oi->executor_arg = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL executor");
+        fuzz_defect_null_pointer(oi, kind == 9, ex);
         break;
     default: break;
     }
@@ -265,13 +255,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_e
         break;
     }
     case 1:
-        if (th_rng_chance(r, 0.5)) {
-            oi->workspace_size_arg = NULL;
-        } else {
-            oi->executor_arg = NULL;
-        }
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL workspace_size / executor pointer");
+        fuzz_defect_null_pointer(oi, th_rng_chance(r, 0.5), ex);
         break;
     case 2: { /* wrong dtype */
         int slot = k_kl_tensors[th_rng_range(r, 0, 4)];

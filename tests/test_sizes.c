@@ -146,8 +146,10 @@ static void headless_forward(const char *label, int64_t B, int64_t S1) {
 void test_sizes_batch_count(void) {
     /* 5B = 2^64 + 4: the per-batch lengths (5B + 1 int64 values) would wrap to 40 bytes */
     headless_forward("forward, B = 2^64 / 5", (int64_t)(UINT64_MAX / 5 + 1), 1);
-    /* 2^20 batches of 2^44 rows: 2^64 query rows (the lengths themselves take 40 MiB) */
-    headless_forward("forward, 2^20 x 2^44 query rows", P(20), P(44));
+    /* 2^20 batches of 2^44 rows: 2^64 query rows. The extents of one tensor multiply to less than
+     * 2^63 even where one is 0 (contract 6.2), so such a query is refused when it is made. */
+    const int64_t rows_wrap[4] = {P(20), P(44), 0, 1};
+    expect_refused_tensor("query of 2^20 x 2^44 rows and no heads", LIG_FLOAT32, 4, rows_wrap, zeros, "shape");
 }
 
 /* A paged forward: B batches of one query row, a cache [1, block_size, 1, 1] read through a table
@@ -205,12 +207,13 @@ static lig_status backward(int64_t S1, int64_t N1, int64_t S2, int64_t N2, int64
 void test_sizes_backward(void) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
-    /* no query heads and no slots: nothing bounds 2^31 rows x 2^33 key heads but the check */
-    lig_status st = backward(P(31), 0, 0, P(33), 1, 0, &ws, &exec);
-    expect_too_large("backward, 2^31 rows x 2^33 key heads", st, ws, exec, "sparse_indices");
+    /* 2^31 rows x 2^33 key heads of no slots: the slot tensors are refused when they are made (the
+     * extent rule of contract 6.2), so the units' count cannot wrap */
+    const int64_t units_wrap[4] = {1, P(31), P(33), 0};
+    expect_refused_tensor("sparse_indices of 2^31 rows x 2^33 key heads, no slots", LIG_INT64, 4, units_wrap, zeros,
+                          "shape");
     /* D = 2^59: each thread's fp32 copies of the query heads and a block of keys pass 2^64 bytes */
-    ws = UNTOUCHED_WS, exec = NULL;
-    st = backward(1, 1, 1, 1, P(59), 1, &ws, &exec);
+    lig_status st = backward(1, 1, 1, 1, P(59), 1, &ws, &exec);
     expect_too_large("backward, D = 2^59", st, ws, exec, "query");
 }
 
@@ -231,16 +234,14 @@ static lig_status kl(int64_t ndim, const int64_t *shape, uint64_t *ws, lig_execu
 void test_sizes_kl_step(void) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
-    /* no slots: 2^64 rows of nothing */
+    /* 2^64 rows of no slots: refused when the values tensor is made (contract 6.2) */
     const int64_t rows_wrap[3] = {P(32), P(32), 0};
-    lig_status st = kl(3, rows_wrap, &ws, &exec);
-    expect_too_large("KL step, 2^64 rows", st, ws, exec, "sparse_values");
+    expect_refused_tensor("sparse_values of 2^64 rows, no slots", LIG_FLOAT32, 3, rows_wrap, zeros, "shape");
     /* one row of 2^59 slots: 13 bytes of row scratch per slot for each of 4 threads */
     const int threads = lig_get_num_threads();
     lig_set_num_threads(4);
     const int64_t wide[2] = {1, P(59)};
-    ws = UNTOUCHED_WS, exec = NULL;
-    st = kl(2, wide, &ws, &exec);
+    lig_status st = kl(2, wide, &ws, &exec);
     lig_set_num_threads(threads);
     expect_too_large("KL step, 4 threads x 2^59 slots", st, ws, exec, "sparse_values");
 }

@@ -54,7 +54,10 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
     t->device_index = device_index;
     t->dtype = dtype;
     t->ndim = ndim;
-    uint64_t numel = 1;
+    /* `span`, the product of the non-zero extents, bounds every product of extents that later
+     * layers form (element counts, rows), also for an empty tensor: it must fit in int64 whatever
+     * dimension holds a zero. */
+    uint64_t numel = 1, span = 1;
     char got[LIG_SHAPE_BUF], dims[LIG_SHAPE_BUF];
     for (int64_t i = ndim - 1; i >= 0; i--) {
         if (shape[i] < 0) {
@@ -73,12 +76,14 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
         } else {
             t->strides[i] = (int64_t)numel; /* contiguous row-major: the extent of the inner dims */
         }
-        numel = lig_size_mul(numel, (uint64_t)shape[i]);
-        if (!lig_size_fits(numel)) {
-            lig_fail(LIG_ERR_PARAM_INVALID, "shape: expected an element count below 2^63, got %s (an overflow)",
+        if (shape[i] > 0) span = lig_size_mul(span, (uint64_t)shape[i]);
+        if (!lig_size_fits(span)) {
+            lig_fail(LIG_ERR_PARAM_INVALID,
+                     "shape: expected extents whose product (zero extents left out) is below 2^63, got %s (an overflow)",
                      lig_format_shape(got, sizeof got, ndim, shape));
             goto bad;
         }
+        numel *= (uint64_t)shape[i]; /* 0, or at most span */
     }
     if (numel > 0) {
         /* The furthest element offset, in bytes of the widest dtype, must be addressable: every

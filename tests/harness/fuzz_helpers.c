@@ -146,6 +146,17 @@ void fuzz_defect_seq_missing(th_rng *r, tcase *tc, fuzz_expect *ex)
     }
 }
 
+void fuzz_defect_null_pointer(inst *in, int ws, fuzz_expect *ex)
+{
+    if (ws) {
+        in->workspace_size_arg = NULL;
+    } else {
+        in->executor_arg = NULL;
+    }
+    ex->null_err = 1;
+    fuzz_note_defect(ex, ws ? "NULL workspace_size" : "NULL executor");
+}
+
 /* st is NULLPTR and that is allowed, or INVALID and that is allowed. */
 static int status_in(lig_status st, int allow_nullptr, int allow_invalid)
 {

@@ -63,6 +63,9 @@ void fuzz_defect_seq(th_rng *r, tcase *tc, double p_missing, fuzz_expect *ex);
 /* TND without one of its length arrays. */
 void fuzz_defect_seq_missing(th_rng *r, tcase *tc, fuzz_expect *ex);
 
+/* The workspace_size pointer (ws) or the executor pointer made NULL: PARAM_NULLPTR in phase 1. */
+void fuzz_defect_null_pointer(inst *in, int ws, fuzz_expect *ex);
+
 /* Phase 1's outcome against the expectation: a failure must carry a status the defects allow,
  * a message, no executor and no write; a defect phase 1 must see must not pass. Returns 1 when
  * phase 1 rightly succeeded (the caller goes on to phase 2). */

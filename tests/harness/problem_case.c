@@ -135,8 +135,8 @@ void tc_copy(tcase *dst, const tcase *src)
 
 static const char *stride_name(tc_strides s)
 {
-    static const char *names[] = {"contig", "explicit", "padded", "permuted", "inner2", "bcast"};
-    return (unsigned)s < TC_STRIDE_KINDS ? names[s] : "?";
+    static const char *names[] = {"contig", "explicit", "padded", "permuted", "inner2", "bcast", "decoded"};
+    return (unsigned)s <= TC_SOURCE ? names[s] : "?";
 }
 
 static void fmt_band(char *buf, size_t n, int64_t v)

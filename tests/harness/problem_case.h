@@ -21,7 +21,10 @@ typedef enum tc_strides {
     TC_PERMUTED,         /* outer dimensions in reversed memory order, padded rows */
     TC_INNER_STRIDED,    /* innermost stride 2: may be unsupported (then PARAM_INVALID) */
     TC_BROADCAST,        /* stride 0 on the first dimension: may be unsupported */
-    TC_STRIDE_KINDS
+    TC_STRIDE_KINDS,
+    /* Not a kind the suites enumerate: strides and offset from the source installed with
+     * tbuf_set_stride_source (the libFuzzer targets decode them from their input). */
+    TC_SOURCE = TC_STRIDE_KINDS
 } tc_strides;
 
 typedef struct tcase {

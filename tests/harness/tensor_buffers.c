@@ -100,7 +100,16 @@ static void row_major(int ndim, const int64_t *shape, int64_t inner, int64_t *st
     }
 }
 
-static void choose_strides(tbuf *b, tc_strides kind)
+static tbuf_stride_fn g_stride_source;
+static void *g_stride_ctx;
+
+void tbuf_set_stride_source(tbuf_stride_fn fn, void *ctx)
+{
+    g_stride_source = fn;
+    g_stride_ctx = ctx;
+}
+
+static void choose_strides(tbuf *b, tc_strides kind, unsigned char fill)
 {
     const int n = b->ndim;
     b->null_strides = 0;
@@ -150,6 +159,12 @@ static void choose_strides(tbuf *b, tc_strides kind)
             b->strides[0] = 0;
         }
         break;
+    case TC_SOURCE:
+        row_major(n, b->shape, 1, b->strides);
+        if (g_stride_source != NULL) {
+            g_stride_source(g_stride_ctx, b, fill == TB_OUTPUT_FILL);
+        }
+        break;
     default:
         row_major(n, b->shape, 1, b->strides);
         break;
@@ -164,13 +179,17 @@ void tbuf_make(tbuf *b, lig_dtype dtype, int ndim, const int64_t *shape, tc_stri
     for (int i = 0; i < ndim; i++) {
         b->shape[i] = shape[i];
     }
-    choose_strides(b, kind);
-    int64_t last = b->offset;
+    choose_strides(b, kind, fill);
+    /* A negative stride reaches below the first element: move the view up by that much. */
+    int64_t below = 0, last = 0;
     for (int i = 0; i < ndim; i++) {
         if (b->shape[i] > 0) {
-            last += (b->shape[i] - 1) * b->strides[i];
+            const int64_t reach = (b->shape[i] - 1) * b->strides[i];
+            *(reach < 0 ? &below : &last) += reach;
         }
     }
+    b->offset -= below;
+    last += b->offset;
     /* A few spare elements after the view catch writes past its end. */
     size_t elems = (size_t)last + 1 + 4;
     b->bytes = elems * th_dtype_size(dtype);

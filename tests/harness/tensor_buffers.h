@@ -33,7 +33,15 @@ typedef struct tbuf {
     lig_tensor *t;           /* owned descriptor, NULL if creation failed */
 } tbuf;
 
-/* Allocates and fills the buffer with `fill`, chooses strides for `kind`, creates the descriptor. */
+/* Strides for TC_SOURCE: fills b->strides (any sign) and b->offset (>= 0) for b's dtype, ndim and
+ * shape, or sets b->null_strides (leaving the row-major strides it finds); `output` says whether the buffer is an output (its fill). */
+typedef void (*tbuf_stride_fn)(void *ctx, tbuf *b, int output);
+/* Installs the source TC_SOURCE buffers take their strides from (NULL: row-major). */
+void tbuf_set_stride_source(tbuf_stride_fn fn, void *ctx);
+
+/* Allocates and fills the buffer with `fill`, chooses strides for `kind`, creates the descriptor.
+ * Negative strides (TC_SOURCE only) are placed inside the buffer too; lig_create_tensor refuses
+ * them, so b->t is then NULL. */
 void tbuf_make(tbuf *b, lig_dtype dtype, int ndim, const int64_t *shape, tc_strides kind, unsigned char fill);
 void tbuf_free(tbuf *b);
 

@@ -237,6 +237,15 @@ lig_tensor *inst_new_tensor(inst *in, lig_dtype dtype, int ndim, const int64_t *
     return inst_adopt(in, lig_create_tensor(mem, dtype, ndim, shape, NULL));
 }
 
+lig_tensor *inst_new_widened(inst *in, int which)
+{
+    const tbuf *b = &in->buf[which];
+    int64_t shape[LIG_MAX_DIMS];
+    memcpy(shape, b->shape, sizeof shape);
+    shape[b->ndim - 1] += 1;
+    return inst_new_tensor(in, b->dtype, b->ndim, shape);
+}
+
 void inst_replace_arg(inst *in, int target, int dtype, int ndim, const int64_t *shape)
 {
     const tbuf *b = &in->buf[target];

@@ -88,6 +88,10 @@ void *inst_alloc(inst *in, size_t bytes);
 /* A fresh contiguous tensor of the given dtype and shape, filled with TB_OUTPUT_FILL bytes, owned. */
 lig_tensor *inst_new_tensor(inst *in, lig_dtype dtype, int ndim, const int64_t *shape);
 
+/* A fresh owned tensor like buffer `which` (dtype, shape) but one longer on its last axis, filled
+ * with TB_OUTPUT_FILL: a shape error, since every tensor's last axis is tied to another's or to a
+ * count. */
+lig_tensor *inst_new_widened(inst *in, int which);
 /* Error-test edits of argument `target`. replace: a fresh owned tensor of `dtype` (< 0: the
  * buffer's) and shape (ndim < 0: the buffer's). alias: a view with the target's dtype and shape
  * placed in buffer `source`'s memory, `shift` target elements after its first element (returns

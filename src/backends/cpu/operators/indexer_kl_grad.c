@@ -120,7 +120,7 @@ static lig_status run_kl_grad(void *plan, void *workspace, void *stream) {
                         "target: expected probabilities >= 0 in counted slots, got %g at row %lld slot %lld", bad.value,
                         (long long)bad.item, (long long)bad.slot);
     double total = 0.0;
-    if (p->rows > 0) {
+    if (p->rows > 0 && p->K > 0) { /* with K = 0 every row is empty: it adds 0 and has no dy */
         char *ws = lig_ws_base(workspace);
         kl_run k = {.plan = pl, .row_loss = (double *)(void *)ws, .scratch = ws + pl->scratch_at};
         lig_parallel(threads, compute_task, &k);
@@ -148,7 +148,8 @@ lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_pl
     lig_ws_take(&at, lig_size_mul(sizeof(double), (uint64_t)pb->rows));
     p->scratch_stride = lig_size_align(lig_size_mul(sizeof(double) + sizeof(float) + 1, (uint64_t)pb->K), LIG_WS_ALIGN);
     p->scratch_at = lig_ws_take(&at, lig_size_mul(p->scratch_stride, (uint64_t)p->threads));
-    const uint64_t bytes = pb->rows ? lig_ws_total(at, 0, 0) : 0;
+    /* an empty problem asks for no workspace (contract 6.4): no rows, or rows of no slots */
+    const uint64_t bytes = pb->rows && pb->K ? lig_ws_total(at, 0, 0) : 0;
     char detail[96];
     snprintf(detail, sizeof detail, "%lld rows of K = %lld slots", (long long)pb->rows, (long long)pb->K);
     const lig_status st = lig_size_check(bytes, "sparse_values", "the bytes of the workspace", detail);

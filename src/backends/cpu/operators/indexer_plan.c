@@ -67,7 +67,9 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->engine->configure(&p->ctx);
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
-    p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0;
+    /* a paged cache without blocks holds no key: phase 2's table check refuses every batch that
+     * has keys, and the others only get -1 / -inf */
+    p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pr->paged && pr->num_blocks == 0);
     if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (contract 6.4) */
         if ((st = size_scratch(p, topk_bytes, rows)) != LIG_SUCCESS) {
             free(p);

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the libFuzzer targets (tests/fuzz/corpus/<target>/).
+
+Each seed spells out, byte by byte, one valid call in the decoder's format (fuzz_input.h,
+fuzz_case.c and each target's decode order); what is not spelled out comes from the decoder's
+hash-seeded stream past the end of the input (tensor data, indices), which only ever decodes to
+valid data. The seeds named regress-* reproduce bugs the targets found (docs/fuzzing.md).
+
+    python3 tests/fuzz/make_corpus.py     # rewrites the corpus in place
+"""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+NONE = 0           # a defect byte below 160: no defect
+CONTIG = [0]       # a view: NULL strides
+F32, F16, BF16 = 0, 1, 2
+
+
+def padded(pads=(1, 0, 2, 1), inner2=False, offset=1):
+    """Mode 1: row-major with padding after each dimension (the pad is key % 3)."""
+    return [120, 0 if inner2 else 200] + list(pads) + [offset]
+
+
+def permuted(keys=(9, 3, 7, 1), offset=2):
+    """Mode 2: the dimensions laid out in the order of their keys, padded by key % 3."""
+    return [170, 200] + list(keys) + [offset]
+
+
+def raw(strides, offset=0):
+    """Mode 3: the strides themselves (int8 % 24): zero, overlapping or negative ones."""
+    return [220, 200] + [s & 0xFF for s in strides] + [offset]
+
+
+def band(v):
+    return 0 if v is None else 128 + v  # None: no band (INT64_MAX); else v in 0..6
+
+
+def env(threads=1, kernel_set=0):
+    return [threads - 1, kernel_set]  # kernel_set 0: automatic, i: the i-th listed set
+
+
+def problem(dtype=F32, tnd=False, grid=True, idx64=False, seq64=False, dw32=False, det=True, mode3=False,
+            head0=False, short=False, seq_q=False, seq_k=False, pre=None, nxt=None,
+            B=2, N2=1, G=2, D=8, K=4, S1=4, S2=6, lens=(), ends=(), extra=(0, 0)):
+    f = dtype | dw32 << 2 | idx64 << 3 | seq64 << 4 | det << 5 | grid << 6 | tnd << 7
+    m = mode3 | head0 << 1 | short << 2 | seq_q << 3 | seq_k << 4
+    out = [f, m, band(pre), band(nxt), B, N2 - 1, G, D, K]
+    if tnd:
+        for q, k in ends:       # per batch: query rows (0..4), key rows (0..5)
+            out += [q, k]
+        out += list(extra)      # rows past the last ends (0..2)
+    else:
+        out += [S1, S2]
+        for q, k in lens:       # per batch: lengths (read even when the array is absent)
+            out += [q, k]
+    return out
+
+
+def fwd_problem(K=4, **kw):
+    return problem(K=K - 1, **kw)  # the forward reads K as 1 + byte % 20
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(bytes(data))
+
+
+def main():
+    views8 = CONTIG * 8
+    # fuzz-lig-grad: env, two defect bytes, eight views (q, dq, k, dk, dy, idx, w, dw), the problem
+    write("fuzz-lig-grad", "bsnd-f32-contiguous", env() + [NONE, NONE] + views8 + problem(lens=[(4, 6), (2, 3)]))
+    write("fuzz-lig-grad", "tnd-bf16-padded", env(2) + [NONE, NONE] + padded() * 8 +
+          problem(dtype=BF16, tnd=True, idx64=True, ends=[(3, 4), (2, 5)], extra=(1, 2), K=5))
+    write("fuzz-lig-grad", "bsnd-f16-causal-band-permuted", env(3, 1) + [NONE, NONE] +
+          permuted() * 2 + padded() * 2 + CONTIG * 2 + permuted() * 2 +
+          problem(dtype=F16, mode3=True, pre=2, seq_q=True, seq_k=True, N2=2, G=2, D=5, K=3, S1=5, S2=7,
+                  lens=[(5, 7), (3, 2)], dw32=True, det=False))
+    write("fuzz-lig-grad", "bsnd-f32-broadcast-inputs-short", env(2) + [NONE, NONE] +
+          raw([0, 8, 1, 0]) + CONTIG + raw([0, 1, 0, 0]) + CONTIG * 5 +
+          problem(N2=1, G=3, D=4, K=6, short=True, head0=True, lens=[(4, 6), (4, 6)]))
+    write("fuzz-lig-grad", "bsnd-f32-empty-heads", env() + [NONE, NONE] + views8 + problem(G=0, lens=[(1, 1), (2, 2)]))
+
+    # fuzz-lig-fwd, forward (op 0): env, defects, five views (q, k, w, idx, values), the problem
+    views5 = CONTIG * 5
+    write("fuzz-lig-fwd", "fwd-bsnd-f32", [0] + env() + [NONE, NONE] + views5 + fwd_problem(lens=[(4, 6), (1, 2)]))
+    write("fuzz-lig-fwd", "fwd-tnd-bf16-continuous", [0] + env(2) + [NONE, NONE] + padded() * 5 +
+          fwd_problem(dtype=BF16, tnd=True, grid=False, K=7, ends=[(4, 5), (1, 3)], extra=(2, 0)))
+    write("fuzz-lig-fwd", "fwd-bsnd-f16-band-permuted", [0] + env(3, 2) + [NONE, NONE] + permuted() * 5 +
+          fwd_problem(dtype=F16, mode3=True, pre=1, N2=3, G=1, D=9, K=12, seq_k=True, idx64=True,
+                      lens=[(4, 2), (3, 6)]))
+    # KL step (op 1): env, defects, five views (values, target, dy, loss, indices), dtypes, rank, extents
+    write("fuzz-lig-fwd", "kl-rank2-f32", [1] + env() + [NONE, NONE] + views5 + [0, 2, 1, 3, 6])
+    write("fuzz-lig-fwd", "kl-rank3-mixed-indices", [1] + env(2) + [NONE, NONE] + padded() * 5 +
+          [F16 | BF16 << 2 | F32 << 4 | 64, 1, 2, 2, 3, 5])
+    # the KL step asked 128 workspace bytes for [0]: rows without slots (fixed in 7c50d05)
+    write("fuzz-lig-fwd", "regress-kl-empty-rows-workspace", [1] + env() + [NONE, NONE] + views5 + [0, 0, 0, 0])
+    # descriptors (op 2): dtype (byte % 8 - 1), rank (byte % 11 - 1), flags, ten (extent, stride)
+    write("fuzz-lig-fwd", "desc-rank3-strided", [2, 1, 4, 1] + [3, 12, 4, 3, 5, 1] + [0, 0] * 7)
+    # [2^40, 2^40, 0] was accepted and then overflowed lig_tensor_numel (fixed in 73f560d)
+    write("fuzz-lig-fwd", "regress-desc-empty-huge-extents", [2, 3, 4, 0] + [192, 0, 192, 0, 0, 0] + [0, 0] * 7)
+
+    # paged forward (op 3): as the forward; block size, block order and table come from the stream
+    write("fuzz-lig-fwd", "paged-bsnd-f32", [3] + env() + [NONE, NONE] + views5 + fwd_problem(lens=[(4, 6), (2, 5)]))
+    write("fuzz-lig-fwd", "paged-tnd-bf16", [3] + env(2) + [NONE, NONE] + padded() * 5 +
+          fwd_problem(dtype=BF16, tnd=True, idx64=True, ends=[(3, 5), (2, 4)], extra=(1, 0), K=6))
+    # regress-paged-no-blocks-workspace (kept as libFuzzer saved it: its block counts come from the
+    # stream): a cache of 0 blocks asked for workspace (fixed with the seed's commit)
+
+    # fuzz-aclnn: command count, commands, then the operator flag
+    write("fuzz-aclnn", "runtime-commands", [6,
+                                             0, 0, 100, 7,        # aclrtMalloc 200 bytes, filled with 7
+                                             0, 1, 60, 9,         # aclrtMallocHost 120 bytes
+                                             2, 200, 10, 120, 3, 1, 40, 0, 0, 0, 0,  # copy into device memory
+                                             3, 200, 5, 30, 4, 1, 0x5A,       # aclrtMemset inside it
+                                             4, 2, 1, 0, 0, 0] + [2, 1] * 9 + [4, 0, 0, 0] +  # aclCreateTensor [2,2]
+                                            [5, 1, 3] + [0] * 24 + [0])  # an int array, then no operator
+    write("fuzz-aclnn", "op-backward-bsnd", [0, 1] + env() + [1, NONE] + views8 + problem(lens=[(4, 6), (2, 3)]))
+    write("fuzz-aclnn", "op-forward-tnd", [0, 1] + env(2) + [0, NONE] + padded() * 5 +
+          fwd_problem(dtype=F16, tnd=True, ends=[(2, 3), (3, 5)], extra=(1, 1)))
+
+
+if __name__ == "__main__":
+    main()
