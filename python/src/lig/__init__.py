@@ -29,7 +29,11 @@ from ._lib import (
 from ._lib import version as _version
 from . import _args, _threads
 from ._kernel_sets import get_kernel_set, kernel_sets, set_kernel_set
-from ._ops import indexer, indexer_grad, indexer_kl_grad, indexer_kl_loss, indexer_paged, lightning_indexer
+# one module per operator (op, fake rule, autograd rule, public function); importing registers the ops
+from ._op_indexer import indexer, lightning_indexer
+from ._op_indexer_grad import indexer_grad
+from ._op_indexer_kl_grad import indexer_kl_grad, indexer_kl_loss
+from ._op_indexer_paged import indexer_paged
 
 __version__ = _version()
 

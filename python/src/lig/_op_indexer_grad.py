@@ -1,0 +1,132 @@
+"""lig::indexer_grad, LightningIndexerGrad (dQ, dK, dW; not itself differentiable), and
+lig.indexer_grad."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _args, _lib
+from ._args import FLOAT_DTYPES, INDEX_DTYPES
+from ._lib import INT64_MAX, Descriptors
+from ._registry import LengthsLike, op, run, tensor
+
+
+def _check(query, key, dy, sparse_indices, weights, aq, ak, d_weights_dtype) -> None:
+    for t, name in ((query, "query"), (key, "key"), (dy, "dy"), (weights, "weights")):
+        _args.tensor(t, name, FLOAT_DTYPES)
+    _args.tensor(sparse_indices, "sparse_indices", INDEX_DTYPES)
+    _args.tensor(aq, "actual_seq_lengths_query", INDEX_DTYPES, optional=True)
+    _args.tensor(ak, "actual_seq_lengths_key", INDEX_DTYPES, optional=True)
+    if d_weights_dtype is not None:
+        _args.dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
+
+
+@op("indexer_grad")
+def _indexer_grad_op(
+    query: Tensor,
+    key: Tensor,
+    dy: Tensor,
+    sparse_indices: Tensor,
+    weights: Tensor,
+    actual_seq_lengths_query: Optional[Tensor],
+    actual_seq_lengths_key: Optional[Tensor],
+    layout: str,
+    sparse_mode: int,
+    pre_tokens: int,
+    next_tokens: int,
+    deterministic: bool,
+    d_weights_dtype: Optional[torch.dtype],
+) -> Tuple[Tensor, Tensor, Tensor]:
+    _check(query, key, dy, sparse_indices, weights, actual_seq_lengths_query, actual_seq_lengths_key,
+                     d_weights_dtype)
+    d_query = torch.empty(query.shape, dtype=query.dtype, device=query.device)
+    d_key = torch.empty(key.shape, dtype=query.dtype, device=query.device)
+    d_weights = torch.empty(weights.shape, dtype=d_weights_dtype if d_weights_dtype is not None else query.dtype,
+                            device=query.device)
+    with Descriptors() as desc:
+        args = (
+            desc(query, "query"),
+            desc(key, "key"),
+            desc(dy, "dy"),
+            desc(sparse_indices, "sparse_indices"),
+            desc(weights, "weights"),
+            desc(actual_seq_lengths_query, "actual_seq_lengths_query"),
+            desc(actual_seq_lengths_key, "actual_seq_lengths_key"),
+            0,  # head_num: taken from query
+            layout.encode(),
+            sparse_mode,
+            pre_tokens,
+            next_tokens,
+            bool(deterministic),
+            desc(d_query, "d_query"),
+            desc(d_key, "d_key"),
+            desc(d_weights, "d_weights"),
+        )
+        run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
+    return d_query, d_key, d_weights
+
+
+@_indexer_grad_op.register_fake
+def _(query, key, dy, sparse_indices, weights, aq, ak, layout, sparse_mode, pre_tokens, next_tokens,
+      deterministic, d_weights_dtype):
+    _check(query, key, dy, sparse_indices, weights, aq, ak, d_weights_dtype)
+    return (
+        query.new_empty(query.shape),
+        key.new_empty(key.shape, dtype=query.dtype),
+        weights.new_empty(weights.shape, dtype=d_weights_dtype if d_weights_dtype is not None else query.dtype),
+    )
+
+
+_indexer_grad_op.refuse_autograd()
+
+
+def indexer_grad(
+    query: Tensor,
+    key: Tensor,
+    dy: Tensor,
+    sparse_indices: Tensor,
+    weights: Tensor,
+    *,
+    actual_seq_lengths_query: LengthsLike = None,
+    actual_seq_lengths_key: LengthsLike = None,
+    layout: str = "BSND",
+    sparse_mode: int = 3,
+    pre_tokens: int = INT64_MAX,
+    next_tokens: int = INT64_MAX,
+    deterministic: bool = True,
+    d_weights_dtype: Optional[torch.dtype] = None,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """LightningIndexerGrad: returns ``(d_query, d_key, d_weights)``.
+
+    The contract (formulas, which slots count, errors) is docs/contract.md in the repository.
+    Shapes: query ``[B,S1,N1,D]`` | ``[T1,N1,D]``, key ``[B,S2,N2,D]`` | ``[T2,N2,D]``,
+    dy and sparse_indices ``[B,S1,N2,K]`` | ``[T1,N2,K]`` (or without N2 when N2 == 1), weights
+    ``[B,S1,N1]`` | ``[T1,N1]``. query, key, dy and weights share one dtype (float32, float16 or
+    bfloat16); indices are int32 or int64. Sequence lengths: BSND optional per-batch lengths, TND
+    required cumulative ends; a list of ints or an int32/int64 tensor. ``d_weights_dtype`` is the
+    query dtype (default) or float32. Strided (non-contiguous) tensors are read in place.
+
+    ``deterministic=True`` (the default) makes the results bitwise reproducible, across runs and
+    thread counts; ``deterministic=False`` lets d_key's sums run in any order (last-bit differences).
+    """
+    if d_weights_dtype is not None:
+        _args.dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
+    return tuple(
+        torch.ops.lig.indexer_grad(
+            tensor(query, "query"),
+            tensor(key, "key"),
+            tensor(dy, "dy"),
+            tensor(sparse_indices, "sparse_indices"),
+            tensor(weights, "weights"),
+            _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query"),
+            _args.lengths(actual_seq_lengths_key, "actual_seq_lengths_key"),
+            _args.string(layout, "layout"),
+            _args.integer(sparse_mode, "sparse_mode"),
+            _args.integer(pre_tokens, "pre_tokens"),
+            _args.integer(next_tokens, "next_tokens"),
+            _args.flag(deterministic, "deterministic"),
+            d_weights_dtype,
+        )
+    )
