@@ -18,7 +18,7 @@ SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,un
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' | clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null && echo clang)
 FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-aclnn
-FUZZ_SECONDS ?= 40
+FUZZ_SECONDS ?= 60
 
 .PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full demo demo-grad install clean
 
