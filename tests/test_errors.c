@@ -24,42 +24,8 @@
 #include "backward_runner.h"
 #include "tests.h"
 
-typedef enum edit_kind {
-    E_NONE = 0,
-    E_NULL_ARG,     /* arg[target] = NULL */
-    E_REPLACE,      /* arg[target] = new tensor (dtype, ndim/shape) */
-    E_ALIAS,        /* arg[target] = view of buffer `source` shifted by `shift` elements */
-    E_LAYOUT,       /* layout = str */
-    E_HEAD_NUM,     /* head_num = value */
-    E_MODE,         /* sparse_mode = value */
-    E_PRE,          /* pre_tokens = value */
-    E_NEXT,         /* next_tokens = value */
-    E_NULL_WS_SIZE, /* workspace_size pointer NULL */
-    E_NULL_EXEC_PTR /* executor pointer NULL */
-} edit_kind;
 
-typedef struct err_case {
-    const char *name;
-    ref_layout layout;
-    void (*edit_dims)(tcase *tc); /* before generation */
-    void (*edit_data)(tcase *tc); /* after generation, before materialization */
-    edit_kind kind;
-    int target;
-    int dtype;   /* E_REPLACE: -1 keeps the target's dtype */
-    int ndim;    /* E_REPLACE: -1 keeps the target's shape */
-    int64_t shape[6];
-    int source;  /* E_ALIAS */
-    int64_t shift;
-    int64_t value;
-    const char *str;
-    int phase;   /* 1 or 2: where the failure must surface */
-    errtest_ws ws;
-    lig_status want;
-    lig_status want_alt; /* also acceptable (0 = none) */
-    const char *names;   /* acceptable parameter names, '|' separated */
-} err_case;
-
-static void base_case(tcase *tc, ref_layout layout, const err_case *c)
+static void base_case(tcase *tc, ref_layout layout, const errtest_case *c)
 {
     th_rng r = th_rng_make(99);
     gen_opts o;
@@ -80,57 +46,21 @@ static void base_case(tcase *tc, ref_layout layout, const err_case *c)
     }
 }
 
-static void apply_edit(const err_case *c, run_inst *ri)
+/* The backward's side of the error runner: the base problem as a run_inst. */
+static void grad_setup(const errtest_case *c, errtest_problem *p, inst *in)
 {
-    switch (c->kind) {
-    case E_NULL_ARG: ri->arg[c->target] = NULL; break;
-    case E_REPLACE: inst_replace_arg(ri, c->target, c->dtype, c->ndim, c->shape); break;
-    case E_ALIAS: inst_alias_arg(ri, c->target, c->source, c->shift); break;
-    case E_LAYOUT: ri->layout = c->str; break;
-    case E_HEAD_NUM: ri->head_num = c->value; break;
-    case E_MODE: ri->sparse_mode = c->value; break;
-    case E_PRE: ri->pre_tokens = c->value; break;
-    case E_NEXT: ri->next_tokens = c->value; break;
-    case E_NULL_WS_SIZE: ri->workspace_size_arg = NULL; break;
-    case E_NULL_EXEC_PTR: ri->executor_arg = NULL; break;
-    default: break;
-    }
+    base_case(&p->tc, c->layout, c);
+    run_setup(&p->tc, in);
 }
 
-static void run_error_case(const err_case *c)
+static void grad_teardown(const errtest_case *c, errtest_problem *p, inst *in)
 {
-    tcase tc;
-    base_case(&tc, c->layout, c);
-    run_inst ri;
-    run_setup(&tc, &ri);
-    apply_edit(c, &ri);
-    lig_status st = inst_phase1(&ri);
-    if (c->phase == 1) {
-        errtest_verdict(c->name, 1, st, c->want, c->want_alt, &ri, c->names, NULL);
-    } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, ri.message)) {
-        int skip;
-        st = errtest_phase2(&ri, c->ws, c->name, &skip);
-        if (!skip) {
-            errtest_verdict(c->name, 2, st, c->want, c->want_alt, &ri, c->names, NULL);
-        }
-    }
-    if (st != LIG_SUCCESS) {
-        CHECK(inst_all_unchanged(&ri), "%s: the failed call wrote to an input or output", c->name);
-    }
-    inst_teardown(&ri);
-    tc_free(&tc);
+    (void)c;
+    inst_teardown(in);
+    tc_free(&p->tc);
 }
 
-static void run_error_cases(const err_case *cases, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        int before = th_current_failures();
-        run_error_case(&cases[i]);
-        if (th_current_failures() != before) {
-            th_note("case \"%s\" failed", cases[i].name);
-        }
-    }
-}
+static const errtest_operator backward = {.setup = grad_setup, .teardown = grad_teardown};
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 #define NULLPTR LIG_ERR_PARAM_NULLPTR
@@ -138,122 +68,122 @@ static void run_error_cases(const err_case *cases, size_t n)
 
 void test_errors_null_pointers(void)
 {
-    static const err_case cases[] = {
-        {.name = "query NULL", .kind = E_NULL_ARG, .target = RB_Q, .phase = 1, .want = NULLPTR, .names = "query"},
-        {.name = "key NULL", .kind = E_NULL_ARG, .target = RB_K, .phase = 1, .want = NULLPTR, .names = "key"},
-        {.name = "dy NULL", .kind = E_NULL_ARG, .target = RB_DY, .phase = 1, .want = NULLPTR, .names = "dy"},
-        {.name = "sparse_indices NULL", .kind = E_NULL_ARG, .target = RB_IDX, .phase = 1, .want = NULLPTR,
+    static const errtest_case cases[] = {
+        {.name = "query NULL", .kind = ET_NULL_ARG, .target = RB_Q, .phase = 1, .want = NULLPTR, .names = "query"},
+        {.name = "key NULL", .kind = ET_NULL_ARG, .target = RB_K, .phase = 1, .want = NULLPTR, .names = "key"},
+        {.name = "dy NULL", .kind = ET_NULL_ARG, .target = RB_DY, .phase = 1, .want = NULLPTR, .names = "dy"},
+        {.name = "sparse_indices NULL", .kind = ET_NULL_ARG, .target = RB_IDX, .phase = 1, .want = NULLPTR,
          .names = "sparse_indices"},
-        {.name = "weights NULL", .kind = E_NULL_ARG, .target = RB_W, .phase = 1, .want = NULLPTR, .names = "weights"},
-        {.name = "d_query NULL", .kind = E_NULL_ARG, .target = RB_DQ, .phase = 1, .want = NULLPTR, .names = "d_query"},
-        {.name = "d_key NULL", .kind = E_NULL_ARG, .target = RB_DK, .phase = 1, .want = NULLPTR, .names = "d_key"},
-        {.name = "d_weights NULL", .kind = E_NULL_ARG, .target = RB_DW, .phase = 1, .want = NULLPTR,
+        {.name = "weights NULL", .kind = ET_NULL_ARG, .target = RB_W, .phase = 1, .want = NULLPTR, .names = "weights"},
+        {.name = "d_query NULL", .kind = ET_NULL_ARG, .target = RB_DQ, .phase = 1, .want = NULLPTR, .names = "d_query"},
+        {.name = "d_key NULL", .kind = ET_NULL_ARG, .target = RB_DK, .phase = 1, .want = NULLPTR, .names = "d_key"},
+        {.name = "d_weights NULL", .kind = ET_NULL_ARG, .target = RB_DW, .phase = 1, .want = NULLPTR,
          .names = "d_weights"},
-        {.name = "layout NULL", .kind = E_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
-        {.name = "workspace_size NULL", .kind = E_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
+        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
+        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
          .names = "workspace_size"},
-        {.name = "executor NULL (phase 1)", .kind = E_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
+        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
         {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
          .names = "executor"},
-        {.name = "TND query NULL", .layout = REF_TND, .kind = E_NULL_ARG, .target = RB_Q, .phase = 1,
+        {.name = "TND query NULL", .layout = REF_TND, .kind = ET_NULL_ARG, .target = RB_Q, .phase = 1,
          .want = NULLPTR, .names = "query"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 void test_errors_layout(void)
 {
-    static const err_case cases[] = {
-        {.name = "layout bsnd", .kind = E_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
-        {.name = "layout empty", .kind = E_LAYOUT, .str = "", .phase = 1, .want = INVALID, .names = "layout"},
-        {.name = "layout 'BSND '", .kind = E_LAYOUT, .str = "BSND ", .phase = 1, .want = INVALID, .names = "layout"},
-        {.name = "layout BNSD", .kind = E_LAYOUT, .str = "BNSD", .phase = 1, .want = INVALID, .names = "layout"},
-        {.name = "layout tnd", .layout = REF_TND, .kind = E_LAYOUT, .str = "tnd", .phase = 1, .want = INVALID,
+    static const errtest_case cases[] = {
+        {.name = "layout bsnd", .kind = ET_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout empty", .kind = ET_LAYOUT, .str = "", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout 'BSND '", .kind = ET_LAYOUT, .str = "BSND ", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout BNSD", .kind = ET_LAYOUT, .str = "BNSD", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout tnd", .layout = REF_TND, .kind = ET_LAYOUT, .str = "tnd", .phase = 1, .want = INVALID,
          .names = "layout"},
-        {.name = "TND string, BSND tensors", .kind = E_LAYOUT, .str = "TND", .phase = 1, .want = INVALID,
+        {.name = "TND string, BSND tensors", .kind = ET_LAYOUT, .str = "TND", .phase = 1, .want = INVALID,
          .names = "query|layout"},
-        {.name = "BSND string, TND tensors", .layout = REF_TND, .kind = E_LAYOUT, .str = "BSND", .phase = 1,
+        {.name = "BSND string, TND tensors", .layout = REF_TND, .kind = ET_LAYOUT, .str = "BSND", .phase = 1,
          .want = INVALID, .names = "query|layout"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 void test_errors_rank(void)
 {
-    static const err_case cases[] = {
-        {.name = "query 3-D in BSND", .kind = E_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 3, .shape = {2, 3, 32},
+    static const errtest_case cases[] = {
+        {.name = "query 3-D in BSND", .kind = ET_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 3, .shape = {2, 3, 32},
          .phase = 1, .want = INVALID, .names = "query"},
-        {.name = "key 5-D", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 5, .shape = {2, 5, 2, 8, 1},
+        {.name = "key 5-D", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 5, .shape = {2, 5, 2, 8, 1},
          .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "weights 2-D in BSND", .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 2, .shape = {2, 12},
+        {.name = "weights 2-D in BSND", .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 2, .shape = {2, 12},
          .phase = 1, .want = INVALID, .names = "weights"},
-        {.name = "dy short form with N2 = 2", .kind = E_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 3,
+        {.name = "dy short form with N2 = 2", .kind = ET_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 6}, .phase = 1, .want = INVALID, .names = "dy|sparse_indices"},
-        {.name = "sparse_indices 2-D", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 2, .shape = {6, 6},
+        {.name = "sparse_indices 2-D", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 2, .shape = {6, 6},
          .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
-        {.name = "d_query 5-D", .kind = E_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 5, .shape = {2, 3, 4, 8, 1},
+        {.name = "d_query 5-D", .kind = ET_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 5, .shape = {2, 3, 4, 8, 1},
          .phase = 1, .want = INVALID, .names = "d_query"},
-        {.name = "d_key 3-D", .kind = E_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 3, .shape = {10, 2, 8},
+        {.name = "d_key 3-D", .kind = ET_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 3, .shape = {10, 2, 8},
          .phase = 1, .want = INVALID, .names = "d_key"},
-        {.name = "d_weights 4-D", .kind = E_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 4, .shape = {2, 3, 4, 1},
+        {.name = "d_weights 4-D", .kind = ET_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 4, .shape = {2, 3, 4, 1},
          .phase = 1, .want = INVALID, .names = "d_weights"},
-        {.name = "actual_seq_lengths_query 2-D", .kind = E_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 2,
+        {.name = "actual_seq_lengths_query 2-D", .kind = ET_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 2,
          .shape = {2, 1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "actual_seq_lengths_key 0-D", .kind = E_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 0,
+        {.name = "actual_seq_lengths_key 0-D", .kind = ET_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 0,
          .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND query 4-D", .layout = REF_TND, .kind = E_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 4,
+        {.name = "TND query 4-D", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 4,
          .shape = {1, 4, 4, 8}, .phase = 1, .want = INVALID, .names = "query"},
-        {.name = "TND key 2-D", .layout = REF_TND, .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 2,
+        {.name = "TND key 2-D", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 2,
          .shape = {6, 16}, .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "TND weights 3-D", .layout = REF_TND, .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
+        {.name = "TND weights 3-D", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
          .shape = {1, 4, 4}, .phase = 1, .want = INVALID, .names = "weights"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 void test_errors_shape_pairs(void)
 {
-    static const err_case cases[] = {
-        {.name = "key batch != query batch", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
+    static const errtest_case cases[] = {
+        {.name = "key batch != query batch", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
          .shape = {3, 5, 2, 8}, .phase = 1, .want = INVALID, .names = "key|query"},
-        {.name = "key D != query D", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4, .shape = {2, 5, 2, 7},
+        {.name = "key D != query D", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4, .shape = {2, 5, 2, 7},
          .phase = 1, .want = INVALID, .names = "key|query"},
-        {.name = "key N2 != sparse_indices N2", .kind = E_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
+        {.name = "key N2 != sparse_indices N2", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
          .shape = {2, 5, 4, 8}, .phase = 1, .want = INVALID, .names = "key|sparse_indices|dy"},
-        {.name = "weights S1 != query S1", .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
+        {.name = "weights S1 != query S1", .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
          .shape = {2, 4, 4}, .phase = 1, .want = INVALID, .names = "weights|query"},
-        {.name = "weights N1 != query N1", .kind = E_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
+        {.name = "weights N1 != query N1", .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "weights|query"},
-        {.name = "sparse_indices S1 != query S1", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
+        {.name = "sparse_indices S1 != query S1", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
          .shape = {2, 4, 2, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy|query"},
-        {.name = "sparse_indices N2 != key N2", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
+        {.name = "sparse_indices N2 != key N2", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
          .shape = {2, 3, 1, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy|key"},
-        {.name = "sparse_indices K != dy K", .kind = E_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
+        {.name = "sparse_indices K != dy K", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
          .shape = {2, 3, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
-        {.name = "dy batch != sparse_indices batch", .kind = E_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 4,
+        {.name = "dy batch != sparse_indices batch", .kind = ET_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 4,
          .shape = {1, 3, 2, 3}, .phase = 1, .want = INVALID, .names = "dy|sparse_indices|query"},
-        {.name = "d_query shape != query", .kind = E_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 4,
+        {.name = "d_query shape != query", .kind = ET_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 4,
          .shape = {2, 3, 4, 9}, .phase = 1, .want = INVALID, .names = "d_query|query"},
-        {.name = "d_key shape != key", .kind = E_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 4,
+        {.name = "d_key shape != key", .kind = ET_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 4,
          .shape = {2, 6, 2, 8}, .phase = 1, .want = INVALID, .names = "d_key|key"},
-        {.name = "d_weights shape != weights", .kind = E_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 3,
+        {.name = "d_weights shape != weights", .kind = ET_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "d_weights|weights"},
-        {.name = "actual_seq_lengths_query [3] != B", .kind = E_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 1,
+        {.name = "actual_seq_lengths_query [3] != B", .kind = ET_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 1,
          .shape = {3}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query|query"},
-        {.name = "actual_seq_lengths_key [1] != B", .kind = E_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 1,
+        {.name = "actual_seq_lengths_key [1] != B", .kind = ET_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 1,
          .shape = {1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key|key|query"},
-        {.name = "TND key ends [3] != query ends [2]", .layout = REF_TND, .kind = E_REPLACE, .target = RB_SK,
+        {.name = "TND key ends [3] != query ends [2]", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_SK,
          .dtype = -1, .ndim = 1, .shape = {3}, .phase = 1, .want = INVALID,
          .names = "actual_seq_lengths_key|actual_seq_lengths_query"},
-        {.name = "TND weights T1 != query T1", .layout = REF_TND, .kind = E_REPLACE, .target = RB_W, .dtype = -1,
+        {.name = "TND weights T1 != query T1", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_W, .dtype = -1,
          .ndim = 2, .shape = {5, 4}, .phase = 1, .want = INVALID, .names = "weights|query"},
-        {.name = "TND sparse_indices K != dy K", .layout = REF_TND, .kind = E_REPLACE, .target = RB_IDX,
+        {.name = "TND sparse_indices K != dy K", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_IDX,
          .dtype = -1, .ndim = 3, .shape = {4, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
-        {.name = "TND d_key T2 != key T2", .layout = REF_TND, .kind = E_REPLACE, .target = RB_DK, .dtype = -1,
+        {.name = "TND d_key T2 != key T2", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_DK, .dtype = -1,
          .ndim = 3, .shape = {7, 2, 8}, .phase = 1, .want = INVALID, .names = "d_key|key"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 static void dims_f32(tcase *tc)
@@ -263,39 +193,39 @@ static void dims_f32(tcase *tc)
 
 void test_errors_dtypes(void)
 {
-    static const err_case cases[] = {
-        {.name = "key f16, query bf16", .kind = E_REPLACE, .target = RB_K, .dtype = LIG_FLOAT16, .ndim = -1,
+    static const errtest_case cases[] = {
+        {.name = "key f16, query bf16", .kind = ET_REPLACE, .target = RB_K, .dtype = LIG_FLOAT16, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "dy f32, query bf16", .kind = E_REPLACE, .target = RB_DY, .dtype = LIG_FLOAT32, .ndim = -1,
+        {.name = "dy f32, query bf16", .kind = ET_REPLACE, .target = RB_DY, .dtype = LIG_FLOAT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "dy"},
-        {.name = "weights f32, query bf16", .kind = E_REPLACE, .target = RB_W, .dtype = LIG_FLOAT32, .ndim = -1,
+        {.name = "weights f32, query bf16", .kind = ET_REPLACE, .target = RB_W, .dtype = LIG_FLOAT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "weights"},
-        {.name = "dy bf16, query f32", .edit_dims = dims_f32, .kind = E_REPLACE, .target = RB_DY,
+        {.name = "dy bf16, query f32", .edit_dims = dims_f32, .kind = ET_REPLACE, .target = RB_DY,
          .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "dy"},
-        {.name = "query int32", .kind = E_REPLACE, .target = RB_Q, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
+        {.name = "query int32", .kind = ET_REPLACE, .target = RB_Q, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
          .want = INVALID, .names = "query|key"},
-        {.name = "sparse_indices float32", .kind = E_REPLACE, .target = RB_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
+        {.name = "sparse_indices float32", .kind = ET_REPLACE, .target = RB_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_indices bf16", .kind = E_REPLACE, .target = RB_IDX, .dtype = LIG_BFLOAT16, .ndim = -1,
+        {.name = "sparse_indices bf16", .kind = ET_REPLACE, .target = RB_IDX, .dtype = LIG_BFLOAT16, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "d_query f32, query bf16", .kind = E_REPLACE, .target = RB_DQ, .dtype = LIG_FLOAT32, .ndim = -1,
+        {.name = "d_query f32, query bf16", .kind = ET_REPLACE, .target = RB_DQ, .dtype = LIG_FLOAT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "d_query"},
-        {.name = "d_key f16, query bf16", .kind = E_REPLACE, .target = RB_DK, .dtype = LIG_FLOAT16, .ndim = -1,
+        {.name = "d_key f16, query bf16", .kind = ET_REPLACE, .target = RB_DK, .dtype = LIG_FLOAT16, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "d_key"},
-        {.name = "d_weights int32", .kind = E_REPLACE, .target = RB_DW, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
+        {.name = "d_weights int32", .kind = ET_REPLACE, .target = RB_DW, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
          .want = INVALID, .names = "d_weights"},
-        {.name = "d_weights f16, query bf16", .kind = E_REPLACE, .target = RB_DW, .dtype = LIG_FLOAT16, .ndim = -1,
+        {.name = "d_weights f16, query bf16", .kind = ET_REPLACE, .target = RB_DW, .dtype = LIG_FLOAT16, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "d_weights"},
-        {.name = "d_weights f16, query f32", .edit_dims = dims_f32, .kind = E_REPLACE, .target = RB_DW,
+        {.name = "d_weights f16, query f32", .edit_dims = dims_f32, .kind = ET_REPLACE, .target = RB_DW,
          .dtype = LIG_FLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "d_weights"},
-        {.name = "actual_seq_lengths_query float32", .kind = E_REPLACE, .target = RB_SQ, .dtype = LIG_FLOAT32,
+        {.name = "actual_seq_lengths_query float32", .kind = ET_REPLACE, .target = RB_SQ, .dtype = LIG_FLOAT32,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "actual_seq_lengths_key bf16", .kind = E_REPLACE, .target = RB_SK, .dtype = LIG_BFLOAT16,
+        {.name = "actual_seq_lengths_key bf16", .kind = ET_REPLACE, .target = RB_SK, .dtype = LIG_BFLOAT16,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND actual_seq_lengths_key float32", .layout = REF_TND, .kind = E_REPLACE, .target = RB_SK,
+        {.name = "TND actual_seq_lengths_key float32", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_SK,
          .dtype = LIG_FLOAT32, .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 static void dims_n2_3(tcase *tc)
@@ -305,57 +235,46 @@ static void dims_n2_3(tcase *tc)
 
 void test_errors_heads_modes_band(void)
 {
-    static const err_case cases[] = {
+    static const errtest_case cases[] = {
         {.name = "N1 % N2 != 0", .edit_dims = dims_n2_3, .phase = 1, .want = INVALID,
          .names = "key|query|head_num|sparse_indices"},
-        {.name = "head_num 3 != N1 4", .kind = E_HEAD_NUM, .value = 3, .phase = 1, .want = INVALID,
+        {.name = "head_num 3 != N1 4", .kind = ET_HEAD_NUM, .value = 3, .phase = 1, .want = INVALID,
          .names = "head_num"},
-        {.name = "head_num 8 != N1 4", .kind = E_HEAD_NUM, .value = 8, .phase = 1, .want = INVALID,
+        {.name = "head_num 8 != N1 4", .kind = ET_HEAD_NUM, .value = 8, .phase = 1, .want = INVALID,
          .names = "head_num"},
-        {.name = "head_num -1", .kind = E_HEAD_NUM, .value = -1, .phase = 1, .want = INVALID, .names = "head_num"},
+        {.name = "head_num -1", .kind = ET_HEAD_NUM, .value = -1, .phase = 1, .want = INVALID, .names = "head_num"},
     };
-    run_error_cases(cases, NCASES(cases));
-    static const edit_kind kinds[3] = {E_MODE, E_PRE, E_NEXT};
-    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
-        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
-        const err_case c = {.name = d->name, .layout = d->layout, .kind = kinds[d->which], .value = d->value,
-                            .phase = 1, .want = INVALID, .names = errtest_scalar_name(d->which)};
-        run_error_cases(&c, 1);
-    }
+    errtest_run(&backward, cases, NCASES(cases));
+    errtest_run_mode_band_defects(&backward, 0);
 }
 
 void test_errors_seq_lengths(void)
 {
-    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
-        const errtest_seq_defect *d = &errtest_seq_defects[i];
-        const err_case c = {.name = d->name, .layout = d->layout, .edit_data = d->edit, .phase = 1, .want = INVALID,
-                            .names = d->names};
-        run_error_cases(&c, 1);
-    }
+    errtest_run_seq_defects(&backward, 0);
 }
 
 void test_errors_overlap(void)
 {
-    static const err_case cases[] = {
-        {.name = "d_query is query", .kind = E_ALIAS, .target = RB_DQ, .source = RB_Q, .phase = 1,
+    static const errtest_case cases[] = {
+        {.name = "d_query is query", .kind = ET_ALIAS, .target = RB_DQ, .source = RB_Q, .phase = 1,
          .want = INVALID, .names = "d_query|query"},
-        {.name = "d_key overlaps key (shifted)", .kind = E_ALIAS, .target = RB_DK, .source = RB_K, .shift = 3,
+        {.name = "d_key overlaps key (shifted)", .kind = ET_ALIAS, .target = RB_DK, .source = RB_K, .shift = 3,
          .phase = 1, .want = INVALID, .names = "d_key|key"},
-        {.name = "d_weights inside dy", .kind = E_ALIAS, .target = RB_DW, .source = RB_DY, .shift = 0, .phase = 1,
+        {.name = "d_weights inside dy", .kind = ET_ALIAS, .target = RB_DW, .source = RB_DY, .shift = 0, .phase = 1,
          .want = INVALID, .names = "d_weights|dy"},
-        {.name = "d_weights overlaps weights", .kind = E_ALIAS, .target = RB_DW, .source = RB_W, .shift = 1,
+        {.name = "d_weights overlaps weights", .kind = ET_ALIAS, .target = RB_DW, .source = RB_W, .shift = 1,
          .phase = 1, .want = INVALID, .names = "d_weights|weights"},
-        {.name = "d_weights over actual_seq_lengths_query", .kind = E_ALIAS, .target = RB_DW, .source = RB_SQ,
+        {.name = "d_weights over actual_seq_lengths_query", .kind = ET_ALIAS, .target = RB_DW, .source = RB_SQ,
          .shift = 0, .phase = 1, .want = INVALID, .names = "d_weights|actual_seq_lengths_query"},
-        {.name = "TND d_query is query", .layout = REF_TND, .kind = E_ALIAS, .target = RB_DQ, .source = RB_Q,
+        {.name = "TND d_query is query", .layout = REF_TND, .kind = ET_ALIAS, .target = RB_DQ, .source = RB_Q,
          .phase = 1, .want = INVALID, .names = "d_query|query"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 void test_errors_workspace(void)
 {
-    static const err_case cases[] = {
+    static const errtest_case cases[] = {
         {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
         {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
@@ -365,7 +284,7 @@ void test_errors_workspace(void)
         {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
          .want = INVALID, .names = "workspace|workspace_size"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 /* Flat slot of (row, g, j) in the base problems (N2 = 2, K = 3). */
@@ -401,7 +320,7 @@ static void tnd_idx_beyond_second_batch(tcase *tc) { tc->idx[slot(2, 0, 2)] = 1;
 
 void test_errors_index_range(void)
 {
-    static const err_case cases[] = {
+    static const errtest_case cases[] = {
         {.name = "index == batch key length", .edit_data = idx_eq_lk, .phase = 2, .want = INVALID,
          .names = "sparse_indices"},
         {.name = "index -2", .edit_data = idx_minus2, .phase = 2, .want = INVALID, .names = "sparse_indices"},
@@ -418,7 +337,7 @@ void test_errors_index_range(void)
         {.name = "TND index past the second batch's keys", .layout = REF_TND,
          .edit_data = tnd_idx_beyond_second_batch, .phase = 2, .want = INVALID, .names = "sparse_indices"},
     };
-    run_error_cases(cases, NCASES(cases));
+    errtest_run(&backward, cases, NCASES(cases));
 }
 
 /* Shapes are printed as [a,b,c] (the contract's example: "dy: expected shape [2,3,2048] (like
@@ -503,7 +422,7 @@ static void tnd_past_end_garbage(tcase *tc)
 
 void test_errors_invalid_rows_are_not_read(void)
 {
-    err_case c;
+    errtest_case c;
     memset(&c, 0, sizeof c);
     tcase tc;
     c.edit_data = invalid_rows_garbage;

@@ -32,21 +32,6 @@
 #include "backward_runner.h"
 #include "tests.h"
 
-typedef enum fe_kind {
-    FE_NONE = 0,
-    FE_NULL_ARG,     /* arg[target] = NULL */
-    FE_REPLACE,      /* arg[target] = new tensor (dtype, ndim/shape) */
-    FE_ALIAS,        /* arg[target] = contiguous view into buffer `source`, shifted by `shift` elements */
-    FE_SELF_OVERLAP, /* arg[target] = view of its own buffer with stride 0 on dimension 1 */
-    FE_LAYOUT,       /* layout = str */
-    FE_COUNT,        /* sparse_count = value */
-    FE_MODE,         /* sparse_mode = value */
-    FE_PRE,          /* pre_tokens = value */
-    FE_NEXT,         /* next_tokens = value */
-    FE_NULL_WS_SIZE, /* workspace_size pointer NULL */
-    FE_NULL_EXEC_PTR /* executor pointer NULL */
-} fe_kind;
-
 /* Phase-2 modes beyond errtest_ws's. */
 typedef enum fe_ws {
     FW_STREAM = ERRTEST_WS_COMMON, /* a non-NULL stream */
@@ -56,30 +41,6 @@ typedef enum fe_ws {
     FW_TO_GRAD                     /* this operator's executor handed to lig_indexer_grad */
 } fe_ws;
 
-typedef struct fe_case {
-    const char *name;
-    op_kind op;
-    ref_layout layout;
-    void (*edit_tc)(tcase *tc);   /* forward: dimensions, before generation */
-    void (*edit_seq)(tcase *tc);  /* forward: after generation (lengths) */
-    void (*edit_kc)(klcase *kc);  /* KL: after generation */
-    int no_values;                /* forward: no sparse_values */
-    int no_indices;               /* KL: no sparse_indices */
-    fe_kind kind;
-    int target;
-    int dtype; /* FE_REPLACE: -1 keeps the target's dtype */
-    int ndim;  /* FE_REPLACE: -1 keeps the target's shape */
-    int64_t shape[6];
-    int source;
-    int64_t shift;
-    int64_t value;
-    const char *str;
-    int phase;
-    int ws;       /* errtest_ws or fe_ws */
-    lig_status want, want_alt;
-    const char *names;    /* acceptable parameter names, '|' separated */
-    const char *has[2];   /* substrings the message must contain */
-} fe_case;
 
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 #define NULLPTR LIG_ERR_PARAM_NULLPTR
@@ -87,12 +48,12 @@ typedef struct fe_case {
 
 /* ---- base problems ---- */
 
-static void fwd_base(tcase *tc, ref_layout layout, const fe_case *c)
+static void fwd_base(tcase *tc, ref_layout layout, const errtest_case *c)
 {
     th_rng r = th_rng_make(99);
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
-    errtest_base_dims(tc, c != NULL ? c->edit_tc : NULL);
+    errtest_base_dims(tc, c != NULL ? c->edit_dims : NULL);
     if (layout == REF_BSND) {
         errtest_base_bsnd(&r, tc);
     } else {
@@ -104,12 +65,12 @@ static void fwd_base(tcase *tc, ref_layout layout, const fe_case *c)
         errtest_base_tnd_lengths(tc);
     }
     fwd_gen_data(&r, tc, &o);
-    if (c != NULL && c->edit_seq != NULL) {
-        c->edit_seq(tc);
+    if (c != NULL && c->edit_data != NULL) {
+        c->edit_data(tc);
     }
 }
 
-static void kl_base(klcase *kc, const fe_case *c)
+static void kl_base(klcase *kc, const errtest_case *c)
 {
     th_rng r = th_rng_make(98);
     kl_init(kc);
@@ -131,45 +92,17 @@ static void kl_base(klcase *kc, const fe_case *c)
 
 /* ---- edits ---- */
 
-static void apply_edit(const fe_case *c, op_inst *oi, const tcase *tc)
+/* A lengths array placed inside an output (ET_ALIAS onto FW_SQ / FW_SK): give it valid contents,
+ * so that only the overlap is wrong, and take the output's snapshot again. */
+static void after_edit(const errtest_case *c, const errtest_problem *p, inst *oi, unsigned char *alias)
 {
-    switch (c->kind) {
-    case FE_NULL_ARG: oi->arg[c->target] = NULL; break;
-    case FE_REPLACE: inst_replace_arg(oi, c->target, c->dtype, c->ndim, c->shape); break;
-    case FE_ALIAS: {
-        unsigned char *data = inst_alias_arg(oi, c->target, c->source, c->shift);
-        if (oi->kind == OP_FORWARD && (c->target == FW_SQ || c->target == FW_SK)) {
-            /* a lengths array placed inside an output: give it valid contents, so that only the
-             * overlap is wrong, and take the output's snapshot again */
-            const int64_t *v = c->target == FW_SQ ? tc->seq_q : tc->seq_k;
-            for (int64_t b = 0; b < tc->p.B; b++) {
-                th_store_int(data, oi->buf[c->target].dtype, b, v[b]);
-            }
-            tbuf_snapshot(&oi->buf[c->source]);
-        }
-        break;
+    if (c->kind != ET_ALIAS || oi->kind != OP_FORWARD || (c->target != FW_SQ && c->target != FW_SK)) return;
+    const tcase *tc = &p->tc;
+    const int64_t *v = c->target == FW_SQ ? tc->seq_q : tc->seq_k;
+    for (int64_t b = 0; b < tc->p.B; b++) {
+        th_store_int(alias, oi->buf[c->target].dtype, b, v[b]);
     }
-    case FE_SELF_OVERLAP: {
-        const tbuf *t = &oi->buf[c->target];
-        int64_t strides[LIG_MAX_DIMS];
-        int64_t s = 1;
-        for (int i = t->ndim - 1; i >= 0; i--) {
-            strides[i] = s;
-            s *= t->shape[i];
-        }
-        strides[1] = 0;
-        oi->arg[c->target] = inst_adopt(oi, lig_create_tensor(t->base, t->dtype, t->ndim, t->shape, strides));
-        break;
-    }
-    case FE_LAYOUT: oi->layout = c->str; break;
-    case FE_COUNT: oi->sparse_count = c->value; break;
-    case FE_MODE: oi->sparse_mode = c->value; break;
-    case FE_PRE: oi->pre_tokens = c->value; break;
-    case FE_NEXT: oi->next_tokens = c->value; break;
-    case FE_NULL_WS_SIZE: oi->workspace_size_arg = NULL; break;
-    case FE_NULL_EXEC_PTR: oi->executor_arg = NULL; break;
-    default: break;
-    }
+    tbuf_snapshot(&oi->buf[c->source]);
 }
 
 /* ---- executors of the other operators ---- */
@@ -247,7 +180,7 @@ static int foreign_free(foreign *f)
 /* ---- one case ---- */
 
 /* The modes of fe_ws; errtest_phase2 the others. */
-static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
+static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
 {
     lig_status st;
     *skip = 0;
@@ -291,75 +224,55 @@ static lig_status run_phase2_case(const fe_case *c, op_inst *oi, int *skip)
     }
 }
 
-static void run_fe_case(const fe_case *c)
+/* The forward's and the KL step's side of the error runner. */
+static void setup(const errtest_case *c, errtest_problem *p, inst *oi)
 {
-    tcase tc;
-    klcase kc;
-    op_inst oi;
     if (c->op == OP_FORWARD) {
-        fwd_base(&tc, c->layout, c);
-        fwd_setup(&tc, !c->no_values, tc.dtype, &oi);
+        fwd_base(&p->tc, c->layout, c);
+        fwd_setup(&p->tc, !c->no_values, p->tc.dtype, oi);
     } else {
-        kl_base(&kc, c);
-        kl_setup(&kc, &oi);
-    }
-    apply_edit(c, &oi, c->op == OP_FORWARD ? &tc : NULL);
-    lig_status st = inst_phase1(&oi);
-    if (c->phase == 1) {
-        errtest_verdict(c->name, 1, st, c->want, c->want_alt, &oi, c->names, c->has);
-    } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, oi.message)) {
-        int skip = 0;
-        st = run_phase2_case(c, &oi, &skip);
-        if (!skip) {
-            errtest_verdict(c->name, 2, st, c->want, c->want_alt, &oi, c->names, c->has);
-        }
-    }
-    if (st != LIG_SUCCESS) {
-        CHECK(inst_all_unchanged(&oi), "%s: the failed call wrote to an input or output", c->name);
-    }
-    inst_teardown(&oi);
-    if (c->op == OP_FORWARD) {
-        tc_free(&tc);
-    } else {
-        kl_free(&kc);
+        kl_base(&p->kc, c);
+        kl_setup(&p->kc, oi);
     }
 }
 
-static void run_fe_cases(const fe_case *cases, size_t n)
+static void teardown(const errtest_case *c, errtest_problem *p, inst *oi)
 {
-    for (size_t i = 0; i < n; i++) {
-        int before = th_current_failures();
-        run_fe_case(&cases[i]);
-        if (th_current_failures() != before) {
-            th_note("case \"%s\" failed", cases[i].name);
-        }
+    inst_teardown(oi);
+    if (c->op == OP_FORWARD) {
+        tc_free(&p->tc);
+    } else {
+        kl_free(&p->kc);
     }
 }
+
+static const errtest_operator forward_or_kl = {
+    .setup = setup, .after_edit = after_edit, .phase2 = run_phase2_case, .teardown = teardown};
 
 /* ---- forward ---- */
 
 void test_errors_fwd_null_pointers(void)
 {
-    static const fe_case cases[] = {
-        {.name = "query NULL", .kind = FE_NULL_ARG, .target = FW_Q, .phase = 1, .want = NULLPTR, .names = "query"},
-        {.name = "key NULL", .kind = FE_NULL_ARG, .target = FW_K, .phase = 1, .want = NULLPTR, .names = "key"},
-        {.name = "weights NULL", .kind = FE_NULL_ARG, .target = FW_W, .phase = 1, .want = NULLPTR,
+    static const errtest_case cases[] = {
+        {.name = "query NULL", .kind = ET_NULL_ARG, .target = FW_Q, .phase = 1, .want = NULLPTR, .names = "query"},
+        {.name = "key NULL", .kind = ET_NULL_ARG, .target = FW_K, .phase = 1, .want = NULLPTR, .names = "key"},
+        {.name = "weights NULL", .kind = ET_NULL_ARG, .target = FW_W, .phase = 1, .want = NULLPTR,
          .names = "weights"},
-        {.name = "sparse_indices NULL", .kind = FE_NULL_ARG, .target = FW_IDX, .phase = 1, .want = NULLPTR,
+        {.name = "sparse_indices NULL", .kind = ET_NULL_ARG, .target = FW_IDX, .phase = 1, .want = NULLPTR,
          .names = "sparse_indices"},
-        {.name = "layout NULL", .kind = FE_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
-        {.name = "workspace_size NULL", .kind = FE_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
+        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
+        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
          .names = "workspace_size"},
-        {.name = "executor NULL (phase 1)", .kind = FE_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
+        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
         {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
          .names = "executor"},
-        {.name = "TND sparse_indices NULL", .layout = REF_TND, .kind = FE_NULL_ARG, .target = FW_IDX, .phase = 1,
+        {.name = "TND sparse_indices NULL", .layout = REF_TND, .kind = ET_NULL_ARG, .target = FW_IDX, .phase = 1,
          .want = NULLPTR, .names = "sparse_indices"},
         {.name = "sparse_values NULL is fine", .no_values = 1, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS,
          .names = ""},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 static void dims_f32(tcase *tc) { tc->dtype = LIG_FLOAT32; }
@@ -367,157 +280,146 @@ static void dims_n2_3(tcase *tc) { tc->p.N2 = 3; } /* N1 = 4 */
 
 void test_errors_fwd_layout_rank_shape(void)
 {
-    static const fe_case cases[] = {
-        {.name = "layout bsnd", .kind = FE_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
-        {.name = "layout empty", .kind = FE_LAYOUT, .str = "", .phase = 1, .want = INVALID, .names = "layout"},
-        {.name = "layout 'BSND '", .kind = FE_LAYOUT, .str = "BSND ", .phase = 1, .want = INVALID,
+    static const errtest_case cases[] = {
+        {.name = "layout bsnd", .kind = ET_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout empty", .kind = ET_LAYOUT, .str = "", .phase = 1, .want = INVALID, .names = "layout"},
+        {.name = "layout 'BSND '", .kind = ET_LAYOUT, .str = "BSND ", .phase = 1, .want = INVALID,
          .names = "layout"},
-        {.name = "TND string, BSND tensors", .kind = FE_LAYOUT, .str = "TND", .phase = 1, .want = INVALID,
+        {.name = "TND string, BSND tensors", .kind = ET_LAYOUT, .str = "TND", .phase = 1, .want = INVALID,
          .names = "query|layout"},
-        {.name = "BSND string, TND tensors", .layout = REF_TND, .kind = FE_LAYOUT, .str = "BSND", .phase = 1,
+        {.name = "BSND string, TND tensors", .layout = REF_TND, .kind = ET_LAYOUT, .str = "BSND", .phase = 1,
          .want = INVALID, .names = "query|layout"},
-        {.name = "query 3-D in BSND", .kind = FE_REPLACE, .target = FW_Q, .dtype = -1, .ndim = 3,
+        {.name = "query 3-D in BSND", .kind = ET_REPLACE, .target = FW_Q, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 32}, .phase = 1, .want = INVALID, .names = "query"},
-        {.name = "key 5-D", .kind = FE_REPLACE, .target = FW_K, .dtype = -1, .ndim = 5, .shape = {2, 5, 2, 8, 1},
+        {.name = "key 5-D", .kind = ET_REPLACE, .target = FW_K, .dtype = -1, .ndim = 5, .shape = {2, 5, 2, 8, 1},
          .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "weights 2-D in BSND", .kind = FE_REPLACE, .target = FW_W, .dtype = -1, .ndim = 2,
+        {.name = "weights 2-D in BSND", .kind = ET_REPLACE, .target = FW_W, .dtype = -1, .ndim = 2,
          .shape = {2, 12}, .phase = 1, .want = INVALID, .names = "weights"},
-        {.name = "sparse_indices 2-D", .kind = FE_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 2,
+        {.name = "sparse_indices 2-D", .kind = ET_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 2,
          .shape = {6, 6}, .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_indices short form with N2 = 2", .kind = FE_REPLACE, .target = FW_IDX, .dtype = -1,
+        {.name = "sparse_indices short form with N2 = 2", .kind = ET_REPLACE, .target = FW_IDX, .dtype = -1,
          .ndim = 3, .shape = {2, 3, 6}, .phase = 1, .want = INVALID, .names = "sparse_indices",
          .has = {"got rank 3 shape [2,3,6]", NULL}},
-        {.name = "sparse_values rank 3", .kind = FE_REPLACE, .target = FW_VAL, .dtype = -1, .ndim = 3,
+        {.name = "sparse_values rank 3", .kind = ET_REPLACE, .target = FW_VAL, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 6}, .phase = 1, .want = INVALID, .names = "sparse_values"},
-        {.name = "TND query 4-D", .layout = REF_TND, .kind = FE_REPLACE, .target = FW_Q, .dtype = -1, .ndim = 4,
+        {.name = "TND query 4-D", .layout = REF_TND, .kind = ET_REPLACE, .target = FW_Q, .dtype = -1, .ndim = 4,
          .shape = {1, 4, 4, 8}, .phase = 1, .want = INVALID, .names = "query"},
-        {.name = "actual_seq_lengths_query 2-D", .kind = FE_REPLACE, .target = FW_SQ, .dtype = -1, .ndim = 2,
+        {.name = "actual_seq_lengths_query 2-D", .kind = ET_REPLACE, .target = FW_SQ, .dtype = -1, .ndim = 2,
          .shape = {2, 1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "key batch != query batch", .kind = FE_REPLACE, .target = FW_K, .dtype = -1, .ndim = 4,
+        {.name = "key batch != query batch", .kind = ET_REPLACE, .target = FW_K, .dtype = -1, .ndim = 4,
          .shape = {3, 5, 2, 8}, .phase = 1, .want = INVALID, .names = "key|query", .has = {"[3,5,2,8]", NULL}},
-        {.name = "key D != query D", .kind = FE_REPLACE, .target = FW_K, .dtype = -1, .ndim = 4,
+        {.name = "key D != query D", .kind = ET_REPLACE, .target = FW_K, .dtype = -1, .ndim = 4,
          .shape = {2, 5, 2, 7}, .phase = 1, .want = INVALID, .names = "key|query"},
-        {.name = "weights heads != N1", .kind = FE_REPLACE, .target = FW_W, .dtype = -1, .ndim = 3,
+        {.name = "weights heads != N1", .kind = ET_REPLACE, .target = FW_W, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "weights",
          .has = {"expected shape [2,3,4]", "got [2,3,5]"}},
-        {.name = "sparse_indices K != sparse_count", .kind = FE_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 4,
+        {.name = "sparse_indices K != sparse_count", .kind = ET_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 4,
          .shape = {2, 3, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|sparse_count",
          .has = {"expected shape [2,3,2,3]", "got [2,3,2,4]"}},
-        {.name = "sparse_indices rows != S1", .kind = FE_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 4,
+        {.name = "sparse_indices rows != S1", .kind = ET_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 4,
          .shape = {2, 4, 2, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices",
          .has = {"got [2,4,2,3]", NULL}},
-        {.name = "sparse_indices N2 != key's", .kind = FE_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 4,
+        {.name = "sparse_indices N2 != key's", .kind = ET_REPLACE, .target = FW_IDX, .dtype = -1, .ndim = 4,
          .shape = {2, 3, 1, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_values unlike sparse_indices", .kind = FE_REPLACE, .target = FW_VAL, .dtype = -1,
+        {.name = "sparse_values unlike sparse_indices", .kind = ET_REPLACE, .target = FW_VAL, .dtype = -1,
          .ndim = 4, .shape = {2, 3, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_values",
          .has = {"expected shape [2,3,2,3]", "got [2,3,2,4]"}},
-        {.name = "N1 % N2 != 0", .edit_tc = dims_n2_3, .phase = 1, .want = INVALID,
+        {.name = "N1 % N2 != 0", .edit_dims = dims_n2_3, .phase = 1, .want = INVALID,
          .names = "key|query|sparse_indices"},
-        {.name = "actual_seq_lengths_query [3] for B = 2", .kind = FE_REPLACE, .target = FW_SQ, .dtype = -1,
+        {.name = "actual_seq_lengths_query [3] for B = 2", .kind = ET_REPLACE, .target = FW_SQ, .dtype = -1,
          .ndim = 1, .shape = {3}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query",
          .has = {"[3]", NULL}},
-        {.name = "TND sparse_indices rows != T1", .layout = REF_TND, .kind = FE_REPLACE, .target = FW_IDX,
+        {.name = "TND sparse_indices rows != T1", .layout = REF_TND, .kind = ET_REPLACE, .target = FW_IDX,
          .dtype = -1, .ndim = 3, .shape = {5, 2, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices",
          .has = {"expected shape [4,2,3]", "got [5,2,3]"}},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 void test_errors_fwd_dtypes(void)
 {
-    static const fe_case cases[] = {
-        {.name = "sparse_indices FLOAT32", .kind = FE_REPLACE, .target = FW_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
+    static const errtest_case cases[] = {
+        {.name = "sparse_indices FLOAT32", .kind = ET_REPLACE, .target = FW_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_indices BFLOAT16", .kind = FE_REPLACE, .target = FW_IDX, .dtype = LIG_BFLOAT16,
+        {.name = "sparse_indices BFLOAT16", .kind = ET_REPLACE, .target = FW_IDX, .dtype = LIG_BFLOAT16,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_values INT32", .kind = FE_REPLACE, .target = FW_VAL, .dtype = LIG_INT32, .ndim = -1,
+        {.name = "sparse_values INT32", .kind = ET_REPLACE, .target = FW_VAL, .dtype = LIG_INT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "sparse_values"},
-        {.name = "sparse_values INT64", .kind = FE_REPLACE, .target = FW_VAL, .dtype = LIG_INT64, .ndim = -1,
+        {.name = "sparse_values INT64", .kind = ET_REPLACE, .target = FW_VAL, .dtype = LIG_INT64, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "sparse_values"},
-        {.name = "sparse_values FLOAT16, query BFLOAT16", .kind = FE_REPLACE, .target = FW_VAL,
+        {.name = "sparse_values FLOAT16, query BFLOAT16", .kind = ET_REPLACE, .target = FW_VAL,
          .dtype = LIG_FLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_values"},
-        {.name = "sparse_values BFLOAT16, query FLOAT32", .edit_tc = dims_f32, .kind = FE_REPLACE, .target = FW_VAL,
+        {.name = "sparse_values BFLOAT16, query FLOAT32", .edit_dims = dims_f32, .kind = ET_REPLACE, .target = FW_VAL,
          .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_values"},
-        {.name = "sparse_values FLOAT32 is fine", .kind = FE_REPLACE, .target = FW_VAL, .dtype = LIG_FLOAT32,
+        {.name = "sparse_values FLOAT32 is fine", .kind = ET_REPLACE, .target = FW_VAL, .dtype = LIG_FLOAT32,
          .ndim = -1, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS, .names = ""},
-        {.name = "key FLOAT16, query BFLOAT16", .kind = FE_REPLACE, .target = FW_K, .dtype = LIG_FLOAT16,
+        {.name = "key FLOAT16, query BFLOAT16", .kind = ET_REPLACE, .target = FW_K, .dtype = LIG_FLOAT16,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "weights FLOAT32, query BFLOAT16", .kind = FE_REPLACE, .target = FW_W, .dtype = LIG_FLOAT32,
+        {.name = "weights FLOAT32, query BFLOAT16", .kind = ET_REPLACE, .target = FW_W, .dtype = LIG_FLOAT32,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "weights"},
-        {.name = "query INT32", .kind = FE_REPLACE, .target = FW_Q, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
+        {.name = "query INT32", .kind = ET_REPLACE, .target = FW_Q, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
          .want = INVALID, .names = "query|key"},
-        {.name = "actual_seq_lengths_key FLOAT32", .kind = FE_REPLACE, .target = FW_SK, .dtype = LIG_FLOAT32,
+        {.name = "actual_seq_lengths_key FLOAT32", .kind = ET_REPLACE, .target = FW_SK, .dtype = LIG_FLOAT32,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND actual_seq_lengths_query BFLOAT16", .layout = REF_TND, .kind = FE_REPLACE, .target = FW_SQ,
+        {.name = "TND actual_seq_lengths_query BFLOAT16", .layout = REF_TND, .kind = ET_REPLACE, .target = FW_SQ,
          .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 void test_errors_fwd_count_modes_band(void)
 {
-    static const fe_case cases[] = {
-        {.name = "sparse_count 0", .kind = FE_COUNT, .value = 0, .phase = 1, .want = INVALID,
+    static const errtest_case cases[] = {
+        {.name = "sparse_count 0", .kind = ET_COUNT, .value = 0, .phase = 1, .want = INVALID,
          .names = "sparse_count"},
-        {.name = "sparse_count -1", .kind = FE_COUNT, .value = -1, .phase = 1, .want = INVALID,
+        {.name = "sparse_count -1", .kind = ET_COUNT, .value = -1, .phase = 1, .want = INVALID,
          .names = "sparse_count"},
-        {.name = "sparse_count INT64_MIN", .kind = FE_COUNT, .value = INT64_MIN, .phase = 1, .want = INVALID,
+        {.name = "sparse_count INT64_MIN", .kind = ET_COUNT, .value = INT64_MIN, .phase = 1, .want = INVALID,
          .names = "sparse_count"},
-        {.name = "sparse_count 4, K of sparse_indices 3", .kind = FE_COUNT, .value = 4, .phase = 1,
+        {.name = "sparse_count 4, K of sparse_indices 3", .kind = ET_COUNT, .value = 4, .phase = 1,
          .want = INVALID, .names = "sparse_indices|sparse_count", .has = {"[2,3,2,4]", "[2,3,2,3]"}},
-        {.name = "sparse_count 2, K of sparse_indices 3", .kind = FE_COUNT, .value = 2, .phase = 1,
+        {.name = "sparse_count 2, K of sparse_indices 3", .kind = ET_COUNT, .value = 2, .phase = 1,
          .want = INVALID, .names = "sparse_indices|sparse_count"},
     };
-    run_fe_cases(cases, NCASES(cases));
-    static const fe_kind kinds[3] = {FE_MODE, FE_PRE, FE_NEXT};
-    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
-        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
-        const fe_case c = {.name = d->name, .layout = d->layout, .kind = kinds[d->which], .value = d->value,
-                           .phase = 1, .want = INVALID, .names = errtest_scalar_name(d->which)};
-        run_fe_cases(&c, 1);
-    }
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
+    errtest_run_mode_band_defects(&forward_or_kl, OP_FORWARD);
 }
 
 void test_errors_fwd_seq_lengths(void)
 {
-    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
-        const errtest_seq_defect *d = &errtest_seq_defects[i];
-        const fe_case c = {.name = d->name, .layout = d->layout, .edit_seq = d->edit, .phase = 1, .want = INVALID,
-                           .names = d->names};
-        run_fe_cases(&c, 1);
-    }
+    errtest_run_seq_defects(&forward_or_kl, OP_FORWARD);
 }
 
 void test_errors_fwd_overlap(void)
 {
-    static const fe_case cases[] = {
-        {.name = "sparse_indices inside query", .kind = FE_ALIAS, .target = FW_IDX, .source = FW_Q, .phase = 1,
+    static const errtest_case cases[] = {
+        {.name = "sparse_indices inside query", .kind = ET_ALIAS, .target = FW_IDX, .source = FW_Q, .phase = 1,
          .want = INVALID, .names = "sparse_indices|query"},
-        {.name = "sparse_indices overlaps key (shifted)", .kind = FE_ALIAS, .target = FW_IDX, .source = FW_K,
+        {.name = "sparse_indices overlaps key (shifted)", .kind = ET_ALIAS, .target = FW_IDX, .source = FW_K,
          .shift = 3, .phase = 1, .want = INVALID, .names = "sparse_indices|key"},
-        {.name = "sparse_values overlaps weights", .kind = FE_ALIAS, .target = FW_VAL, .source = FW_W, .shift = 1,
+        {.name = "sparse_values overlaps weights", .kind = ET_ALIAS, .target = FW_VAL, .source = FW_W, .shift = 1,
          .phase = 1, .want = INVALID, .names = "sparse_values|weights"},
-        {.name = "sparse_values over sparse_indices", .kind = FE_ALIAS, .target = FW_VAL, .source = FW_IDX,
+        {.name = "sparse_values over sparse_indices", .kind = ET_ALIAS, .target = FW_VAL, .source = FW_IDX,
          .shift = 2, .phase = 1, .want = INVALID, .names = "sparse_values|sparse_indices"},
-        {.name = "actual_seq_lengths_key inside sparse_indices", .kind = FE_ALIAS, .target = FW_SK,
+        {.name = "actual_seq_lengths_key inside sparse_indices", .kind = ET_ALIAS, .target = FW_SK,
          .source = FW_IDX, .shift = 0, .phase = 1, .want = INVALID,
          .names = "sparse_indices|actual_seq_lengths_key"},
-        {.name = "actual_seq_lengths_query inside sparse_values", .kind = FE_ALIAS, .target = FW_SQ,
+        {.name = "actual_seq_lengths_query inside sparse_values", .kind = ET_ALIAS, .target = FW_SQ,
          .source = FW_VAL, .shift = 4, .phase = 1, .want = INVALID,
          .names = "sparse_values|actual_seq_lengths_query"},
-        {.name = "sparse_indices with overlapping strides", .kind = FE_SELF_OVERLAP, .target = FW_IDX, .phase = 1,
+        {.name = "sparse_indices with overlapping strides", .kind = ET_SELF_OVERLAP, .target = FW_IDX, .phase = 1,
          .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_values with overlapping strides", .kind = FE_SELF_OVERLAP, .target = FW_VAL, .phase = 1,
+        {.name = "sparse_values with overlapping strides", .kind = ET_SELF_OVERLAP, .target = FW_VAL, .phase = 1,
          .want = INVALID, .names = "sparse_values"},
-        {.name = "TND sparse_indices inside query", .layout = REF_TND, .kind = FE_ALIAS, .target = FW_IDX,
+        {.name = "TND sparse_indices inside query", .layout = REF_TND, .kind = ET_ALIAS, .target = FW_IDX,
          .source = FW_Q, .phase = 1, .want = INVALID, .names = "sparse_indices|query"},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 void test_errors_fwd_workspace_executor(void)
 {
-    static const fe_case cases[] = {
+    static const errtest_case cases[] = {
         {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
         {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
@@ -534,7 +436,7 @@ void test_errors_fwd_workspace_executor(void)
         {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 /* INT32 indices cannot address more than 2^31 keys: phase 1 refuses them for S2 > 2^31 (INT64
@@ -600,93 +502,93 @@ void test_errors_fwd_int32_limit(void)
 
 void test_errors_kl_null_pointers(void)
 {
-    static const fe_case cases[] = {
-        {.name = "KL sparse_values NULL", .op = OP_KL, .kind = FE_NULL_ARG, .target = KL_VAL, .phase = 1,
+    static const errtest_case cases[] = {
+        {.name = "KL sparse_values NULL", .op = OP_KL, .kind = ET_NULL_ARG, .target = KL_VAL, .phase = 1,
          .want = NULLPTR, .names = "sparse_values"},
-        {.name = "KL target NULL", .op = OP_KL, .kind = FE_NULL_ARG, .target = KL_TGT, .phase = 1, .want = NULLPTR,
+        {.name = "KL target NULL", .op = OP_KL, .kind = ET_NULL_ARG, .target = KL_TGT, .phase = 1, .want = NULLPTR,
          .names = "target"},
-        {.name = "KL loss NULL", .op = OP_KL, .kind = FE_NULL_ARG, .target = KL_LOSS, .phase = 1, .want = NULLPTR,
+        {.name = "KL loss NULL", .op = OP_KL, .kind = ET_NULL_ARG, .target = KL_LOSS, .phase = 1, .want = NULLPTR,
          .names = "loss"},
-        {.name = "KL dy NULL", .op = OP_KL, .kind = FE_NULL_ARG, .target = KL_DY, .phase = 1, .want = NULLPTR,
+        {.name = "KL dy NULL", .op = OP_KL, .kind = ET_NULL_ARG, .target = KL_DY, .phase = 1, .want = NULLPTR,
          .names = "dy"},
-        {.name = "KL workspace_size NULL", .op = OP_KL, .kind = FE_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
+        {.name = "KL workspace_size NULL", .op = OP_KL, .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
          .names = "workspace_size"},
-        {.name = "KL executor NULL (phase 1)", .op = OP_KL, .kind = FE_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
+        {.name = "KL executor NULL (phase 1)", .op = OP_KL, .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
          .names = "executor"},
         {.name = "KL executor NULL (phase 2)", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
          .names = "executor"},
         {.name = "KL sparse_indices NULL is fine", .op = OP_KL, .no_indices = 1, .phase = 2, .ws = ERRTEST_WS_EXACT,
          .want = LIG_SUCCESS, .names = ""},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 void test_errors_kl_shapes_dtypes(void)
 {
-    static const fe_case cases[] = {
-        {.name = "KL sparse_values 0-D", .op = OP_KL, .kind = FE_REPLACE, .target = KL_VAL, .dtype = -1, .ndim = 0,
+    static const errtest_case cases[] = {
+        {.name = "KL sparse_values 0-D", .op = OP_KL, .kind = ET_REPLACE, .target = KL_VAL, .dtype = -1, .ndim = 0,
          .phase = 1, .want = INVALID, .names = "sparse_values|target|dy|sparse_indices"},
-        {.name = "KL target [2,3,9]", .op = OP_KL, .kind = FE_REPLACE, .target = KL_TGT, .dtype = -1, .ndim = 3,
+        {.name = "KL target [2,3,9]", .op = OP_KL, .kind = ET_REPLACE, .target = KL_TGT, .dtype = -1, .ndim = 3,
          .shape = {2, 3, 9}, .phase = 1, .want = INVALID, .names = "target",
          .has = {"expected shape [2,3,8]", "got [2,3,9]"}},
-        {.name = "KL target [3,2,8]", .op = OP_KL, .kind = FE_REPLACE, .target = KL_TGT, .dtype = -1, .ndim = 3,
+        {.name = "KL target [3,2,8]", .op = OP_KL, .kind = ET_REPLACE, .target = KL_TGT, .dtype = -1, .ndim = 3,
          .shape = {3, 2, 8}, .phase = 1, .want = INVALID, .names = "target", .has = {"[3,2,8]", NULL}},
-        {.name = "KL dy rank 4", .op = OP_KL, .kind = FE_REPLACE, .target = KL_DY, .dtype = -1, .ndim = 4,
+        {.name = "KL dy rank 4", .op = OP_KL, .kind = ET_REPLACE, .target = KL_DY, .dtype = -1, .ndim = 4,
          .shape = {2, 3, 8, 1}, .phase = 1, .want = INVALID, .names = "dy",
          .has = {"expected shape [2,3,8]", "got [2,3,8,1]"}},
-        {.name = "KL sparse_indices [2,3,7]", .op = OP_KL, .kind = FE_REPLACE, .target = KL_IDX, .dtype = -1,
+        {.name = "KL sparse_indices [2,3,7]", .op = OP_KL, .kind = ET_REPLACE, .target = KL_IDX, .dtype = -1,
          .ndim = 3, .shape = {2, 3, 7}, .phase = 1, .want = INVALID, .names = "sparse_indices",
          .has = {"got [2,3,7]", NULL}},
-        {.name = "KL sparse_values INT32", .op = OP_KL, .kind = FE_REPLACE, .target = KL_VAL, .dtype = LIG_INT32,
+        {.name = "KL sparse_values INT32", .op = OP_KL, .kind = ET_REPLACE, .target = KL_VAL, .dtype = LIG_INT32,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_values"},
-        {.name = "KL target INT64", .op = OP_KL, .kind = FE_REPLACE, .target = KL_TGT, .dtype = LIG_INT64,
+        {.name = "KL target INT64", .op = OP_KL, .kind = ET_REPLACE, .target = KL_TGT, .dtype = LIG_INT64,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "target"},
-        {.name = "KL dy INT32", .op = OP_KL, .kind = FE_REPLACE, .target = KL_DY, .dtype = LIG_INT32, .ndim = -1,
+        {.name = "KL dy INT32", .op = OP_KL, .kind = ET_REPLACE, .target = KL_DY, .dtype = LIG_INT32, .ndim = -1,
          .phase = 1, .want = INVALID, .names = "dy"},
-        {.name = "KL sparse_indices FLOAT32", .op = OP_KL, .kind = FE_REPLACE, .target = KL_IDX,
+        {.name = "KL sparse_indices FLOAT32", .op = OP_KL, .kind = ET_REPLACE, .target = KL_IDX,
          .dtype = LIG_FLOAT32, .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "KL sparse_indices BFLOAT16", .op = OP_KL, .kind = FE_REPLACE, .target = KL_IDX,
+        {.name = "KL sparse_indices BFLOAT16", .op = OP_KL, .kind = ET_REPLACE, .target = KL_IDX,
          .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "KL loss FLOAT16", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = LIG_FLOAT16,
+        {.name = "KL loss FLOAT16", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = LIG_FLOAT16,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "loss"},
-        {.name = "KL loss BFLOAT16", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = LIG_BFLOAT16,
+        {.name = "KL loss BFLOAT16", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = LIG_BFLOAT16,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "loss"},
-        {.name = "KL loss INT32", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = LIG_INT32,
+        {.name = "KL loss INT32", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = LIG_INT32,
          .ndim = -1, .phase = 1, .want = INVALID, .names = "loss"},
-        {.name = "KL loss with 2 elements", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = -1,
+        {.name = "KL loss with 2 elements", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = -1,
          .ndim = 1, .shape = {2}, .phase = 1, .want = INVALID, .names = "loss", .has = {"[2]", NULL}},
-        {.name = "KL loss [1,2]", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = -1, .ndim = 2,
+        {.name = "KL loss [1,2]", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = -1, .ndim = 2,
          .shape = {1, 2}, .phase = 1, .want = INVALID, .names = "loss", .has = {"[1,2]", NULL}},
-        {.name = "KL loss with no element", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = -1,
+        {.name = "KL loss with no element", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = -1,
          .ndim = 1, .shape = {0}, .phase = 1, .want = INVALID, .names = "loss"},
-        {.name = "KL loss [1,1] is fine", .op = OP_KL, .kind = FE_REPLACE, .target = KL_LOSS, .dtype = -1,
+        {.name = "KL loss [1,1] is fine", .op = OP_KL, .kind = ET_REPLACE, .target = KL_LOSS, .dtype = -1,
          .ndim = 2, .shape = {1, 1}, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS, .names = ""},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 void test_errors_kl_overlap(void)
 {
-    static const fe_case cases[] = {
-        {.name = "KL dy is sparse_values", .op = OP_KL, .kind = FE_ALIAS, .target = KL_DY, .source = KL_VAL,
+    static const errtest_case cases[] = {
+        {.name = "KL dy is sparse_values", .op = OP_KL, .kind = ET_ALIAS, .target = KL_DY, .source = KL_VAL,
          .phase = 1, .want = INVALID, .names = "dy|sparse_values"},
-        {.name = "KL dy overlaps target (shifted)", .op = OP_KL, .kind = FE_ALIAS, .target = KL_DY,
+        {.name = "KL dy overlaps target (shifted)", .op = OP_KL, .kind = ET_ALIAS, .target = KL_DY,
          .source = KL_TGT, .shift = 5, .phase = 1, .want = INVALID, .names = "dy|target"},
-        {.name = "KL dy over sparse_indices", .op = OP_KL, .kind = FE_ALIAS, .target = KL_DY, .source = KL_IDX,
+        {.name = "KL dy over sparse_indices", .op = OP_KL, .kind = ET_ALIAS, .target = KL_DY, .source = KL_IDX,
          .shift = 1, .phase = 1, .want = INVALID, .names = "dy|sparse_indices"},
-        {.name = "KL loss inside target", .op = OP_KL, .kind = FE_ALIAS, .target = KL_LOSS, .source = KL_TGT,
+        {.name = "KL loss inside target", .op = OP_KL, .kind = ET_ALIAS, .target = KL_LOSS, .source = KL_TGT,
          .shift = 7, .phase = 1, .want = INVALID, .names = "loss|target"},
-        {.name = "KL loss inside dy", .op = OP_KL, .kind = FE_ALIAS, .target = KL_LOSS, .source = KL_DY,
+        {.name = "KL loss inside dy", .op = OP_KL, .kind = ET_ALIAS, .target = KL_LOSS, .source = KL_DY,
          .shift = 3, .phase = 1, .want = INVALID, .names = "loss|dy"},
-        {.name = "KL dy with overlapping strides", .op = OP_KL, .kind = FE_SELF_OVERLAP, .target = KL_DY,
+        {.name = "KL dy with overlapping strides", .op = OP_KL, .kind = ET_SELF_OVERLAP, .target = KL_DY,
          .phase = 1, .want = INVALID, .names = "dy"},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 void test_errors_kl_workspace_executor(void)
 {
-    static const fe_case cases[] = {
+    static const errtest_case cases[] = {
         {.name = "KL workspace one byte short", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
          .names = "workspace|workspace_size"},
         {.name = "KL no workspace at all", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID,
@@ -702,7 +604,7 @@ void test_errors_kl_workspace_executor(void)
         {.name = "KL executor to lig_indexer_grad", .op = OP_KL, .phase = 2, .ws = FW_TO_GRAD, .want = INVALID,
          .names = "executor"},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
 /* The first counted slot at or after row `row` (a later row, so that a careless implementation
@@ -731,7 +633,7 @@ static void target_negative_zero(klcase *kc) { kc->target[first_counted_in_row(k
 
 void test_errors_kl_target(void)
 {
-    static const fe_case cases[] = {
+    static const errtest_case cases[] = {
         {.name = "KL negative target in a counted slot", .op = OP_KL, .edit_kc = target_negative, .phase = 2,
          .ws = ERRTEST_WS_EXACT, .want = INVALID, .names = "target"},
         {.name = "KL NaN target in a counted slot", .op = OP_KL, .edit_kc = target_nan, .phase = 2,
@@ -743,11 +645,11 @@ void test_errors_kl_target(void)
         {.name = "KL target -0.0 is fine", .op = OP_KL, .edit_kc = target_negative_zero, .phase = 2,
          .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS, .names = ""},
     };
-    run_fe_cases(cases, NCASES(cases));
+    errtest_run(&forward_or_kl, cases, NCASES(cases));
     /* Negative and NaN targets in slots that do not count are ignored (the generator puts them
      * there); the base problems above succeed untouched -- checked against the reference. */
     for (int with_idx = 0; with_idx < 2; with_idx++) {
-        fe_case c;
+        errtest_case c;
         memset(&c, 0, sizeof c);
         c.no_indices = !with_idx;
         klcase kc;

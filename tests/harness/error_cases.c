@@ -209,3 +209,90 @@ const char *errtest_scalar_name(errtest_scalar which)
     static const char *names[3] = {"sparse_mode", "pre_tokens", "next_tokens"};
     return names[which];
 }
+
+static unsigned char *apply_edit(const errtest_case *c, inst *in)
+{
+    switch (c->kind) {
+    case ET_NULL_ARG: in->arg[c->target] = NULL; break;
+    case ET_REPLACE: inst_replace_arg(in, c->target, c->dtype, c->ndim, c->shape); break;
+    case ET_ALIAS: return inst_alias_arg(in, c->target, c->source, c->shift);
+    case ET_SELF_OVERLAP: {
+        const tbuf *t = &in->buf[c->target];
+        int64_t strides[LIG_MAX_DIMS];
+        int64_t s = 1;
+        for (int i = t->ndim - 1; i >= 0; i--) {
+            strides[i] = s;
+            s *= t->shape[i];
+        }
+        strides[1] = 0;
+        in->arg[c->target] = inst_adopt(in, lig_create_tensor(t->base, t->dtype, t->ndim, t->shape, strides));
+        break;
+    }
+    case ET_LAYOUT: in->layout = c->str; break;
+    case ET_HEAD_NUM: in->head_num = c->value; break;
+    case ET_COUNT: in->sparse_count = c->value; break;
+    case ET_MODE: in->sparse_mode = c->value; break;
+    case ET_PRE: in->pre_tokens = c->value; break;
+    case ET_NEXT: in->next_tokens = c->value; break;
+    case ET_NULL_WS_SIZE: in->workspace_size_arg = NULL; break;
+    case ET_NULL_EXEC_PTR: in->executor_arg = NULL; break;
+    default: break;
+    }
+    return NULL;
+}
+
+static void run_case(const errtest_operator *op, const errtest_case *c)
+{
+    errtest_problem p;
+    inst in;
+    op->setup(c, &p, &in);
+    unsigned char *alias = apply_edit(c, &in);
+    if (op->after_edit) op->after_edit(c, &p, &in, alias);
+    lig_status st = inst_phase1(&in);
+    if (c->phase == 1) {
+        errtest_verdict(c->name, 1, st, c->want, c->want_alt, &in, c->names, c->has);
+    } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, in.message)) {
+        int skip = 0;
+        st = op->phase2 ? op->phase2(c, &in, &skip) : errtest_phase2(&in, c->ws, c->name, &skip);
+        if (!skip) {
+            errtest_verdict(c->name, 2, st, c->want, c->want_alt, &in, c->names, c->has);
+        }
+    }
+    if (st != LIG_SUCCESS) {
+        CHECK(inst_all_unchanged(&in), "%s: the failed call wrote to an input or output", c->name);
+    }
+    op->teardown(c, &p, &in);
+}
+
+void errtest_run(const errtest_operator *op, const errtest_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int before = th_current_failures();
+        run_case(op, &cases[i]);
+        if (th_current_failures() != before) {
+            th_note("case \"%s\" failed", cases[i].name);
+        }
+    }
+}
+
+void errtest_run_seq_defects(const errtest_operator *op, int which)
+{
+    for (size_t i = 0; i < errtest_n_seq_defects; i++) {
+        const errtest_seq_defect *d = &errtest_seq_defects[i];
+        const errtest_case c = {.name = d->name, .op = which, .layout = d->layout, .edit_data = d->edit, .phase = 1,
+                                .want = LIG_ERR_PARAM_INVALID, .names = d->names};
+        errtest_run(op, &c, 1);
+    }
+}
+
+void errtest_run_mode_band_defects(const errtest_operator *op, int which)
+{
+    static const errtest_edit kinds[3] = {ET_MODE, ET_PRE, ET_NEXT};
+    for (size_t i = 0; i < errtest_n_mode_band_defects; i++) {
+        const errtest_scalar_defect *d = &errtest_mode_band_defects[i];
+        const errtest_case c = {.name = d->name, .op = which, .layout = d->layout, .kind = kinds[d->which],
+                                .value = d->value, .phase = 1, .want = LIG_ERR_PARAM_INVALID,
+                                .names = errtest_scalar_name(d->which)};
+        errtest_run(op, &c, 1);
+    }
+}

@@ -1,10 +1,12 @@
 /*
- * What the error tests of every operation share (test_errors.c, test_errors_fwd.c): checks on the
- * library's error messages, and the small base problem the failures are provoked on.
+ * What the error tests of every operation share (test_errors.c, test_errors_fwd.c): one
+ * table-driven runner (each operator an errtest_operator, each test a table of errtest_case),
+ * checks on the library's error messages, and the small base problem the failures are provoked on.
  */
 #ifndef LIG_TESTS_HARNESS_ERROR_CASES_H
 #define LIG_TESTS_HARNESS_ERROR_CASES_H
 
+#include "forward_kl_runner.h"
 #include "two_phase_call.h"
 #include "lig.h"
 #include "reference/indexer_ref.h"
@@ -76,5 +78,75 @@ extern const errtest_scalar_defect errtest_mode_band_defects[];
 extern const size_t errtest_n_mode_band_defects;
 /* The parameter's name: "sparse_mode", "pre_tokens", "next_tokens". */
 const char *errtest_scalar_name(errtest_scalar which);
+
+/* What a case breaks in the instance of its valid problem. */
+typedef enum errtest_edit {
+    ET_NONE = 0,
+    ET_NULL_ARG,      /* arg[target] = NULL */
+    ET_REPLACE,       /* arg[target] = new tensor (dtype, ndim/shape) */
+    ET_ALIAS,         /* arg[target] = contiguous view into buffer `source`, shifted by `shift` elements */
+    ET_SELF_OVERLAP,  /* arg[target] = view of its own buffer with stride 0 on dimension 1 */
+    ET_LAYOUT,        /* layout = str */
+    ET_HEAD_NUM,      /* head_num = value */
+    ET_COUNT,         /* sparse_count = value */
+    ET_MODE,          /* sparse_mode = value */
+    ET_PRE,           /* pre_tokens = value */
+    ET_NEXT,          /* next_tokens = value */
+    ET_NULL_WS_SIZE,  /* workspace_size pointer NULL */
+    ET_NULL_EXEC_PTR  /* executor pointer NULL */
+} errtest_edit;
+
+/* One error case: a valid base problem, one thing broken, and what must come of it. */
+typedef struct errtest_case {
+    const char *name;
+    int op;                       /* which of the operator's problems (forward or KL step: op_kind) */
+    ref_layout layout;
+    void (*edit_dims)(tcase *tc); /* dimensions, before generation */
+    void (*edit_data)(tcase *tc); /* after generation, before materialization */
+    void (*edit_kc)(klcase *kc);  /* KL step: after generation */
+    int no_values;                /* forward: no sparse_values */
+    int no_indices;               /* KL step: no sparse_indices */
+    errtest_edit kind;
+    int target;
+    int dtype;   /* ET_REPLACE: -1 keeps the target's dtype */
+    int ndim;    /* ET_REPLACE: -1 keeps the target's shape */
+    int64_t shape[6];
+    int source;  /* ET_ALIAS */
+    int64_t shift;
+    int64_t value;
+    const char *str;
+    int phase;   /* 1 or 2: where the failure must surface */
+    int ws;      /* errtest_ws, or a mode of the operator's own */
+    lig_status want;
+    lig_status want_alt;  /* also acceptable (0 = none) */
+    const char *names;    /* acceptable parameter names, '|' separated */
+    const char *has[2];   /* substrings the message must contain */
+} errtest_case;
+
+/* A case's problem, whichever kind the operator makes. */
+typedef struct errtest_problem {
+    tcase tc;
+    klcase kc;
+} errtest_problem;
+
+/* One operator's side of the runner. */
+typedef struct errtest_operator {
+    /* Makes the case's valid problem and its instance. */
+    void (*setup)(const errtest_case *c, errtest_problem *p, inst *in);
+    /* After the shared edit, what the operator adds to it (NULL: nothing); alias is the view
+     * ET_ALIAS placed. */
+    void (*after_edit)(const errtest_case *c, const errtest_problem *p, inst *in, unsigned char *alias);
+    /* Phase 2 for the case's ws mode (NULL: errtest_phase2); sets *skip as errtest_phase2 does. */
+    lig_status (*phase2)(const errtest_case *c, inst *in, int *skip);
+    void (*teardown)(const errtest_case *c, errtest_problem *p, inst *in);
+} errtest_operator;
+
+/* Runs each case: setup, the edit, phase 1 (and phase 2 for phase-2 cases), the verdict, every
+ * byte unchanged after a failure; a case that fails is named in a note. */
+void errtest_run(const errtest_operator *op, const errtest_case *cases, size_t n);
+
+/* The length defects and the mode/band defects above, as phase-1 cases of `op`'s problem `which`. */
+void errtest_run_seq_defects(const errtest_operator *op, int which);
+void errtest_run_mode_band_defects(const errtest_operator *op, int which);
 
 #endif /* LIG_TESTS_HARNESS_ERROR_CASES_H */
