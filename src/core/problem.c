@@ -73,8 +73,9 @@ lig_status lig_batches_resolve(bool tnd, bool paged, int64_t B, int64_t S1, int6
         if (aq && (st = check_descriptor(aq, nq, B)) != LIG_SUCCESS) return st;
         if (ak && (st = check_descriptor(ak, nk, B)) != LIG_SUCCESS) return st;
     }
-    /* B comes from a shape: its arrays may not fit (5 * B could even wrap), and a query without
-     * elements (no heads) bounds neither B nor S1, whose product counts its rows */
+    /* B comes from a shape: its arrays may not fit (5 * B could even wrap). B * S1, which counts
+     * the rows, is bounded by the extent rule of lig_create_tensor (contract 6.2) already; checked
+     * here too, so that this layer does not rely on it */
     char detail[96];
     snprintf(detail, sizeof detail, "B = %lld batches", (long long)B);
     const uint64_t bytes = lig_batches_bytes(B);
@@ -126,7 +127,8 @@ lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_
     lig_status st = lig_batches_resolve(p->tnd, p->paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
     if (st != LIG_SUCCESS) return st;
     p->B = p->bt.B;
-    /* both products are bounded by element counts only when the tensors have elements */
+    /* rows x N2 multiplies extents of two tensors, B x S2 those of one (bounded at its creation):
+     * both checked, whatever the tensors' own limits */
     const uint64_t units = lig_size_mul((uint64_t)p->bt.row_prefix[p->B], (uint64_t)p->N2);
     /* paged keys have no key tensor: its rows are the batches' capacities */
     const uint64_t key_rows = p->tnd && !p->paged ? (uint64_t)p->S2 : lig_size_mul((uint64_t)p->B, (uint64_t)p->S2);
