@@ -103,11 +103,5 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb
 }
 
 const lig_fwd_engine lig_fwd_engine_bf16 = {
-    .kernels_name = kernels_name,
-    .configure = configure,
-    .scratch_bytes = scratch_bytes,
-    .thread_begin = thread_begin,
-    .thread_end = thread_end,
-    .begin_rows = begin_rows,
-    .score_block = score_block,
-};
+    .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes,
+    .thread_begin = thread_begin, .thread_end = thread_end, .begin_rows = begin_rows, .score_block = score_block};

@@ -59,9 +59,5 @@ static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32->name;
 static void configure(lig_fwd_ctx *c) { c->block = c->ks->f32->fwd_block; }
 
 const lig_fwd_engine lig_fwd_engine_f32 = {
-    .kernels_name = kernels_name,
-    .configure = configure,
-    .scratch_bytes = scratch_bytes,
-    .begin_rows = begin_rows,
-    .score_block = score_block,
-};
+    .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes, .begin_rows = begin_rows,
+    .score_block = score_block};

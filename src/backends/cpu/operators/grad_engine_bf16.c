@@ -165,12 +165,6 @@ static void end_unit(const lig_grad_ctx *c, char *s, char *dq_rows, char *dw_ele
 }
 
 const lig_grad_engine lig_grad_engine_bf16 = {
-    .kernels_name = kernels_name,
-    .configure = configure,
-    .scratch_bytes = scratch_bytes,
-    .thread_begin = thread_begin,
-    .thread_end = thread_end,
-    .begin_unit = begin_unit,
-    .block = block,
-    .end_unit = end_unit,
-};
+    .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes,
+    .thread_begin = thread_begin, .thread_end = thread_end, .begin_unit = begin_unit, .block = block,
+    .end_unit = end_unit};

@@ -92,10 +92,5 @@ static void configure(lig_grad_ctx *c) {
 }
 
 const lig_grad_engine lig_grad_engine_f32 = {
-    .kernels_name = kernels_name,
-    .configure = configure,
-    .scratch_bytes = scratch_bytes,
-    .begin_unit = begin_unit,
-    .block = block,
-    .end_unit = end_unit,
-};
+    .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes, .begin_unit = begin_unit,
+    .block = block, .end_unit = end_unit};
