@@ -53,11 +53,14 @@ typedef enum lig_dtype {
     LIG_INT64 = 4
 } lig_dtype;
 
-/* Where a tensor's data lives. Phase 1 picks the backend from the device of the tensors
- * (docs/contract.md, "Device tensors and CUDA"). */
+/* Where a tensor's data lives: the kinds of memory lig knows (as DLPack lists device types), whether
+ * or not this build has a backend for them. Phase 1 picks the backend from the device of the tensors
+ * (docs/contract.md, "Device tensors"); a kind this build has no backend for is refused by name. */
 typedef enum lig_device {
     LIG_DEVICE_HOST = 0, /* host memory: the CPU backend */
-    LIG_DEVICE_CUDA = 1  /* CUDA device memory: the CUDA backend (a build with -DLIG_CUDA=ON) */
+    LIG_DEVICE_CUDA = 1, /* CUDA device memory: the CUDA backend (a build with -DLIG_CUDA=ON) */
+    LIG_DEVICE_ROCM = 2, /* AMD GPU memory (HIP): no backend yet */
+    LIG_DEVICE_ASCEND = 3 /* Ascend NPU memory: no backend yet */
 } lig_device;
 
 /* Opaque descriptor of a strided view; it never owns the data. */
@@ -74,7 +77,7 @@ typedef struct lig_executor lig_executor;
 LIG_API lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim,
                                       const int64_t *shape, const int64_t *strides);
 /*
- * As lig_create_tensor, for memory on `device` (`device_index`: the CUDA device ordinal; 0 and
+ * As lig_create_tensor, for memory on `device` (`device_index`: the device ordinal; 0 and
  * only 0 for LIG_DEVICE_HOST). lig_create_tensor(...) is lig_create_tensor_on(..., LIG_DEVICE_HOST, 0).
  * Every tensor of one call lives on one device, except the actual_seq_lengths_* arrays, which
  * phase 1 reads and which are therefore always host tensors.
@@ -173,15 +176,28 @@ LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size,
                                        lig_executor *executor, void *stream);
 
 /*
- * CUDA only. Phase 2 of a CUDA plan only enqueues work on `stream` (a cudaStream_t); the checks
- * that read tensor contents (index ranges, KL targets) run on the device and leave their verdict
- * in the head of the workspace, and when they fail no later kernel writes anything. After the
- * stream has completed the call (or with `stream` given, this function waits for it),
- * lig_cuda_workspace_status reads that verdict: LIG_SUCCESS, or LIG_ERR_PARAM_INVALID with
- * lig_get_last_error() naming the offending element as the CPU backend would. The workspace must
- * not be reused before the status is read. A build without CUDA returns LIG_ERR_PARAM_INVALID.
+ * The verdict of the checks a device's phase 2 runs on the device itself. Phase 2 of a device plan
+ * (CUDA) only enqueues work on `stream`; the checks that read tensor contents (index ranges, KL
+ * targets) run there and leave their verdict in the head of the workspace, and when they fail no
+ * later kernel writes anything. After the stream has completed the call (or with `stream` given,
+ * this function waits for it), lig_workspace_status reads that verdict: LIG_SUCCESS, or
+ * LIG_ERR_PARAM_INVALID with lig_get_last_error() naming the offending element as the CPU backend
+ * would. The workspace must not be reused before the status is read. For LIG_DEVICE_HOST it is
+ * LIG_SUCCESS (the CPU's phase 2 returns its verdict itself); for a device this build has no
+ * backend for, LIG_ERR_PARAM_INVALID naming it.
  */
-LIG_API lig_status lig_cuda_workspace_status(const void *workspace, void *stream);
+LIG_API lig_status lig_workspace_status(lig_device device, const void *workspace, void *stream);
+
+/* How many bytes from the start of a device workspace hold its status (the status sits at the
+ * workspace's first 64-byte boundary). */
+#define LIG_WORKSPACE_STATUS_BYTES 192
+/*
+ * lig_workspace_status's verdict from `copy`, a host copy of the first LIG_WORKSPACE_STATUS_BYTES
+ * bytes of the workspace at `workspace` (only that address is read, for its alignment), made after
+ * phase 2 on the same stream (e.g. asynchronously into pinned memory) and completed. It never
+ * touches the device, so a caller can check without waiting for the stream.
+ */
+LIG_API lig_status lig_workspace_status_from_copy(lig_device device, const void *workspace, const void *copy);
 
 /* Frees an executor that will never be run (phase 2 frees the ones it runs). */
 LIG_API lig_status lig_destroy_executor(lig_executor *executor);

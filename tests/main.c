@@ -48,6 +48,7 @@ static const th_test all_tests[] = {
     {"devices_mixing_refused", test_devices_mixing_refused},
     {"devices_lengths_on_host", test_devices_lengths_on_host},
     {"devices_cuda_build", test_devices_cuda_build},
+    {"devices_seam", test_devices_seam},
     /* sizes past 2^63: refused, naming the operand */
     {"sizes_create_tensor", test_sizes_create_tensor},
     {"sizes_forward", test_sizes_forward},

@@ -84,10 +84,10 @@ void test_devices_create_tensor_on(void) {
         lig_device device;
         int ordinal;
         const char *want;
-    } bad[] = {{(lig_device)2, 0, "device: expected LIG_DEVICE_HOST (0) or LIG_DEVICE_CUDA (1), got 2"},
+    } bad[] = {{(lig_device)4, 0, "device: expected a device kind lig.h lists (LIG_DEVICE_HOST = 0 .. LIG_DEVICE_ASCEND = 3), got 4"},
                {(lig_device)-1, 0, "got -1"},
                {LIG_DEVICE_HOST, 1, "device_index: expected 0 for a host tensor, got 1"},
-               {LIG_DEVICE_CUDA, -1, "device_index: expected a CUDA device ordinal >= 0, got -1"}};
+               {LIG_DEVICE_CUDA, -1, "device_index: expected a device ordinal >= 0, got -1"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lig_tensor *t = lig_create_tensor_on(x, LIG_FLOAT32, 1, shape, NULL, bad[i].device, bad[i].ordinal);
         if (!CHECK(t == NULL, "lig_create_tensor_on accepted device %d index %d", (int)bad[i].device,
@@ -148,11 +148,66 @@ void test_devices_cuda_build(void) {
     CHECK(strstr(lig_get_last_error(), want) != NULL && strstr(lig_get_last_error(), "query") != NULL,
           "message \"%s\" lacks \"query\" and \"%s\"", lig_get_last_error(), want);
     char ws[128];
-    CHECK(lig_cuda_workspace_status(ws, NULL) == LIG_ERR_PARAM_INVALID,
-          "lig_cuda_workspace_status in a build without CUDA must be LIG_ERR_PARAM_INVALID");
+    CHECK(lig_workspace_status(LIG_DEVICE_CUDA, ws, NULL) == LIG_ERR_PARAM_INVALID,
+          "lig_workspace_status(CUDA) in a build without CUDA must be LIG_ERR_PARAM_INVALID");
     CHECK(strstr(lig_get_last_error(), want) != NULL, "message \"%s\" lacks \"%s\"", lig_get_last_error(), want);
 #endif
-    CHECK(lig_cuda_workspace_status(NULL, NULL) == LIG_ERR_PARAM_NULLPTR,
-          "lig_cuda_workspace_status(NULL) must be LIG_ERR_PARAM_NULLPTR");
+#ifdef LIG_TEST_HAVE_CUDA
+    CHECK(lig_workspace_status(LIG_DEVICE_CUDA, NULL, NULL) == LIG_ERR_PARAM_NULLPTR,
+          "lig_workspace_status(CUDA, NULL) must be LIG_ERR_PARAM_NULLPTR");
+#endif
     dv_free(&c);
+}
+
+/* The seam's device-neutral entries: kinds without a backend in this build are refused by name in
+ * phase 1 and by lig_workspace_status; the host has no device-side verdict to read. */
+void test_devices_seam(void) {
+    const struct {
+        lig_device device;
+        const char *want;
+    } absent[] = {{LIG_DEVICE_ROCM, "got one in ROCm memory: this build of lig has no ROCm backend"},
+                  {LIG_DEVICE_ASCEND, "got one in Ascend memory: this build of lig has no Ascend backend"}};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+        const char *want[] = {"query", absent[i].want};
+        lig_device devices[DV_COUNT];
+        int ordinals[DV_COUNT] = {0};
+        for (int j = 0; j < DV_COUNT; j++) devices[j] = j >= DV_AQ ? LIG_DEVICE_HOST : absent[i].device;
+        dv_case c;
+        dv_make(&c, devices, ordinals);
+        lig_executor *e;
+        const lig_status st = dv_phase1(&c, &e);
+        if (CHECK(st == LIG_ERR_PARAM_INVALID, "device %d: expected LIG_ERR_PARAM_INVALID, got %d",
+                  (int)absent[i].device, (int)st)) {
+            CHECK(e == NULL, "a refused phase 1 returned an executor");
+            for (int j = 0; j < 2; j++)
+                CHECK(strstr(lig_get_last_error(), want[j]) != NULL, "message \"%s\" lacks \"%s\"",
+                      lig_get_last_error(), want[j]);
+        } else {
+            lig_destroy_executor(e);
+        }
+        dv_free(&c);
+        char ws[128];
+        CHECK(lig_workspace_status(absent[i].device, ws, NULL) == LIG_ERR_PARAM_INVALID,
+              "lig_workspace_status(%d) without its backend must be LIG_ERR_PARAM_INVALID", (int)absent[i].device);
+        CHECK(strstr(lig_get_last_error(), "this build of lig has no") != NULL, "message \"%s\" lacks the reason",
+              lig_get_last_error());
+    }
+    char copy[LIG_WORKSPACE_STATUS_BYTES] = {0};
+    CHECK(lig_workspace_status_from_copy(LIG_DEVICE_HOST, NULL, copy) == LIG_SUCCESS,
+          "lig_workspace_status_from_copy(host) must be LIG_SUCCESS: %s", lig_get_last_error());
+    CHECK(lig_workspace_status_from_copy(LIG_DEVICE_ROCM, copy, copy) == LIG_ERR_PARAM_INVALID,
+          "lig_workspace_status_from_copy(ROCm) without its backend must be LIG_ERR_PARAM_INVALID");
+#ifdef LIG_TEST_HAVE_CUDA
+    CHECK(lig_workspace_status_from_copy(LIG_DEVICE_CUDA, copy, NULL) == LIG_ERR_PARAM_NULLPTR,
+          "lig_workspace_status_from_copy(CUDA, copy NULL) must be LIG_ERR_PARAM_NULLPTR");
+    CHECK(lig_workspace_status_from_copy(LIG_DEVICE_CUDA, copy + 1, copy) == LIG_ERR_PARAM_INVALID &&
+              strstr(lig_get_last_error(), "without a status") != NULL,
+          "a copy without a status: \"%s\"", lig_get_last_error());
+#endif
+    CHECK(lig_workspace_status(LIG_DEVICE_HOST, NULL, NULL) == LIG_SUCCESS,
+          "lig_workspace_status(host) must be LIG_SUCCESS: %s", lig_get_last_error());
+    CHECK(lig_workspace_status((lig_device)9, NULL, NULL) == LIG_ERR_PARAM_INVALID,
+          "lig_workspace_status(9) must be LIG_ERR_PARAM_INVALID");
+    CHECK(strstr(lig_get_last_error(), "device: expected a device kind lig.h lists (LIG_DEVICE_*), got 9") != NULL,
+          "message \"%s\" lacks the device", lig_get_last_error());
 }

@@ -34,6 +34,7 @@ void test_devices_create_tensor_on(void);
 void test_devices_mixing_refused(void);
 void test_devices_lengths_on_host(void);
 void test_devices_cuda_build(void);
+void test_devices_seam(void);
 
 /* test_errors.c */
 void test_errors_null_pointers(void);

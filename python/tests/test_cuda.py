@@ -71,8 +71,12 @@ def test_cuda_bad_index_raises_and_writes_nothing(monkeypatch):
 
     before = [t.clone() for t in inputs]
     monkeypatch.setattr(torch, "empty", filled_empty)
+    # the call only enqueues; the verdict is read without a synchronisation, so it raises in
+    # lig.check_errors() (or at a later lig call once the work has completed)
+    lig.indexer_grad(*inputs, layout="BSND", sparse_mode=3)
     with pytest.raises(lig.LigValueError, match="sparse_indices: expected values in"):
-        lig.indexer_grad(*inputs, layout="BSND", sparse_mode=3)
+        lig.check_errors()
+    lig.check_errors()  # read once: nothing left
     monkeypatch.undo()
     torch.cuda.synchronize()
     # d_query, d_key and d_weights, allocated before the device-side check runs
@@ -87,3 +91,32 @@ def test_cuda_mixing_devices_is_refused_by_name():
     q, k, w, K = _case(torch.float32)
     with pytest.raises(lig.LigValueError, match="key: expected a tensor on the device of query"):
         lig.indexer(q.cuda(), k, w.cuda(), K, layout="BSND", sparse_mode=3)
+
+
+def _training_step(q, k, w, p, K):
+    idx, val = lig.indexer(q, k, w, K, layout="BSND", sparse_mode=3)
+    loss, dy = lig.indexer_kl_grad(val, p, idx)
+    return (loss, idx) + tuple(lig.indexer_grad(q, k, dy, idx, w, layout="BSND", sparse_mode=3))
+
+
+def test_cuda_graph_captures_a_training_step():
+    """Phase 2 enqueues only and the package reads no verdict while the stream is capturing, so the
+    forward, the KL step and the backward can be captured into one CUDA graph; its replay must give
+    the eager step's results bit for bit (deterministic mode)."""
+    q, k, w, K = (t.cuda() if torch.is_tensor(t) else t for t in _case(torch.bfloat16))
+    p = torch.softmax(torch.randn(q.shape[0], q.shape[1], K, generator=torch.Generator().manual_seed(2)), -1).cuda()
+    eager = _training_step(q, k, w, p, K)
+    lig.check_errors()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
+        _training_step(q, k, w, p, K)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = _training_step(q, k, w, p, K)
+    graph.replay()
+    torch.cuda.synchronize()
+    for name, e, c in zip(("loss", "indices", "d_query", "d_key", "d_weights"), eager, captured):
+        assert torch.equal(e, c), f"{name}: the replayed graph differs from the eager step"
+    lig.check_errors()

@@ -107,9 +107,7 @@ lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_
     return LIG_SUCCESS;
 }
 
-static const char *device_name(lig_device d) { return d == LIG_DEVICE_CUDA ? "CUDA" : d == LIG_DEVICE_HOST ? "host" : "unknown"; }
-
-lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const lig_backend **backend) {
+lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, lig_placement *placement) {
     const lig_named_tensor *first = NULL;
     for (size_t i = 0; i < n; i++) {
         const lig_tensor *t = tensors[i].tensor;
@@ -122,11 +120,12 @@ lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const li
         if (t->device != f->device || t->device_index != f->device_index)
             return lig_fail(LIG_ERR_PARAM_INVALID,
                             "%s: expected a tensor on the device of %s (%s device %d), got a tensor on %s device %d",
-                            tensors[i].name, first->name, device_name(f->device), f->device_index,
-                            device_name(t->device), t->device_index);
+                            tensors[i].name, first->name, lig_device_name(f->device), f->device_index,
+                            lig_device_name(t->device), t->device_index);
     }
-    *backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_HOST, first ? first->name : "query");
-    return *backend ? LIG_SUCCESS : LIG_ERR_PARAM_INVALID;
+    placement->backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_HOST, first ? first->name : "query");
+    placement->device_index = first ? first->tensor->device_index : 0;
+    return placement->backend ? LIG_SUCCESS : LIG_ERR_PARAM_INVALID;
 }
 
 lig_status lig_check_lengths_on_host(const lig_tensor *actual_seq_lengths_query,
@@ -137,6 +136,6 @@ lig_status lig_check_lengths_on_host(const lig_tensor *actual_seq_lengths_query,
         if (lengths[i].tensor && lengths[i].tensor->device != LIG_DEVICE_HOST)
             return lig_fail(LIG_ERR_PARAM_INVALID,
                             "%s: expected a host tensor (phase 1 reads the sequence lengths), got a tensor on %s device %d",
-                            lengths[i].name, device_name(lengths[i].tensor->device), lengths[i].tensor->device_index);
+                            lengths[i].name, lig_device_name(lengths[i].tensor->device), lengths[i].tensor->device_index);
     return LIG_SUCCESS;
 }

@@ -36,9 +36,9 @@ lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_
                                       const lig_named_tensor *inputs, size_t n_inputs);
 
 /* Every present tensor on one device (host tensors only mix with host tensors); returns the
- * backend of that device. The sequence-length arrays are not in the list: they are read by
+ * backend and ordinal of that device. The sequence-length arrays are not in the list: they are read by
  * phase 1 and must be host tensors whatever the device (lig_check_lengths_on_host). */
-lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, const lig_backend **backend);
+lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, lig_placement *placement);
 lig_status lig_check_lengths_on_host(const lig_tensor *actual_seq_lengths_query,
                                      const lig_tensor *actual_seq_lengths_key);
 

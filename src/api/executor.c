@@ -14,7 +14,7 @@ static const char *maker_of(lig_op op) {
     return "an unknown function";
 }
 
-lig_status lig_executor_publish(lig_op op, const lig_backend *backend, void *problem, void (*free_problem)(void *),
+lig_status lig_executor_publish(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
                                 lig_status planned, const lig_backend_plan *plan, uint64_t *workspace_size,
                                 lig_executor **executor) {
     if (planned != LIG_SUCCESS) {
@@ -27,7 +27,7 @@ lig_status lig_executor_publish(lig_op op, const lig_backend *backend, void *pro
         free_problem(problem);
         return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for an executor, got none");
     }
-    *e = (lig_executor){.op = op, .backend = backend, .problem = problem, .free_problem = free_problem, .plan = *plan};
+    *e = (lig_executor){.op = op, .backend = placement.backend, .device_index = placement.device_index, .problem = problem, .free_problem = free_problem, .plan = *plan};
     *workspace_size = plan->workspace_size;
     *executor = e;
     return LIG_SUCCESS;
@@ -52,6 +52,7 @@ static lig_status check_run(const lig_executor *e, lig_op op, const void *worksp
         return lig_fail(LIG_ERR_PARAM_INVALID, "executor: expected a plan from %s, got one from %s", maker_of(op),
                         maker_of(e->op));
     lig_status st = e->backend->check_stream(stream);
+    if (st == LIG_SUCCESS && e->backend->check_device) st = e->backend->check_device(e->device_index);
     if (st != LIG_SUCCESS) return st;
     const uint64_t needed = e->plan.workspace_size;
     if (workspace_size < needed)

@@ -18,6 +18,7 @@ typedef enum lig_op {
 struct lig_executor {
     lig_op op;
     const lig_backend *backend;
+    int device_index; /* the tensors' ordinal on the backend's device */
     void *problem;
     void (*free_problem)(void *problem);
     lig_backend_plan plan;
@@ -26,12 +27,12 @@ struct lig_executor {
 /* Phase 1's last step, after the backend planned `problem` with status `planned`: on success
  * wraps problem and plan into a new executor and stores it with the workspace size; on any
  * failure frees both and returns the failure. */
-lig_status lig_executor_publish(lig_op op, const lig_backend *backend, void *problem, void (*free_problem)(void *),
+lig_status lig_executor_publish(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
                                 lig_status planned, const lig_backend_plan *plan, uint64_t *workspace_size,
                                 lig_executor **executor);
 
 /* Phase 2 of every operator: checks the executor (made by phase 1 of `op`), the stream (with
- * its backend) and the workspace, runs the plan, and frees the executor whatever happened. */
+ * its backend), the device and the workspace, runs the plan, and frees the executor whatever happened. */
 lig_status lig_executor_run(lig_executor *executor, lig_op op, void *workspace, uint64_t workspace_size, void *stream);
 
 #endif

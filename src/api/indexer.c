@@ -54,8 +54,8 @@ static lig_status plan_forward(lig_problem pr, const lig_tensor *query, const li
     const lig_named_tensor on_device[] = {{query, "query"}, {key, key_name}, {weights, "weights"},
                                           {block_table, "block_table"}, {sparse_indices, "sparse_indices"},
                                           {sparse_values, "sparse_values"}};
-    const lig_backend *backend;
-    if ((st = lig_check_backend(on_device, 6, &backend)) != LIG_SUCCESS) return st;
+    lig_placement placed;
+    if ((st = lig_check_backend(on_device, 6, &placed)) != LIG_SUCCESS) return st;
     if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
 
     st = lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query,
@@ -90,8 +90,8 @@ static lig_status plan_forward(lig_problem pr, const lig_tensor *query, const li
                                       .step = block_table->strides[1], .blocks = block_table->shape[1]};
 
     lig_backend_plan plan = {0};
-    st = backend->plan_indexer(pb, &plan);
-    return lig_executor_publish(LIG_OP_INDEXER, backend, pb, free_problem, st, &plan, workspace_size, executor);
+    st = placed.backend->plan_indexer(pb, &plan);
+    return lig_executor_publish(LIG_OP_INDEXER, placed, pb, free_problem, st, &plan, workspace_size, executor);
 }
 
 lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,

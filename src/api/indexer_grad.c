@@ -65,8 +65,8 @@ lig_status lig_indexer_grad_get_workspace_size(
     };
     const lig_named_tensor outputs[] = {{d_query, "d_query"}, {d_key, "d_key"}, {d_weights, "d_weights"}};
     if ((st = lig_check_outputs_disjoint(outputs, 3, inputs, 7)) != LIG_SUCCESS) return st;
-    const lig_backend *backend;
-    if ((st = lig_check_backend(required, sizeof required / sizeof required[0], &backend)) != LIG_SUCCESS) return st;
+    lig_placement placed;
+    if ((st = lig_check_backend(required, sizeof required / sizeof required[0], &placed)) != LIG_SUCCESS) return st;
     if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
 
     lig_grad_problem *pb = calloc(1, sizeof *pb);
@@ -89,8 +89,8 @@ lig_status lig_indexer_grad_get_workspace_size(
     pb->dk = lig_problem_view(&pr, d_key, true, true);
 
     lig_backend_plan plan = {0};
-    st = backend->plan_indexer_grad(pb, &plan);
-    return lig_executor_publish(LIG_OP_INDEXER_GRAD, backend, pb, free_problem, st, &plan, workspace_size, executor);
+    st = placed.backend->plan_indexer_grad(pb, &plan);
+    return lig_executor_publish(LIG_OP_INDEXER_GRAD, placed, pb, free_problem, st, &plan, workspace_size, executor);
 }
 
 lig_status lig_indexer_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

@@ -57,8 +57,8 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
 
     const lig_named_tensor on_device[] = {{sparse_values, "sparse_values"}, {sparse_indices, "sparse_indices"},
                                           {target, "target"}, {loss, "loss"}, {dy, "dy"}};
-    const lig_backend *backend;
-    if ((st = lig_check_backend(on_device, 5, &backend)) != LIG_SUCCESS) return st;
+    lig_placement placed;
+    if ((st = lig_check_backend(on_device, 5, &placed)) != LIG_SUCCESS) return st;
 
     /* with K = 0 the rows are not bounded by the tensor's element count */
     uint64_t rows = 1;
@@ -81,8 +81,8 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     pb->loss = loss->data;
 
     lig_backend_plan plan = {0};
-    st = backend->plan_indexer_kl_grad(pb, &plan);
-    return lig_executor_publish(LIG_OP_INDEXER_KL_GRAD, backend, pb, free, st, &plan, workspace_size, executor);
+    st = placed.backend->plan_indexer_kl_grad(pb, &plan);
+    return lig_executor_publish(LIG_OP_INDEXER_KL_GRAD, placed, pb, free, st, &plan, workspace_size, executor);
 }
 
 lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

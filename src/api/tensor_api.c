@@ -2,6 +2,7 @@
  * that every later layer can trust extents, strides and byte spans. */
 #include <stdlib.h>
 
+#include "backends/backend.h"
 #include "core/error.h"
 #include "core/size.h"
 #include "core/tensor.h"
@@ -21,14 +22,14 @@ lig_tensor *lig_create_tensor(void *data, lig_dtype dtype, int64_t ndim, const i
 
 lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape,
                                  const int64_t *strides, lig_device device, int device_index) {
-    if (device != LIG_DEVICE_HOST && device != LIG_DEVICE_CUDA) {
-        lig_fail(LIG_ERR_PARAM_INVALID, "device: expected LIG_DEVICE_HOST (0) or LIG_DEVICE_CUDA (1), got %d",
-                 (int)device);
+    if (!lig_device_known(device)) {
+        lig_fail(LIG_ERR_PARAM_INVALID, "device: expected a device kind lig.h lists (LIG_DEVICE_HOST = 0 .. "
+                 "LIG_DEVICE_ASCEND = 3), got %d", (int)device);
         return NULL;
     }
     if (device == LIG_DEVICE_HOST ? device_index != 0 : device_index < 0) {
         lig_fail(LIG_ERR_PARAM_INVALID, "device_index: expected %s, got %d",
-                 device == LIG_DEVICE_HOST ? "0 for a host tensor" : "a CUDA device ordinal >= 0", device_index);
+                 device == LIG_DEVICE_HOST ? "0 for a host tensor" : "a device ordinal >= 0", device_index);
         return NULL;
     }
     if (lig_dtype_size(dtype) == 0) {

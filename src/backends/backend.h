@@ -5,6 +5,7 @@
 #ifndef LIG_BACKENDS_BACKEND_H
 #define LIG_BACKENDS_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/problem.h"
@@ -21,22 +22,41 @@ typedef struct lig_backend_plan {
     void (*free)(void *plan);
 } lig_backend_plan;
 
-/* Planners keep a pointer to the problem: it lives in the executor until the plan is freed. */
+/* Planners keep a pointer to the problem: it lives in the executor until the plan is freed.
+ * Everything device-specific is a member: adding a backend (HIP, Ascend) is a folder, a line in
+ * registry.c and CMake, nothing in api/ or lig.h. */
 typedef struct lig_backend {
     const char *name;
     lig_device device;
-    /* Phase 2's stream argument: LIG_SUCCESS when this backend accepts it. */
+    /* Phase 2, before the plan runs: the stream argument is one this backend accepts. */
     lig_status (*check_stream)(void *stream);
+    /* Phase 2, before the plan runs: the tensors' device ordinal is the device work would run on
+     * (CUDA: the current device). Phase 1 touches no device, so this waits for phase 2. */
+    lig_status (*check_device)(int device_index);
     lig_status (*plan_indexer_grad)(const lig_grad_problem *problem, lig_backend_plan *out);
     lig_status (*plan_indexer)(const lig_fwd_problem *problem, lig_backend_plan *out);
     lig_status (*plan_indexer_kl_grad)(const lig_kl_problem *problem, lig_backend_plan *out);
+    /* lig_workspace_status for this device: the verdict its phase 2 left in the workspace, read
+     * after `stream` (when not NULL) has completed. NULL: phase 2 returns its verdict itself. */
+    lig_status (*workspace_status)(const void *workspace, void *stream);
+    /* The same verdict from a host copy of the status (at the workspace's aligned base). */
+    lig_status (*status_verdict)(const void *status_host);
 } lig_backend;
 
-/* The backend for tensors on `device`, or NULL (with the error set) when this build has none. */
-const lig_backend *lig_backend_for(lig_device device, const char *tensor_name);
+/* The backend and device ordinal of one call's tensors. */
+typedef struct lig_placement {
+    const lig_backend *backend;
+    int device_index;
+} lig_placement;
 
-/* lig_cuda_workspace_status behind the seam: the CUDA backend's reading of a workspace's status,
- * or LIG_ERR_PARAM_INVALID in a build without CUDA. */
-lig_status lig_backend_workspace_status(const void *workspace, void *stream);
+/* The name of a device kind for messages ("host", "CUDA", ...), whether or not this build has its
+ * backend; "unknown" for a value lig.h does not list. */
+const char *lig_device_name(lig_device device);
+/* Whether lig.h lists `device` (a kind, not whether this build runs it). */
+bool lig_device_known(lig_device device);
+
+/* The backend for tensors on `device`, or NULL (with the error set, naming `tensor_name`) when this
+ * build has none. */
+const lig_backend *lig_backend_for(lig_device device, const char *tensor_name);
 
 #endif

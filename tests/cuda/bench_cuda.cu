@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
                 if (op == 0) LK(lig_indexer(ws, wsz, e, stream));
                 else LK(lig_indexer_grad(ws, wsz, e, stream));
                 CUDA_OK(cudaEventRecord(e1, stream));
-                LK(lig_cuda_workspace_status(ws, stream));
+                LK(lig_workspace_status(LIG_DEVICE_CUDA, ws, stream));
                 float ms;
                 CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
                 if (ms < best) best = ms;

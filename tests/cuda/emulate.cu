@@ -18,7 +18,7 @@
 /*
  * Compiled with -DLIG_CUDA_DEVICE_TEST=1 the same program is lig-cuda-device-tests: every case then
  * runs on the GPU through the public API (CUDA tensors, phase 2 on a stream, the status read with
- * lig_cuda_workspace_status), three runs per case (the third captured into a CUDA graph, which
+ * lig_workspace_status), three runs per case (the third captured into a CUDA graph, which
  * fails if phase 2 synchronises or allocates), outputs poisoned before each run and compared with
  * the CPU backend as above, and the deterministic runs compared with each other (rerun + memcmp).
  * Without a device it prints "SKIPPED cuda-device-matrix: no CUDA device" and exits 77.
@@ -215,7 +215,7 @@ static lig_status device_phase2(uint64_t ws, int order, Phase2 phase2, std::stri
     } else {
         st = phase2(at, ws, (void *)stream);
     }
-    if (st == LIG_SUCCESS) st = lig_cuda_workspace_status(at, (void *)stream);
+    if (st == LIG_SUCCESS) st = lig_workspace_status(LIG_DEVICE_CUDA, at, (void *)stream);
     *msg = st == LIG_SUCCESS ? "" : lig_get_last_error();
     CUDA_OK(cudaStreamSynchronize(stream));
     CUDA_OK(cudaGetLastError());
@@ -413,10 +413,12 @@ struct emu_result {
 template <class Run>
 static emu_result emulate(lig_executor *e, uint64_t bytes, Run run) {
     std::vector<unsigned char> ws(bytes + 64, 0xa5); /* garbage: the pipeline must not rely on zeros */
-    char *base = lig_ws_base(ws.data() + 1);          /* a misaligned caller pointer, as lig allows */
+    unsigned char *at = ws.data() + 1;                /* a misaligned caller pointer, as lig allows */
+    char *base = lig_ws_base(at);
     run(e->problem, base);
     emu_result r;
-    r.st = lig_cuda_status_verdict(base);
+    /* the public reading of a host copy (here the emulated workspace itself), alignment included */
+    r.st = lig_workspace_status_from_copy(LIG_DEVICE_CUDA, at, at);
     r.msg = r.st == LIG_SUCCESS ? "" : lig_get_last_error();
     lig_destroy_executor(e);
     return r;

@@ -25,6 +25,7 @@ from ._lib import (
     LigError,
     LigRuntimeError,
     LigValueError,
+    check_errors,
 )
 from ._lib import version as _version
 from . import _args, _threads
@@ -51,6 +52,7 @@ def get_num_threads() -> int:
 
 __all__ = [
     "__version__",
+    "check_errors",
     "indexer",
     "indexer_paged",
     "indexer_grad",

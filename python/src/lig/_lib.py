@@ -6,10 +6,12 @@ makes but numpy can) are made contiguous first.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
 import pathlib
 import sys
+import threading
 from typing import Optional, Sequence
 
 import torch
@@ -101,8 +103,10 @@ def _sig(name, restype, argtypes):
 lig_create_tensor = _sig("lig_create_tensor", _c_void_p, [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64])
 lig_create_tensor_on = _sig("lig_create_tensor_on", _c_void_p,
                             [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64, ctypes.c_int, ctypes.c_int])
-lig_cuda_workspace_status = _sig("lig_cuda_workspace_status", ctypes.c_int, [_c_void_p, _c_void_p])
+lig_workspace_status_from_copy = _sig("lig_workspace_status_from_copy", ctypes.c_int,
+                                      [ctypes.c_int, _c_void_p, _c_void_p])
 LIG_DEVICE_HOST, LIG_DEVICE_CUDA = 0, 1
+LIG_WORKSPACE_STATUS_BYTES = 192
 lig_destroy_tensor = _sig("lig_destroy_tensor", None, [_c_void_p])
 lig_indexer_grad_get_workspace_size = _sig(
     "lig_indexer_grad_get_workspace_size",
@@ -224,19 +228,73 @@ class Descriptors:
         return lig_create_tensor(ptr, _DTYPES[t.dtype], nd, shape, strides)
 
 
+class _DeviceVerdicts:
+    """The device-side checks of CUDA calls whose verdict has not been read yet.
+
+    A CUDA phase 2 only enqueues work; its index and target checks run on the device and leave their
+    verdict in the workspace. Reading it at once would wait for the stream at every call (and cannot
+    be done while a stream is being captured into a CUDA graph), so each call instead enqueues an
+    asynchronous copy of the verdict into pinned memory plus an event, and the verdict is read once
+    the event has completed: at the start of the next lig call on a CUDA device (without waiting) or
+    in :func:`lig.check_errors` (waiting). The first failure raises there, in call order.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending = collections.deque()
+
+    def defer(self, workspace: torch.Tensor, stream: "torch.cuda.Stream", what: str) -> None:
+        if torch.cuda.is_current_stream_capturing():
+            # the checks are part of the graph and still keep bad input from being written; no
+            # verdict of a capture can be read (nor copied) until the graph is replayed
+            return
+        copy = torch.empty(LIG_WORKSPACE_STATUS_BYTES, dtype=torch.uint8, pin_memory=True)
+        with torch.cuda.stream(stream):
+            copy.copy_(workspace[:LIG_WORKSPACE_STATUS_BYTES], non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(stream)
+        with self._lock:
+            self._pending.append((done, copy, workspace.data_ptr(), what))
+
+    def read(self, wait: bool) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                done, copy, at, what = self._pending[0]
+                if not wait and not done.query():
+                    return
+                self._pending.popleft()
+            done.synchronize()
+            check(lig_workspace_status_from_copy(LIG_DEVICE_CUDA, at, copy.data_ptr()), what)
+
+
+device_verdicts = _DeviceVerdicts()
+
+
+def check_errors() -> None:
+    """Waits for lig's CUDA calls so far and raises the first failure of their device-side checks
+    (a bad index or KL target: :class:`LigValueError`, with the message the CPU gives). CPU calls
+    raise at the call and leave nothing here."""
+    device_verdicts.read(wait=True)
+
+
 def run(get_workspace_size, run_fn, args: Sequence, what: str, device: Optional[torch.device] = None) -> None:
     """Phase 1 (`get_workspace_size(*args, &size, &executor)`), then phase 2 in a torch workspace.
 
     With CUDA tensors (`device`): the workspace is device memory, phase 2 runs on
-    torch.cuda.current_stream(device), and the status of the device-side checks is read at once
-    (lig_cuda_workspace_status, which waits for the stream), so that errors raise here as on the CPU.
+    torch.cuda.current_stream(device), and the verdict of the device-side checks is read later
+    without a synchronisation (see _DeviceVerdicts): errors of this call raise at a later lig call
+    or in lig.check_errors(). The verdicts of earlier calls that have completed are read first.
     """
+    if device is not None and not torch.cuda.is_current_stream_capturing():
+        device_verdicts.read(wait=False)
     size = ctypes.c_uint64(0)
     executor = ctypes.c_void_p(None)
     check(get_workspace_size(*args, ctypes.byref(size), ctypes.byref(executor)), f"{what}_get_workspace_size")
     try:
         # Never hand a NULL workspace to phase 2, even for an empty problem.
-        workspace = torch.empty(max(int(size.value), 64), dtype=torch.uint8,
+        workspace = torch.empty(max(int(size.value), LIG_WORKSPACE_STATUS_BYTES), dtype=torch.uint8,
                                 device=device if device is not None else "cpu")
     except BaseException:
         lig_destroy_executor(executor)
@@ -246,6 +304,6 @@ def run(get_workspace_size, run_fn, args: Sequence, what: str, device: Optional[
         check(run_fn(workspace.data_ptr(), size.value, executor, None), what)
         return
     with torch.cuda.device(device):
-        stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
-        check(run_fn(workspace.data_ptr(), size.value, executor, stream), what)
-        check(lig_cuda_workspace_status(workspace.data_ptr(), stream), what)
+        stream = torch.cuda.current_stream(device)
+        check(run_fn(workspace.data_ptr(), size.value, executor, ctypes.c_void_p(stream.cuda_stream)), what)
+        device_verdicts.defer(workspace, stream, what)

@@ -17,4 +17,8 @@ const lig_backend lig_cpu_backend = {
     .plan_indexer_grad = lig_cpu_plan_indexer_grad,
     .plan_indexer = lig_cpu_plan_indexer,
     .plan_indexer_kl_grad = lig_cpu_plan_indexer_kl_grad,
+    /* host tensors have ordinal 0 only (lig_create_tensor_on) and phase 2 returns its verdict */
+    .check_device = NULL,
+    .workspace_status = NULL,
+    .status_verdict = NULL,
 };

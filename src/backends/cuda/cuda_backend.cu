@@ -16,6 +16,8 @@ extern "C" {
 namespace ligcu {
 
 static_assert(sizeof(cu_status) <= LIG_CUDA_STATUS_BYTES, "the status header fits its bytes");
+static_assert(LIG_CUDA_STATUS_BYTES + LIG_WS_ALIGN - 1 <= LIG_WORKSPACE_STATUS_BYTES,
+              "a copy of LIG_WORKSPACE_STATUS_BYTES holds the status whatever the workspace's alignment");
 
 enum { THREADS = 256 };
 static const int64_t MAX_BLOCKS = 1 << 20;
@@ -26,7 +28,9 @@ __global__ void __launch_bounds__(THREADS) grid_kernel(const F f, int64_t n) {
     for (int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x; i < n; i += step) f(i);
 }
 
-/* Launches on one stream; the first launch error is kept and the later launches are skipped. */
+/* Launches on one stream; the first launch error is kept and the later launches are skipped.
+ * cudaLaunchKernel returns the launch's own error, so lig never reads (and never clears, as
+ * cudaGetLastError would) an error another library left in the runtime's last-error state. */
 struct device_exec {
     cudaStream_t stream;
     cudaError_t err;
@@ -35,8 +39,9 @@ struct device_exec {
         if (n <= 0 || err != cudaSuccess) return;
         int64_t blocks = (n + THREADS - 1) / THREADS;
         if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS;
-        grid_kernel<F><<<(unsigned)blocks, THREADS, 0, stream>>>(f, n);
-        err = cudaGetLastError();
+        F body = f;
+        void *args[] = {(void *)&body, (void *)&n};
+        err = cudaLaunchKernel((const void *)grid_kernel<F>, dim3((unsigned)blocks), dim3(THREADS), args, 0, stream);
     }
 };
 
@@ -134,8 +139,24 @@ static lig_status cuda_plan_kl(const lig_kl_problem *pb, lig_backend_plan *out) 
     return publish<kl_plan>(pb, ok, run_kl_plan, out, l);
 }
 
+/* Phase 2 enqueues on a stream of the current device: the tensors must live on that device. */
+static lig_status cuda_check_device(int device_index) {
+    int current = -1;
+    const cudaError_t e = cudaGetDevice(&current);
+    if (e != cudaSuccess)
+        return lig_fail(LIG_ERR_RUNTIME, "device_index: expected to read the current CUDA device, got CUDA error %d (%s)",
+                        (int)e, cudaGetErrorString(e));
+    if (current != device_index)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "device_index: expected the tensors on the current CUDA device %d (phase 2 runs on it: make "
+                        "device %d current first), got tensors on device %d",
+                        current, device_index, device_index);
+    return LIG_SUCCESS;
+}
+
 extern "C" const lig_backend lig_cuda_backend = {
-    "cuda", LIG_DEVICE_CUDA, cuda_check_stream, cuda_plan_grad, cuda_plan_fwd, cuda_plan_kl,
+    "cuda", LIG_DEVICE_CUDA, cuda_check_stream, cuda_check_device, cuda_plan_grad, cuda_plan_fwd, cuda_plan_kl,
+    lig_cuda_workspace_status_read, lig_cuda_status_verdict,
 };
 
 extern "C" lig_status lig_cuda_status_verdict(const void *status_host) {

@@ -11,7 +11,7 @@ extern "C" {
 
 extern const lig_backend lig_cuda_backend;
 
-/* lig_cuda_workspace_status: waits for `stream` when it is not NULL, copies the status header at
+/* lig_workspace_status for CUDA (the backend's workspace_status): waits for `stream` when it is not NULL, copies the status header at
  * the head of `workspace` (device memory) to the host and returns its verdict. */
 lig_status lig_cuda_workspace_status_read(const void *workspace, void *stream);
 
