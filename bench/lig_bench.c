@@ -692,30 +692,23 @@ static int run_parts(problem *P, const workspace *w, lig_executor *ef, lig_execu
 
 /* The forward + KL step that give the backward its indices and dy (module comment: "Data"). */
 static int prepare_grad_inputs(problem *P, workspace *w, result *r) {
-    uint64_t need = 0;
-    lig_executor *e = NULL;
-    lig_status st = plan_fwd(P, &need, &e);
-    if (st != LIG_SUCCESS) {
-        fail(r, "setup forward, phase 1", st);
-        return 0;
+    for (int kl = 0; kl < 2; kl++) { /* the forward (which also makes the target), then the KL step */
+        uint64_t need = 0;
+        lig_executor *e = NULL;
+        const lig_status st = kl ? plan_kl(P, &need, &e) : plan_fwd(P, &need, &e);
+        if (st != LIG_SUCCESS) {
+            fail(r, kl ? "setup KL step, phase 1" : "setup forward, phase 1", st);
+            return 0;
+        }
+        if (!ws_reserve(w, need)) {
+            lig_destroy_executor(e);
+            snprintf(r->error, sizeof r->error, "out of memory for the setup workspace");
+            return 0;
+        }
+        double part[3];
+        if (!run_parts(P, w, kl ? NULL : e, kl ? e : NULL, NULL, !kl, r, part)) return 0;
     }
-    if (!ws_reserve(w, need)) {
-        lig_destroy_executor(e);
-        snprintf(r->error, sizeof r->error, "out of memory for the setup workspace");
-        return 0;
-    }
-    double part[3];
-    if (!run_parts(P, w, e, NULL, NULL, 1, r, part)) return 0;
-    if ((st = plan_kl(P, &need, &e)) != LIG_SUCCESS) {
-        fail(r, "setup KL step, phase 1", st);
-        return 0;
-    }
-    if (!ws_reserve(w, need)) {
-        lig_destroy_executor(e);
-        snprintf(r->error, sizeof r->error, "out of memory for the setup workspace");
-        return 0;
-    }
-    return run_parts(P, w, NULL, e, NULL, 0, r, part);
+    return 1;
 }
 
 static void run_config(const options *o, const char *set, op_kind op, int64_t S, int threads, int det, result *r) {

@@ -113,51 +113,46 @@ int bench_unit_available(int unit) {
 
 static volatile float operand_a = 0.999999f, operand_b = 1e-7f, operand_small = 0.0009765625f;
 
+#define PRAGMA(x) _Pragma(#x)
+/* What the vector loops share: CHAINS accumulators of type VEC (started at 0, 1, 2, ... with SET1),
+ * each advanced by STEP(acc, A, B) once an iteration, then summed with ADD into `sum`. UNROLL is
+ * CHAINS again, as the literal the pragma takes. */
+#define CHAINED_LOOP(VEC, CHAINS, UNROLL, SET1, ADD, STEP, A, B, iters, sum) \
+    do {                                                                      \
+        VEC acc[CHAINS];                                                      \
+        for (int i = 0; i < CHAINS; i++) acc[i] = SET1((float)i);             \
+        for (int64_t n = 0; n < (iters); n++) {                               \
+            PRAGMA(GCC unroll UNROLL)                                         \
+            for (int i = 0; i < CHAINS; i++) acc[i] = STEP(acc[i], A, B);     \
+        }                                                                     \
+        sum = acc[0];                                                         \
+        for (int i = 1; i < CHAINS; i++) sum = ADD(sum, acc[i]);              \
+    } while (0)
+
 /* 12 chains of 4-cycle FMAs keep 2 FMA pipes busy (8 would do; 12 leaves slack). */
 __attribute__((target("avx2,fma"))) static float avx2_fma_loop(int64_t iters) {
-    enum { CHAINS = 12 };
-    __m256 acc[CHAINS];
     const __m256 x = _mm256_set1_ps(operand_a), y = _mm256_set1_ps(operand_b);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-    }
-    __m256 s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm256_add_ps(s, acc[i]);
+    __m256 s;
+    CHAINED_LOOP(__m256, 12, 12, _mm256_set1_ps, _mm256_add_ps, _mm256_fmadd_ps, x, y, iters, s);
     float out[8];
     _mm256_storeu_ps(out, s);
     return out[0];
 }
 
 __attribute__((target("avx512f"))) static float avx512_fma_loop(int64_t iters) {
-    enum { CHAINS = 16 };
-    __m512 acc[CHAINS];
     const __m512 x = _mm512_set1_ps(operand_a), y = _mm512_set1_ps(operand_b);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
-    }
-    __m512 s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
+    __m512 s;
+    CHAINED_LOOP(__m512, 16, 16, _mm512_set1_ps, _mm512_add_ps, _mm512_fmadd_ps, x, y, iters, s);
     return _mm512_reduce_add_ps(s);
 }
 
 /* acc += a . b over bf16 pairs; acc is loop-carried, a and b come from volatile loads. The
  * values stay normal and finite for any iteration count used here (acc grows by 2^-19 a step). */
 __attribute__((target("avx512f,avx512bf16"))) static float avx512_bf16_loop(int64_t iters) {
-    enum { CHAINS = 16 };
-    __m512 acc[CHAINS];
     const __m512 va = _mm512_set1_ps(operand_small), vb = _mm512_set1_ps(operand_small);
     const __m512bh a = _mm512_cvtne2ps_pbh(va, va), b = _mm512_cvtne2ps_pbh(vb, vb);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-    }
-    __m512 s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
+    __m512 s;
+    CHAINED_LOOP(__m512, 16, 16, _mm512_set1_ps, _mm512_add_ps, _mm512_dpbf16_ps, a, b, iters, s);
     return _mm512_reduce_add_ps(s);
 }
 

@@ -115,15 +115,8 @@ int RunAclnn(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &
     CHECK_RET(CopyOut(out.indices, idxAddr, static_cast<size_t>(nOut)) == 0, return -1);
     CHECK_RET(CopyOut(out.values, valAddr, static_cast<size_t>(nOut)) == 0, return -1);
 
-    aclTensor *tensors[] = {qT, kT, wT, idxT, valT, aqT, akT};
-    for (aclTensor *t : tensors) CHECK_RET(aclDestroyTensor(t) == ACL_SUCCESS, return -1);
-    void *addrs[] = {qAddr, kAddr, wAddr, idxAddr, valAddr, aqAddr, akAddr, workspaceAddr};
-    for (void *a : addrs)
-        if (a) CHECK_RET(aclrtFree(a) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclrtDestroyStream(stream) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclrtResetDevice(deviceId) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclFinalize() == ACL_SUCCESS, return -1);
-    return 0;
+    return Release({qT, kT, wT, idxT, valT, aqT, akT},
+                   {qAddr, kAddr, wAddr, idxAddr, valAddr, aqAddr, akAddr, workspaceAddr}, stream, nullptr, deviceId);
 }
 
 float Widen(uint16_t h, aclDataType dtype) {
@@ -154,12 +147,7 @@ int RunLig(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &k,
     lig_tensor *akT = lenK.empty() ? nullptr : LigTensor(lenK, LIG_INT32, {static_cast<int64_t>(lenK.size())});
     lig_tensor *idxT = LigTensor(out.indices, LIG_INT32, sh.out);
     lig_tensor *valT = !c.returnValues ? nullptr : widen ? LigTensor(vf, dt, sh.out) : LigTensor(out.values, dt, sh.out);
-    uint64_t ws = 0;
-    lig_executor *plan = nullptr;
-    lig_status st = lig_indexer_get_workspace_size(qT, kT, wT, aqT, akT, c.layout, c.sparseCount, c.sparseMode,
-                                                   INT64_MAX, INT64_MAX, idxT, valT, &ws, &plan);
-    st = LigRun(st, ws, plan, lig_indexer);
-    if (st != LIG_SUCCESS) LOG_PRINT("lig_indexer failed: %s\n", lig_get_last_error());
+    lig_status st = LigIndexer("lig_indexer", qT, kT, wT, aqT, akT, c.layout, c.sparseCount, c.sparseMode, idxT, valT);
     if (widen && c.returnValues)
         for (size_t i = 0; i < vf.size(); i++)
             out.values[i] = c.dtype == ACL_BF16 ? ToBf16(vf[i]) : aclFloatToFloat16(vf[i]);
@@ -205,15 +193,8 @@ int RunCase(const FwdCase &c, uint64_t seed) {
     if (RunAclnn(c, q, k, w, got) != 0 || RunLig(c, q, k, w, want) != 0) return 1;
     int64_t bad = CountMismatches("sparseIndicesOut", got.indices, want.indices) +
                   CountMismatches("sparseValuesOut", got.values, want.values) + CheckPadding(c, got.indices);
-    int64_t selected = 0;
-    for (int32_t v : got.indices) selected += v >= 0;
-    if (selected == 0) {
-        bad++;
-        LOG_PRINT("no key was selected\n");
-    }
-    LOG_PRINT("%s: %s (%lld mismatches)\n", c.name, bad ? "FAILED" : "matches lig_indexer bit for bit",
-              static_cast<long long>(bad));
-    return bad ? 1 : 0;
+    bad += NoneSelected(got.indices);
+    return Verdict(c.name, bad, "matches lig_indexer bit for bit");
 }
 
 }  // namespace

@@ -167,17 +167,9 @@ int RunAclnn(const GradCase &c, const Inputs &in, Outputs &out) {
     CHECK_RET(CopyOut(out.dk, dkAddr, static_cast<size_t>(nk)) == 0, return -1);
     CHECK_RET(CopyOut(out.dw, dwAddr, static_cast<size_t>(nw) * aclDataTypeSize(c.dWeightsType)) == 0, return -1);
 
-    // Release in CANN's order: tensors, memory, stream, context, device, runtime.
-    aclTensor *tensors[] = {q, k, dy, idx, w, dq, dk, dw, aq, ak};
-    for (aclTensor *t : tensors) CHECK_RET(aclDestroyTensor(t) == ACL_SUCCESS, return -1);
-    void *addrs[] = {qAddr, kAddr, dyAddr, idxAddr, wAddr, dqAddr, dkAddr, dwAddr, aqAddr, akAddr, workspaceAddr};
-    for (void *a : addrs)
-        if (a != nullptr) CHECK_RET(aclrtFree(a) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclrtDestroyStream(stream) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclrtDestroyContext(context) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclrtResetDevice(deviceId) == ACL_SUCCESS, return -1);
-    CHECK_RET(aclFinalize() == ACL_SUCCESS, return -1);
-    return 0;
+    return Release({q, k, dy, idx, w, dq, dk, dw, aq, ak},
+                   {qAddr, kAddr, dyAddr, idxAddr, wAddr, dqAddr, dkAddr, dwAddr, aqAddr, akAddr, workspaceAddr},
+                   stream, context, deviceId);
 }
 
 // The same computation through lig's own API, on contiguous host copies.
@@ -233,9 +225,7 @@ int RunCase(const GradCase &c, uint64_t seed) {
         bad++;
         LOG_PRINT("dQuery is all zeros\n");
     }
-    LOG_PRINT("%s: %s (%lld mismatches)\n", c.name, bad ? "FAILED" : "matches lig_indexer_grad bit for bit",
-              static_cast<long long>(bad));
-    return bad ? 1 : 0;
+    return Verdict(c.name, bad, "matches lig_indexer_grad bit for bit");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "acl/acl.h"
@@ -48,6 +49,20 @@ inline int Init(int32_t deviceId, aclrtContext *context, aclrtStream *stream) {
     CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSetCurrentContext failed. ERROR: %d\n", ret); return ret);
     ret = aclrtCreateStream(stream);
     CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtCreateStream failed. ERROR: %d\n", ret); return ret);
+    return 0;
+}
+
+// The end of a sample's run, in CANN's order: tensors, memory (the addresses not null), stream,
+// context (when one was made), device, runtime; -1 at the first failure.
+inline int Release(std::initializer_list<aclTensor *> tensors, std::initializer_list<void *> addrs, aclrtStream stream,
+                   aclrtContext context, int32_t deviceId) {
+    for (aclTensor *t : tensors) CHECK_RET(aclDestroyTensor(t) == ACL_SUCCESS, return -1);
+    for (void *a : addrs)
+        if (a != nullptr) CHECK_RET(aclrtFree(a) == ACL_SUCCESS, return -1);
+    CHECK_RET(aclrtDestroyStream(stream) == ACL_SUCCESS, return -1);
+    if (context != nullptr) CHECK_RET(aclrtDestroyContext(context) == ACL_SUCCESS, return -1);
+    CHECK_RET(aclrtResetDevice(deviceId) == ACL_SUCCESS, return -1);
+    CHECK_RET(aclFinalize() == ACL_SUCCESS, return -1);
     return 0;
 }
 
@@ -145,6 +160,20 @@ inline lig_status LigRun(lig_status planned, uint64_t ws, lig_executor *plan,
     return run(workspace.data(), ws, plan, nullptr);
 }
 
+// lig_indexer through lig's own API, every key the sparse mode leaves visible (no token band): the
+// reference the forward samples compare with. A failure is reported as `what`'s.
+inline lig_status LigIndexer(const char *what, const lig_tensor *q, const lig_tensor *k, const lig_tensor *w,
+                             const lig_tensor *aq, const lig_tensor *ak, const char *layout, int64_t sparseCount,
+                             int64_t sparseMode, const lig_tensor *idx, const lig_tensor *val) {
+    uint64_t ws = 0;
+    lig_executor *plan = nullptr;
+    lig_status st = lig_indexer_get_workspace_size(q, k, w, aq, ak, layout, sparseCount, sparseMode, INT64_MAX,
+                                                   INT64_MAX, idx, val, &ws, &plan);
+    st = LigRun(st, ws, plan, lig_indexer);
+    if (st != LIG_SUCCESS) LOG_PRINT("%s failed: %s\n", what, lig_get_last_error());
+    return st;
+}
+
 // Counts the elements whose bytes differ, and reports the first.
 template <typename T>
 int64_t CountMismatches(const char *what, const std::vector<T> &got, const std::vector<T> &want) {
@@ -160,6 +189,21 @@ int64_t CountMismatches(const char *what, const std::vector<T> &got, const std::
         }
     }
     return bad;
+}
+
+// 1 (said) when no slot selects a key: indices of nothing but padding would match a run that did
+// nothing.
+inline int64_t NoneSelected(const std::vector<int32_t> &indices) {
+    for (int32_t v : indices)
+        if (v >= 0) return 0;
+    LOG_PRINT("no key was selected\n");
+    return 1;
+}
+
+// A case's last line, "name: FAILED" or "name: <what it matched>", with its mismatch count; 1 when any.
+inline int Verdict(const char *name, int64_t bad, const char *matched) {
+    LOG_PRINT("%s: %s (%lld mismatches)\n", name, bad ? "FAILED" : matched, static_cast<long long>(bad));
+    return bad ? 1 : 0;
 }
 
 #endif  // LIG_ACLNN_SAMPLE_UTIL_H

@@ -53,8 +53,8 @@ aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *na
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_size, fe_args *args,
-                               const char *api, aclOpExecutor **out) {
+static aclnnStatus create(fe_op op, lig_executor *lig, uint64_t workspace_size, fe_args *args, const char *api,
+                          aclOpExecutor **out) {
     aclOpExecutor *e = malloc(sizeof *e);
     if (!e || !fe_reg_add(e, 0, FE_KIND_EXECUTOR)) {
         free(e);
@@ -71,6 +71,20 @@ aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_s
     for (int i = 0; i < args->nstages; i++) e->stages[i] = args->stages[i];
     args->n = args->nstages = 0;
     *out = e;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus fe_executor_plan(fe_op op, lig_status planned, lig_executor *lig, uint64_t workspace_size, fe_args *args,
+                             const char *api, uint64_t *workspace_size_out, aclOpExecutor **executor_out) {
+    if (planned != LIG_SUCCESS) {
+        fe_args_release(args);
+        return fe_fail_lig(planned, api);
+    }
+    aclOpExecutor *e = NULL; /* create sets it on success; gcc cannot see that once it inlines create */
+    aclnnStatus st = create(op, lig, workspace_size, args, api, &e);
+    if (st != ACLNN_SUCCESS) return st;
+    *workspace_size_out = workspace_size;
+    *executor_out = e;
     return ACLNN_SUCCESS;
 }
 

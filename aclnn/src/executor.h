@@ -44,10 +44,12 @@ void fe_args_release(fe_args *args);
 aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
                           lig_tensor **lt);
 
-/* Wraps lig's executor (taking ownership of it and of `args`) and registers the result. On
- * failure lig's executor and the arguments are released and the status is set. */
-aclnnStatus fe_executor_create(fe_op op, lig_executor *lig, uint64_t workspace_size, fe_args *args,
-                               const char *api, aclOpExecutor **out);
+/* The end of every operator's phase 1, once lig's phase 1 returned `planned` (with `lig` and
+ * `workspace_size`): on success wraps lig's executor (taking ownership of it and of `args`),
+ * registers the result and sets both outputs; on failure releases what it holds and sets the
+ * status. */
+aclnnStatus fe_executor_plan(fe_op op, lig_status planned, lig_executor *lig, uint64_t workspace_size, fe_args *args,
+                             const char *api, uint64_t *workspace_size_out, aclOpExecutor **executor_out);
 
 /* Phase 2: validates the executor, stream and workspace, runs lig, and frees the executor
  * whether or not it ran. */

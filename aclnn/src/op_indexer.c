@@ -120,15 +120,7 @@ aclnnStatus aclnnLightningIndexerGetWorkspaceSize(
     lig_status ls = lig_indexer_get_workspace_size(q, k, w, aq, ak, lq, sparseCount, sparseMode, preTokens,
                                                    nextTokens, idx, val, &ws, &lx);
 #endif
-    if (ls != LIG_SUCCESS) {
-        fe_args_release(&args);
-        return fe_fail_lig(ls, API);
-    }
-    aclOpExecutor *e;
-    if ((st = fe_executor_create(FE_OP_INDEXER, lx, ws, &args, API, &e)) != ACLNN_SUCCESS) return st;
-    *workspaceSize = ws;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    return fe_executor_plan(FE_OP_INDEXER, ls, lx, ws, &args, API, workspaceSize, executor);
 }
 
 aclnnStatus aclnnLightningIndexer(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

@@ -68,15 +68,7 @@ aclnnStatus aclnnLightningIndexerGradGetWorkspaceSize(
     lig_executor *lx = NULL;
     lig_status ls = lig_indexer_grad_get_workspace_size(q, k, g, idx, w, aq, ak, headNum, inputLayout, sparseMode,
                                                         preTokens, nextTokens, determinstic, dq, dk, dw, &ws, &lx);
-    if (ls != LIG_SUCCESS) {
-        fe_args_release(&args);
-        return fe_fail_lig(ls, api);
-    }
-    aclOpExecutor *e;
-    if ((st = fe_executor_create(FE_OP_INDEXER_GRAD, lx, ws, &args, api, &e)) != ACLNN_SUCCESS) return st;
-    *workspaceSize = ws;
-    *executor = e;
-    return ACLNN_SUCCESS;
+    return fe_executor_plan(FE_OP_INDEXER_GRAD, ls, lx, ws, &args, api, workspaceSize, executor);
 }
 
 aclnnStatus aclnnLightningIndexerGrad(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

@@ -134,14 +134,20 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
 
 void fe_tensor_release(aclTensor *tensor) { free(tensor); }
 
+/* What aclDestroyTensor and aclDestroyIntArray refuse: a pointer that is not a live `what` made
+ * by `maker`; the object leaves the registry otherwise (the caller frees it). */
+static aclnnStatus unregister(const void *p, fe_kind kind, const char *api, const char *what, const char *maker) {
+    if (!fe_reg_remove(p, kind))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "%s: %p is not a live %s from %s (never made, or already destroyed)", what, p, what, maker);
+    return ACLNN_SUCCESS;
+}
+
 aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
     if (!tensor) return ACLNN_SUCCESS; /* as free(NULL): cleanup code calls it for tensors never made */
-    if (!fe_reg_remove(tensor, FE_KIND_TENSOR))
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyTensor",
-                       "tensor: %p is not a live tensor from aclCreateTensor (never made, or already destroyed)",
-                       (const void *)tensor);
-    fe_tensor_release((aclTensor *)tensor);
-    return ACLNN_SUCCESS;
+    aclnnStatus st = unregister(tensor, FE_KIND_TENSOR, "aclDestroyTensor", "tensor", "aclCreateTensor");
+    if (st == ACLNN_SUCCESS) fe_tensor_release((aclTensor *)tensor);
+    return st;
 }
 
 static aclnnStatus check_live(const aclTensor *t, const void *out, const char *api) {
@@ -195,12 +201,9 @@ void fe_int_array_release(aclIntArray *array) { free(array); }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
     if (!array) return ACLNN_SUCCESS;
-    if (!fe_reg_remove(array, FE_KIND_INT_ARRAY))
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, "aclDestroyIntArray",
-                       "array: %p is not a live array from aclCreateIntArray (never made, or already destroyed)",
-                       (const void *)array);
-    fe_int_array_release((aclIntArray *)array);
-    return ACLNN_SUCCESS;
+    aclnnStatus st = unregister(array, FE_KIND_INT_ARRAY, "aclDestroyIntArray", "array", "aclCreateIntArray");
+    if (st == ACLNN_SUCCESS) fe_int_array_release((aclIntArray *)array);
+    return st;
 }
 
 aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size) {

@@ -68,6 +68,19 @@ def assert_within(out: torch.Tensor, ref: torch.Tensor, bound: torch.Tensor, wha
                              f"{err[at].item():.3g}, bound {bound[at].item():.3g}")
 
 
+def assert_topk_exact(idx: torch.Tensor, val: torch.Tensor, ridx: torch.Tensor, rval: torch.Tensor) -> None:
+    """Grid data, the forward: the selection equals the float64 reference's (ties to the lower
+    index), padded slots hold -inf and the values are the reference scores rounded to val's dtype.
+    idx and val may keep the N2 axis the reference's rows fold away."""
+    idx = idx.reshape(ridx.shape).to(torch.int64)
+    val = val.reshape(rval.shape)
+    bad = (idx != ridx).nonzero()
+    assert bad.numel() == 0, f"indices differ at {bad[0].tolist()}: {idx[tuple(bad[0])]} vs {ridx[tuple(bad[0])]}"
+    pad = ridx < 0
+    assert torch.all(torch.isneginf(val[pad])), "padded slots must hold -inf"
+    assert torch.equal(val[~pad], rval[~pad].to(val.dtype)), "values differ from the float64 scores"
+
+
 # ---- the backward ----------------------------------------------------------------------------------
 
 

@@ -73,6 +73,12 @@ def dtype_choice(dtype, allowed: Sequence[torch.dtype], name: str) -> None:
         raise TypeError(f"lig: {name}: expected {_names(allowed, 'torch.')}, got {dtype}")
 
 
+def optional_dtype_choice(dtype, allowed: Sequence[torch.dtype], name: str) -> None:
+    """An output dtype argument whose None means "the inputs' dtype"."""
+    if dtype is not None:
+        dtype_choice(dtype, allowed, name)
+
+
 def tensor(t, name: str, dtypes: Sequence[torch.dtype], optional: bool = False) -> None:
     """A CPU or CUDA tensor of one of `dtypes` with at most LIG_MAX_DIMS dimensions (the library
     checks that one call's tensors share a device, and that sequence lengths are on the CPU)."""
@@ -86,6 +92,21 @@ def tensor(t, name: str, dtypes: Sequence[torch.dtype], optional: bool = False) 
         raise TypeError(f"lig: {name}: expected dtype {_names(dtypes)}, got {t.dtype}")
     if t.dim() > LIG_MAX_DIMS:
         raise invalid(f"{name}: expected at most {LIG_MAX_DIMS} dimensions, got {t.dim()} (shape {_shape(t)})")
+
+
+def tensors(floats, indices=()) -> None:
+    """floats: (tensor, name) pairs of float tensors; indices: (tensor, name, optional) triples of
+    index tensors; checked in that order."""
+    for t, name in floats:
+        tensor(t, name, FLOAT_DTYPES)
+    for t, name, optional in indices:
+        tensor(t, name, INDEX_DTYPES, optional=optional)
+
+
+def band(layout_value, sparse_mode, pre_tokens, next_tokens) -> tuple:
+    """The layout and the mask (sparse_mode and its token band) as every operator takes them."""
+    return (string(layout_value, "layout"), integer(sparse_mode, "sparse_mode"), integer(pre_tokens, "pre_tokens"),
+            integer(next_tokens, "next_tokens"))
 
 
 def layout(value, query: torch.Tensor, key: torch.Tensor) -> None:

@@ -22,17 +22,13 @@ def slots_shape(query: Tensor, n2: int, layout: str, K: int) -> Tuple[int, ...]:
 
 def check_output_dtypes(index_dtype: torch.dtype, values_dtype: Optional[torch.dtype]) -> None:
     _args.dtype_choice(index_dtype, INDEX_DTYPES, "index_dtype")
-    if values_dtype is not None:
-        _args.dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
+    _args.optional_dtype_choice(values_dtype, FLOAT_DTYPES, "values_dtype")
 
 
 def check_args(floats, indices, sparse_count: int, check_layout, index_dtype, values_dtype) -> None:
     """floats: (tensor, name) pairs of float tensors; indices: (tensor, name, optional) of index
     tensors (lengths, block table); check_layout(): the layout against the tensors' ranks."""
-    for t, name in floats:
-        _args.tensor(t, name, FLOAT_DTYPES)
-    for t, name, optional in indices:
-        _args.tensor(t, name, INDEX_DTYPES, optional=optional)
+    _args.tensors(floats, indices)
     _args.integer(sparse_count, "sparse_count", minimum=1)
     check_layout()
     check_output_dtypes(index_dtype, values_dtype)
@@ -53,7 +49,7 @@ def run(get_workspace_size, what: str, inputs, layout: str, sparse_count: int, s
     """Phase 1 (`get_workspace_size`, with the named `inputs` first) and lig_indexer."""
     with Descriptors() as desc:
         args = (
-            *(desc(t, name) for t, name in inputs),
+            *desc.each(inputs),
             layout.encode(),
             sparse_count,
             sparse_mode,

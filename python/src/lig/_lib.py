@@ -215,6 +215,10 @@ class Descriptors:
             self.device = t.device
         return handle
 
+    def each(self, named) -> tuple:
+        """The descriptors of (tensor, name) pairs, in their order."""
+        return tuple(self(t, name) for t, name in named)
+
     @staticmethod
     def _create(t: torch.Tensor) -> Optional[int]:
         if any(s < 0 for s in t.stride()):

@@ -8,19 +8,16 @@ import torch
 from torch import Tensor
 
 from . import _args, _lib
-from ._args import FLOAT_DTYPES, INDEX_DTYPES
+from ._args import FLOAT_DTYPES
 from ._lib import INT64_MAX, Descriptors
-from ._registry import LengthsLike, op, run, tensor
+from ._registry import LengthsLike, op, run, tensors
 
 
 def _check(query, key, dy, sparse_indices, weights, aq, ak, d_weights_dtype) -> None:
-    for t, name in ((query, "query"), (key, "key"), (dy, "dy"), (weights, "weights")):
-        _args.tensor(t, name, FLOAT_DTYPES)
-    _args.tensor(sparse_indices, "sparse_indices", INDEX_DTYPES)
-    _args.tensor(aq, "actual_seq_lengths_query", INDEX_DTYPES, optional=True)
-    _args.tensor(ak, "actual_seq_lengths_key", INDEX_DTYPES, optional=True)
-    if d_weights_dtype is not None:
-        _args.dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
+    _args.tensors(((query, "query"), (key, "key"), (dy, "dy"), (weights, "weights")),
+                  ((sparse_indices, "sparse_indices", False), (aq, "actual_seq_lengths_query", True),
+                   (ak, "actual_seq_lengths_key", True)))
+    _args.optional_dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
 
 
 @op("indexer_grad")
@@ -45,24 +42,18 @@ def _indexer_grad_op(
     d_key = torch.empty(key.shape, dtype=query.dtype, device=query.device)
     d_weights = torch.empty(weights.shape, dtype=d_weights_dtype if d_weights_dtype is not None else query.dtype,
                             device=query.device)
+    inputs = ((query, "query"), (key, "key"), (dy, "dy"), (sparse_indices, "sparse_indices"), (weights, "weights"),
+              (actual_seq_lengths_query, "actual_seq_lengths_query"), (actual_seq_lengths_key, "actual_seq_lengths_key"))
     with Descriptors() as desc:
         args = (
-            desc(query, "query"),
-            desc(key, "key"),
-            desc(dy, "dy"),
-            desc(sparse_indices, "sparse_indices"),
-            desc(weights, "weights"),
-            desc(actual_seq_lengths_query, "actual_seq_lengths_query"),
-            desc(actual_seq_lengths_key, "actual_seq_lengths_key"),
+            *desc.each(inputs),
             0,  # head_num: taken from query
             layout.encode(),
             sparse_mode,
             pre_tokens,
             next_tokens,
             bool(deterministic),
-            desc(d_query, "d_query"),
-            desc(d_key, "d_key"),
-            desc(d_weights, "d_weights"),
+            *desc.each(((d_query, "d_query"), (d_key, "d_key"), (d_weights, "d_weights"))),
         )
         run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
     return d_query, d_key, d_weights
@@ -111,21 +102,14 @@ def indexer_grad(
     ``deterministic=True`` (the default) makes the results bitwise reproducible, across runs and
     thread counts; ``deterministic=False`` lets d_key's sums run in any order (last-bit differences).
     """
-    if d_weights_dtype is not None:
-        _args.dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
+    _args.optional_dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
     return tuple(
         torch.ops.lig.indexer_grad(
-            tensor(query, "query"),
-            tensor(key, "key"),
-            tensor(dy, "dy"),
-            tensor(sparse_indices, "sparse_indices"),
-            tensor(weights, "weights"),
+            *tensors((query, "query"), (key, "key"), (dy, "dy"), (sparse_indices, "sparse_indices"),
+                     (weights, "weights")),
             _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query"),
             _args.lengths(actual_seq_lengths_key, "actual_seq_lengths_key"),
-            _args.string(layout, "layout"),
-            _args.integer(sparse_mode, "sparse_mode"),
-            _args.integer(pre_tokens, "pre_tokens"),
-            _args.integer(next_tokens, "next_tokens"),
+            *_args.band(layout, sparse_mode, pre_tokens, next_tokens),
             _args.flag(deterministic, "deterministic"),
             d_weights_dtype,
         )

@@ -8,17 +8,14 @@ import torch
 from torch import Tensor
 
 from . import _args, _lib
-from ._args import FLOAT_DTYPES, INDEX_DTYPES
+from ._args import FLOAT_DTYPES
 from ._lib import Descriptors
 from ._registry import op, optional_tensor, run, tensor
 
 
 def _check(sparse_values, target, sparse_indices, dy_dtype) -> None:
-    _args.tensor(sparse_values, "sparse_values", FLOAT_DTYPES)
-    _args.tensor(target, "target", FLOAT_DTYPES)
-    _args.tensor(sparse_indices, "sparse_indices", INDEX_DTYPES, optional=True)
-    if dy_dtype is not None:
-        _args.dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
+    _args.tensors(((sparse_values, "sparse_values"), (target, "target")), ((sparse_indices, "sparse_indices", True),))
+    _args.optional_dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
 
 
 @op("indexer_kl_grad")
@@ -33,13 +30,8 @@ def _indexer_kl_grad_op(
     dy = torch.empty(sparse_values.shape, dtype=dy_dtype if dy_dtype is not None else sparse_values.dtype,
                      device=sparse_values.device)
     with Descriptors() as desc:
-        args = (
-            desc(sparse_values, "sparse_values"),
-            desc(sparse_indices, "sparse_indices"),
-            desc(target, "target"),
-            desc(loss, "loss"),
-            desc(dy, "dy"),
-        )
+        args = desc.each(((sparse_values, "sparse_values"), (sparse_indices, "sparse_indices"), (target, "target"),
+                          (loss, "loss"), (dy, "dy")))
         run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
              desc.device)
     return loss, dy
@@ -122,8 +114,7 @@ def indexer_kl_grad(
     ``dy``, and a gradient flowing into ``dy`` is carried back through its softmax. The target is a
     constant: if it requires grad, the backward raises instead of giving it no gradient.
     """
-    if dy_dtype is not None:
-        _args.dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
+    _args.optional_dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
     return tuple(torch.ops.lig.indexer_kl_grad(
         tensor(sparse_values, "sparse_values"),
         tensor(target, "target"),

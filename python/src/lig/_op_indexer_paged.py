@@ -10,7 +10,7 @@ from torch import Tensor
 
 from . import _args, _forward, _lib
 from ._lib import INT64_MAX
-from ._registry import LengthsLike, op, tensor
+from ._registry import LengthsLike, op, tensors
 
 
 def _check(query, key_cache, block_table, weights, sparse_count, aq, ak, layout, index_dtype, values_dtype) -> None:
@@ -155,18 +155,12 @@ def indexer_paged(
     _forward.check_output_dtypes(index_dtype, values_dtype)
     return tuple(
         torch.ops.lig.indexer_paged(
-            tensor(query, "query"),
-            tensor(key_cache, "key_cache"),
-            tensor(block_table, "block_table"),
-            tensor(weights, "weights"),
+            *tensors((query, "query"), (key_cache, "key_cache"), (block_table, "block_table"), (weights, "weights")),
             _args.integer(sparse_count, "sparse_count", minimum=1),
             _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query"),
             _args.required_lengths(actual_seq_lengths_key, "actual_seq_lengths_key",
                                    "key lengths (required for a paged key cache)"),
-            _args.string(layout, "layout"),
-            _args.integer(sparse_mode, "sparse_mode"),
-            _args.integer(pre_tokens, "pre_tokens"),
-            _args.integer(next_tokens, "next_tokens"),
+            *_args.band(layout, sparse_mode, pre_tokens, next_tokens),
             index_dtype,
             values_dtype,
         )

@@ -78,5 +78,10 @@ def tensor(x, name: str) -> Tensor:
     raise TypeError(f"lig: {name}: expected a torch.Tensor, got {type(x).__name__}")
 
 
+def tensors(*named) -> tuple:
+    """:func:`tensor` of each (x, name) pair, in order."""
+    return tuple([tensor(x, name) for x, name in named])
+
+
 def optional_tensor(x, name: str) -> Optional[Tensor]:
     return None if x is None else tensor(x, name)
