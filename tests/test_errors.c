@@ -274,17 +274,7 @@ void test_errors_overlap(void)
 
 void test_errors_workspace(void)
 {
-    static const errtest_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
-         .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
-         .want_alt = INVALID, .names = "workspace"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
-         .want = INVALID, .names = "workspace|workspace_size"},
-    };
-    errtest_run(&backward, cases, NCASES(cases));
+    errtest_run_workspace_defects(&backward, 0);
 }
 
 /* Flat slot of (row, g, j) in the base problems (N2 = 2, K = 3). */

@@ -420,12 +420,6 @@ void test_errors_fwd_overlap(void)
 void test_errors_fwd_workspace_executor(void)
 {
     static const errtest_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
-         .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
-         .want_alt = INVALID, .names = "workspace"},
         {.name = "non-NULL stream", .phase = 2, .ws = FW_STREAM, .want = INVALID, .names = "stream"},
         {.name = "KL-step executor to lig_indexer", .phase = 2, .ws = FW_FOREIGN_KL, .want = INVALID,
          .names = "executor"},
@@ -433,9 +427,8 @@ void test_errors_fwd_workspace_executor(void)
          .names = "executor"},
         {.name = "forward executor to lig_indexer_grad", .phase = 2, .ws = FW_TO_GRAD, .want = INVALID,
          .names = "executor"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
     };
+    errtest_run_workspace_defects(&forward_or_kl, OP_FORWARD);
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 

@@ -296,3 +296,22 @@ void errtest_run_mode_band_defects(const errtest_operator *op, int which)
         errtest_run(op, &c, 1);
     }
 }
+
+void errtest_run_workspace_defects(const errtest_operator *op, int which)
+{
+    static const errtest_case cases[] = {
+        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = LIG_ERR_PARAM_INVALID,
+         .names = "workspace|workspace_size"},
+        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = LIG_ERR_PARAM_INVALID,
+         .want_alt = LIG_ERR_PARAM_NULLPTR, .names = "workspace|workspace_size"},
+        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR,
+         .want = LIG_ERR_PARAM_NULLPTR, .want_alt = LIG_ERR_PARAM_INVALID, .names = "workspace"},
+        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
+         .want = LIG_ERR_PARAM_INVALID, .names = "workspace|workspace_size"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        errtest_case c = cases[i];
+        c.op = which;
+        errtest_run(op, &c, 1);
+    }
+}
