@@ -330,6 +330,20 @@ void test_errors_index_range(void)
     errtest_run(&backward, cases, NCASES(cases));
 }
 
+/* Phase 1 with the tensor at `slot` replaced by a bfloat16 one of shape `bad` must fail with a
+ * message naming `param`, the shape it expected and the one it got. */
+static void check_shape_message(run_inst *ri, int slot, const int64_t bad[4], const char *param, const char *expected,
+                                const char *got)
+{
+    ri->arg[slot] = inst_new_tensor(ri, LIG_BFLOAT16, 4, bad);
+    lig_status st = inst_phase1(ri);
+    if (CHECK(st == LIG_ERR_PARAM_INVALID, "%s %s accepted (%d)", param, got, (int)st)) {
+        CHECK(strstr(ri->message, param) != NULL, "message lacks %s: \"%s\"", param, ri->message);
+        CHECK(strstr(ri->message, expected) != NULL, "message lacks \"%s\": \"%s\"", expected, ri->message);
+        CHECK(strstr(ri->message, got) != NULL, "message lacks \"%s\": \"%s\"", got, ri->message);
+    }
+}
+
 /* Shapes are printed as [a,b,c] (the contract's example: "dy: expected shape [2,3,2048] (like
  * sparse_indices), got [2,3,64,128]"). */
 void test_errors_message_shapes(void)
@@ -341,15 +355,7 @@ void test_errors_message_shapes(void)
         run_inst ri;
         run_setup(&tc, &ri);
         const int64_t bad[4] = {2, 3, 4, 9};
-        ri.arg[RB_DQ] = inst_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
-        lig_status st = inst_phase1(&ri);
-        if (CHECK(st == LIG_ERR_PARAM_INVALID, "d_query shape mismatch accepted (%d)", (int)st)) {
-            CHECK(strstr(ri.message, "d_query") != NULL, "message lacks d_query: \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "expected shape [2,3,4,8]") != NULL,
-                  "message lacks \"expected shape [2,3,4,8]\": \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "got [2,3,4,9]") != NULL, "message lacks \"got [2,3,4,9]\": \"%s\"",
-                  ri.message);
-        }
+        check_shape_message(&ri, RB_DQ, bad, "d_query", "expected shape [2,3,4,8]", "got [2,3,4,9]");
         ri.executor = NULL;
         inst_teardown(&ri);
         tc_free(&tc);
@@ -361,28 +367,16 @@ void test_errors_message_shapes(void)
         th_rng r = th_rng_make(5);
         gen_opts o;
         gen_opts_default(&o);
-        tc.p.B = 2;
+        tc_set_dims(&tc, 2, 2, 1, 4, 2048);
         tc.p.S1 = 3;
         tc.p.S2 = 4;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 4;
-        tc.p.K = 2048;
         tc.short_form = 1;
         gen_bsnd(&r, &tc);
         gen_data(&r, &tc, &o);
         run_inst ri;
         run_setup(&tc, &ri);
         const int64_t bad[4] = {2, 3, 64, 128};
-        ri.arg[RB_DY] = inst_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
-        lig_status st = inst_phase1(&ri);
-        if (CHECK(st == LIG_ERR_PARAM_INVALID, "dy [2,3,64,128] accepted (%d)", (int)st)) {
-            CHECK(strstr(ri.message, "dy") != NULL, "message lacks dy: \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "expected shape [2,3,2048]") != NULL,
-                  "message lacks \"expected shape [2,3,2048]\": \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "got [2,3,64,128]") != NULL, "message lacks \"got [2,3,64,128]\": \"%s\"",
-                  ri.message);
-        }
+        check_shape_message(&ri, RB_DY, bad, "dy", "expected shape [2,3,2048]", "got [2,3,64,128]");
         CHECK(inst_all_unchanged(&ri), "the failed call wrote somewhere");
         ri.executor = NULL;
         inst_teardown(&ri);

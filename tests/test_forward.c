@@ -346,13 +346,9 @@ void test_fwd_topk_counts(void)
         o.tie_heavy = i % 2;
         tcase tc;
         tc_init(&tc);
-        tc.p.B = 1;
+        tc_set_dims(&tc, 1, 2, 1, 8, ks[i]);
         tc.p.S1 = 6;
         tc.p.S2 = i == 7 ? 50 : 6000; /* K = 100000 with 50 keys: output mostly -1, small workspace */
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 8;
-        tc.p.K = ks[i];
         tc.p.sparse_mode = i % 3 == 2 ? 3 : 0;
         tc.dtype = suite_float_dtypes[i % 3];
         tc.idx_dtype = suite_index_dtypes[i % 2];

@@ -559,11 +559,7 @@ void test_fwd_kl_workspace_alignment(void)
     fwd_gen_opts_default(&fo);
     tc_init(&tc);
     tc.dtype = LIG_FLOAT16;
-    tc.p.N2 = 2;
-    tc.p.N1 = 4;
-    tc.p.D = 20;
-    tc.p.K = 9;
-    tc.p.B = 2;
+    tc_set_dims(&tc, 2, 4, 2, 20, 9);
     tc.p.S1 = 30;
     tc.p.S2 = 50;
     gen_bsnd(&r, &tc);

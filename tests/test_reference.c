@@ -331,11 +331,7 @@ void test_ref_generator_mix(void)
     for (int it = 0; it < 30; it++) {
         tcase tc;
         tc_init(&tc);
-        tc.p.B = 2;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 3;
-        tc.p.K = 6;
+        tc_set_dims(&tc, 2, 2, 1, 3, 6);
         tc.p.S1 = 6;
         tc.p.S2 = 9;
         tc.p.sparse_mode = it % 2 ? 0 : 3;
