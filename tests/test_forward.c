@@ -55,17 +55,8 @@ static int values_choice(int v, lig_dtype dtype, lig_dtype *val_dtype)
 void test_fwd_ref_hand_example(void)
 {
     const double q[4] = {1, 2, -1, 1}, k[10] = {1, 0, 0, 1, 1, 1, 1, 0, -1, -1}, w[2] = {0.5, 2};
-    ref_problem p;
-    memset(&p, 0, sizeof p);
-    p.layout = REF_BSND;
-    p.B = 1;
-    p.S1 = 1;
-    p.S2 = 5;
-    p.N1 = 2;
-    p.N2 = 1;
-    p.D = 2;
-    p.sparse_mode = 0;
-    p.pre_tokens = p.next_tokens = INT64_MAX;
+    ref_problem p = {.layout = REF_BSND, .B = 1, .S1 = 1, .S2 = 5, .N1 = 2, .N2 = 1, .D = 2, .sparse_mode = 0,
+                     .pre_tokens = INT64_MAX, .next_tokens = INT64_MAX};
     int64_t idx[6];
     double val[6];
     struct {
