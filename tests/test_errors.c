@@ -79,16 +79,10 @@ void test_errors_null_pointers(void)
         {.name = "d_key NULL", .kind = ET_NULL_ARG, .target = RB_DK, .phase = 1, .want = NULLPTR, .names = "d_key"},
         {.name = "d_weights NULL", .kind = ET_NULL_ARG, .target = RB_DW, .phase = 1, .want = NULLPTR,
          .names = "d_weights"},
-        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
-        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
-         .names = "workspace_size"},
-        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
-         .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
-         .names = "executor"},
         {.name = "TND query NULL", .layout = REF_TND, .kind = ET_NULL_ARG, .target = RB_Q, .phase = 1,
          .want = NULLPTR, .names = "query"},
     };
+    errtest_run_pointer_defects(&backward, 0);
     errtest_run(&backward, cases, NCASES(cases));
 }
 

@@ -260,18 +260,12 @@ void test_errors_fwd_null_pointers(void)
          .names = "weights"},
         {.name = "sparse_indices NULL", .kind = ET_NULL_ARG, .target = FW_IDX, .phase = 1, .want = NULLPTR,
          .names = "sparse_indices"},
-        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
-        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
-         .names = "workspace_size"},
-        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
-         .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
-         .names = "executor"},
         {.name = "TND sparse_indices NULL", .layout = REF_TND, .kind = ET_NULL_ARG, .target = FW_IDX, .phase = 1,
          .want = NULLPTR, .names = "sparse_indices"},
         {.name = "sparse_values NULL is fine", .no_values = 1, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS,
          .names = ""},
     };
+    errtest_run_pointer_defects(&forward_or_kl, OP_FORWARD);
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 

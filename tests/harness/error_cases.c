@@ -297,6 +297,31 @@ void errtest_run_mode_band_defects(const errtest_operator *op, int which)
     }
 }
 
+/* The cases every operator shares, run on its problem `which`. */
+static void run_shared(const errtest_operator *op, int which, const errtest_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        errtest_case c = cases[i];
+        c.op = which;
+        errtest_run(op, &c, 1);
+    }
+}
+
+void errtest_run_pointer_defects(const errtest_operator *op, int which)
+{
+    static const errtest_case cases[] = {
+        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "layout"},
+        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "workspace_size"},
+        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "executor"},
+        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "executor"},
+    };
+    run_shared(op, which, cases, sizeof cases / sizeof cases[0]);
+}
+
 void errtest_run_workspace_defects(const errtest_operator *op, int which)
 {
     static const errtest_case cases[] = {
@@ -309,9 +334,5 @@ void errtest_run_workspace_defects(const errtest_operator *op, int which)
         {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
          .want = LIG_ERR_PARAM_INVALID, .names = "workspace|workspace_size"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        errtest_case c = cases[i];
-        c.op = which;
-        errtest_run(op, &c, 1);
-    }
+    run_shared(op, which, cases, sizeof cases / sizeof cases[0]);
 }

@@ -148,6 +148,9 @@ void errtest_run(const errtest_operator *op, const errtest_case *cases, size_t n
 /* The length defects and the mode/band defects above, as phase-1 cases of `op`'s problem `which`. */
 void errtest_run_seq_defects(const errtest_operator *op, int which);
 void errtest_run_mode_band_defects(const errtest_operator *op, int which);
+/* NULL layout, workspace_size and executor pointers (phase 1) and a NULL executor (phase 2), as
+ * cases of `op`'s problem `which`. */
+void errtest_run_pointer_defects(const errtest_operator *op, int which);
 /* A workspace one byte short (BSND and TND), none at all, and NULL with the right size, as
  * phase-2 cases of `op`'s problem `which`. */
 void errtest_run_workspace_defects(const errtest_operator *op, int which);
