@@ -71,6 +71,13 @@ static void random_forward(th_rng *r, ff_fwd *f, fuzz_expect *ex)
 
 static const int k_fwd_tensors[5] = {FW_Q, FW_K, FW_W, FW_IDX, FW_VAL};
 
+/* One of the five tensors; `instead` of sparse_values when the call has none. */
+static int fwd_pick_slot(th_rng *r, const op_inst *oi, int instead)
+{
+    const int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
+    return slot == FW_VAL && !oi->present[FW_VAL] ? instead : slot;
+}
+
 /* Defects applied to the materialized call. `kind` 0..11. */
 static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_expect *ex)
 {
@@ -113,10 +120,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         fuzz_note_invalid(ex, "negative band");
         break;
     case 6: { /* wrong dtype */
-        int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
-        if (slot == FW_VAL && !oi->present[FW_VAL]) {
-            slot = oi->present[FW_SQ] ? FW_SQ : FW_IDX;
-        }
+        const int slot = fwd_pick_slot(r, oi, oi->present[FW_SQ] ? FW_SQ : FW_IDX);
         const tbuf *b = &oi->buf[slot];
         lig_dtype wrong;
         if (slot == FW_IDX || slot == FW_SQ) {
@@ -133,10 +137,7 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         break;
     }
     case 7: { /* wrong shape: the last axis is tied to another tensor or to sparse_count */
-        int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
-        if (slot == FW_VAL && !oi->present[FW_VAL]) {
-            slot = oi->present[FW_SK] ? FW_SK : FW_W;
-        }
+        const int slot = fwd_pick_slot(r, oi, oi->present[FW_SK] ? FW_SK : FW_W);
         fuzz_defect_replace(oi, slot, inst_new_widened(oi, slot), "wrong shape", ex);
         break;
     }
@@ -231,6 +232,14 @@ static int64_t some_counted(th_rng *r, const klcase *kc)
 
 static const int k_kl_tensors[5] = {KL_VAL, KL_IDX, KL_TGT, KL_LOSS, KL_DY};
 
+/* One of the tensors from k_kl_tensors[first] on; `instead` of sparse_indices when the call has
+ * none. */
+static int kl_pick_slot(th_rng *r, const op_inst *oi, int first, int instead)
+{
+    const int slot = k_kl_tensors[th_rng_range(r, first, 4)];
+    return slot == KL_IDX && !oi->present[KL_IDX] ? instead : slot;
+}
+
 static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_expect *ex)
 {
     switch (kind) {
@@ -243,10 +252,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_e
         fuzz_defect_null_pointer(oi, th_rng_chance(r, 0.5), ex);
         break;
     case 2: { /* wrong dtype */
-        int slot = k_kl_tensors[th_rng_range(r, 0, 4)];
-        if (slot == KL_IDX && !oi->present[KL_IDX]) {
-            slot = KL_DY;
-        }
+        const int slot = kl_pick_slot(r, oi, 0, KL_DY);
         const tbuf *b = &oi->buf[slot];
         lig_dtype wrong;
         if (slot == KL_IDX) {
@@ -261,10 +267,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_e
         break;
     }
     case 3: { /* wrong shape */
-        int slot = k_kl_tensors[th_rng_range(r, 1, 4)];
-        if (slot == KL_IDX && !oi->present[KL_IDX]) {
-            slot = KL_TGT;
-        }
+        const int slot = kl_pick_slot(r, oi, 1, KL_TGT);
         const tbuf *b = &oi->buf[slot];
         int64_t shape[LIG_MAX_DIMS];
         memcpy(shape, b->shape, sizeof shape);
