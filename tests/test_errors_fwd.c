@@ -74,10 +74,7 @@ static void kl_base(klcase *kc, const errtest_case *c)
 {
     th_rng r = th_rng_make(98);
     kl_init(kc);
-    kc->ndim = 3;
-    kc->shape[0] = 2;
-    kc->shape[1] = 3;
-    kc->shape[2] = 8;
+    kl_set_shape(kc, 3, (const int64_t[]){2, 3, 8});
     kc->has_indices = c == NULL || !c->no_indices;
     kc->idx_dtype = LIG_INT64;
     kl_alloc(kc);
