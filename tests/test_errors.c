@@ -31,15 +31,11 @@ static void base_case(tcase *tc, ref_layout layout, const errtest_case *c)
     gen_opts o;
     gen_opts_default(&o);
     errtest_base_dims(tc, c != NULL ? c->edit_dims : NULL);
-    if (layout == REF_BSND) {
-        errtest_base_bsnd(&r, tc);
-    } else {
+    if (layout == REF_TND) {
+        /* only for its draws: the backward's TND data have always been drawn after them */
         gen_tnd(&r, tc, 1, 1, 0, 0);
-        tc->p.S1 = 4;
-        tc->p.S2 = 6;
-        tc_alloc(tc);
-        errtest_base_tnd_lengths(tc);
     }
+    errtest_base_layout(&r, tc, layout);
     gen_data(&r, tc, &o);
     if (c != NULL && c->edit_data != NULL) {
         c->edit_data(tc);

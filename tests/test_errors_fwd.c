@@ -54,16 +54,7 @@ static void fwd_base(tcase *tc, ref_layout layout, const errtest_case *c)
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
     errtest_base_dims(tc, c != NULL ? c->edit_dims : NULL);
-    if (layout == REF_BSND) {
-        errtest_base_bsnd(&r, tc);
-    } else {
-        tc->p.layout = REF_TND;
-        tc->p.S1 = 4;
-        tc->p.S2 = 6;
-        tc->has_seq_q = tc->has_seq_k = 1;
-        tc_alloc(tc);
-        errtest_base_tnd_lengths(tc);
-    }
+    errtest_base_layout(&r, tc, layout);
     fwd_gen_data(&r, tc, &o);
     if (c != NULL && c->edit_data != NULL) {
         c->edit_data(tc);

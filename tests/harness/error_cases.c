@@ -132,24 +132,27 @@ void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc))
     }
 }
 
-void errtest_base_bsnd(th_rng *r, tcase *tc)
+void errtest_base_layout(th_rng *r, tcase *tc, ref_layout layout)
 {
-    tc->p.S1 = 3;
-    tc->p.S2 = 5;
     tc->has_seq_q = tc->has_seq_k = 1;
-    gen_bsnd(r, tc);
-    tc->seq_q[0] = 3;
-    tc->seq_q[1] = 2;
-    tc->seq_k[0] = 5;
-    tc->seq_k[1] = 3;
-}
-
-void errtest_base_tnd_lengths(tcase *tc)
-{
-    tc->seq_q[0] = 2;
-    tc->seq_q[1] = 3;
-    tc->seq_k[0] = 4;
-    tc->seq_k[1] = 5;
+    if (layout == REF_BSND) {
+        tc->p.S1 = 3;
+        tc->p.S2 = 5;
+        gen_bsnd(r, tc);
+        tc->seq_q[0] = 3;
+        tc->seq_q[1] = 2;
+        tc->seq_k[0] = 5;
+        tc->seq_k[1] = 3;
+    } else {
+        tc->p.layout = REF_TND;
+        tc->p.S1 = 4;
+        tc->p.S2 = 6;
+        tc_alloc(tc);
+        tc->seq_q[0] = 2;
+        tc->seq_q[1] = 3;
+        tc->seq_k[0] = 4;
+        tc->seq_k[1] = 5;
+    }
 }
 
 /* The base problems: BSND S1 = 3, S2 = 5, lengths q (3, 2), k (5, 3); TND T1 = 4, T2 = 6, ends
