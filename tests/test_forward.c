@@ -677,12 +677,8 @@ void test_fwd_long_sequence(void)
         tc_init(&tc);
         tc.dtype = part ? LIG_FLOAT32 : LIG_BFLOAT16;
         tc.idx_dtype = part ? LIG_INT64 : LIG_INT32;
-        tc.p.B = 1;
+        tc_set_dims(&tc, 1, 2, 1, 4, 8);
         tc.p.S1 = tc.p.S2 = S;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 4;
-        tc.p.K = 8;
         tc.p.sparse_mode = 3;
         tc.p.pre_tokens = part ? INT64_MAX : 255;
         tc.short_form = 1;
@@ -806,20 +802,27 @@ void test_fwd_threads_change_between_phases(void)
     tc_free(&tc);
 }
 
+/* Forward data (tie-heavy or not) for a generated large case, run with sparse_values of
+ * val_dtype through suite_large. */
+static void fwd_large_case(th_rng *r, tcase *tc, int tie_heavy, lig_dtype val_dtype, const char *label)
+{
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.tie_heavy = tie_heavy;
+    fwd_gen_data(r, tc, &o);
+    suite_case sc = {.tc = tc, .with_values = 1, .val_dtype = val_dtype};
+    suite_large(&suite_forward, &sc, label);
+}
+
 /* B = 1024 (BSND with lengths, TND with empty batches). */
 void test_fwd_large_batch_1024(void)
 {
     for (int layout = 0; layout < 2; layout++) {
         th_rng r = th_rng_make(57000u + (uint64_t)layout);
-        fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = layout;
         tcase tc;
         gen_batch_1024(&r, &tc, layout);
         tc.short_form = layout;
-        fwd_gen_data(&r, &tc, &o);
-        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT16};
-        suite_large(&suite_forward, &sc, layout ? "TND B=1024" : "BSND B=1024");
+        fwd_large_case(&r, &tc, layout, LIG_FLOAT16, layout ? "TND B=1024" : "BSND B=1024");
         tc_free(&tc);
     }
 }
@@ -831,9 +834,6 @@ void test_fwd_deepseek_shape(void)
 {
     for (int c = 0; c < 3; c++) {
         th_rng r = th_rng_make(59000u + (uint64_t)c);
-        fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = c == 1;
         tcase tc;
         gen_deepseek_heads(&tc);
         tc.p.K = c == 2 ? 2048 : 32;
@@ -851,9 +851,7 @@ void test_fwd_deepseek_shape(void)
             tc.p.S2 = 2100;
             gen_bsnd(&r, &tc);
         }
-        fwd_gen_data(&r, &tc, &o);
-        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = c == 1 ? LIG_FLOAT32 : LIG_BFLOAT16};
-        suite_large(&suite_forward, &sc, "N1=64 D=128");
+        fwd_large_case(&r, &tc, c == 1, c == 1 ? LIG_FLOAT32 : LIG_BFLOAT16, "N1=64 D=128");
         CHECK(fwd_check_stats_get().exact_cases == 1, "the DeepSeek-shaped cases must compare exactly");
         tc_free(&tc);
     }
