@@ -121,13 +121,9 @@ static void small_case(tcase *tc, th_rng *r, lig_dtype dtype)
     gen_opts_default(&o);
     tc_init(tc);
     tc->dtype = tc->dw_dtype = dtype;
-    tc->p.B = 2;
+    tc_set_dims(tc, 2, 4, 2, 9, 4);
     tc->p.S1 = 5;
     tc->p.S2 = 7;
-    tc->p.N1 = 4;
-    tc->p.N2 = 2;
-    tc->p.D = 9;
-    tc->p.K = 4;
     tc->has_seq_q = tc->has_seq_k = 1;
     gen_bsnd(r, tc);
     gen_data(r, tc, &o);
@@ -232,13 +228,9 @@ void test_api_empty_problems(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tcase tc;
         tc_init(&tc);
-        tc.p.B = cases[i].B;
+        tc_set_dims(&tc, cases[i].B, cases[i].N1, cases[i].N2, cases[i].D, cases[i].K);
         tc.p.S1 = cases[i].S1;
         tc.p.S2 = cases[i].S2;
-        tc.p.N1 = cases[i].N1;
-        tc.p.N2 = cases[i].N2;
-        tc.p.D = cases[i].D;
-        tc.p.K = cases[i].K;
         tc.dw_dtype = LIG_FLOAT32;
         if (cases[i].tnd) {
             /* "T1 = 0": every batch empty; otherwise lengths up to 3 and a row past the end */

@@ -40,11 +40,7 @@ void test_commit_ring_capacity(void) {
         tc.deterministic = 1;
         tc.grid = 0;
         tc.p.sparse_mode = 3;
-        tc.p.N1 = problems[pi].n1;
-        tc.p.N2 = problems[pi].n2;
-        tc.p.D = 20;
-        tc.p.K = problems[pi].K;
-        tc.p.B = 2;
+        tc_set_dims(&tc, 2, problems[pi].n1, problems[pi].n2, 20, problems[pi].K);
         tc.p.S1 = 90;
         tc.p.S2 = 350;
         gen_bsnd(&r, &tc);

@@ -22,6 +22,14 @@ typedef struct contended_problem {
     int tnd;
 } contended_problem;
 
+/* Deterministic runs get continuous data (a different summation order would show), the others
+ * grid data (every sum exact, so only a lost update would show). */
+static void contended_case(th_rng *r, tcase *tc, const contended_problem *p, int deterministic)
+{
+    gen_contended_case(r, tc, p->dtype, !deterministic, p->n1, p->n2, p->tnd);
+    tc->deterministic = deterministic;
+}
+
 void test_determinism_bitwise(void)
 {
     static const int threads[] = {1, 2, 3, 5};
@@ -35,8 +43,7 @@ void test_determinism_bitwise(void)
         const contended_problem *p = &problems[pi];
         th_rng r = th_rng_make(31 + pi);
         tcase tc;
-        gen_contended_case(&r, &tc, p->dtype, 0, p->n1, p->n2, p->tnd);
-        tc.deterministic = 1;
+        contended_case(&r, &tc, p, 1);
         suite_case sc = {.tc = &tc};
         char label[64];
         snprintf(label, sizeof label, "determinism problem %zu", pi);
@@ -59,8 +66,7 @@ void test_determinism_off_loses_no_update(void)
         for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
             th_rng r = th_rng_make(77 + 10 * pi + ti);
             tcase tc;
-            gen_contended_case(&r, &tc, p->dtype, 1, p->n1, p->n2, p->tnd);
-            tc.deterministic = 0;
+            contended_case(&r, &tc, p, 0);
             lig_set_num_threads(threads[ti]);
             char label[96];
             snprintf(label, sizeof label, "non-deterministic, %d threads, problem %zu", threads[ti], pi);
@@ -88,8 +94,7 @@ void test_grad_threads_change_between_phases(void)
         for (int deterministic = 0; deterministic < 2; deterministic++) {
             th_rng r = th_rng_make(83000u + 10 * pi + (uint64_t)deterministic);
             tcase tc;
-            gen_contended_case(&r, &tc, p->dtype, !deterministic, p->n1, p->n2, p->tnd);
-            tc.deterministic = deterministic;
+            contended_case(&r, &tc, p, deterministic);
             tc.dw_dtype = LIG_FLOAT32;
             suite_case sc = {.tc = &tc};
             char label[64];

@@ -31,15 +31,11 @@ static void base_case(tcase *tc, ref_layout layout, const errtest_case *c)
     gen_opts o;
     gen_opts_default(&o);
     errtest_base_dims(tc, c != NULL ? c->edit_dims : NULL);
-    if (layout == REF_BSND) {
-        errtest_base_bsnd(&r, tc);
-    } else {
+    if (layout == REF_TND) {
+        /* only for its draws: the backward's TND data have always been drawn after them */
         gen_tnd(&r, tc, 1, 1, 0, 0);
-        tc->p.S1 = 4;
-        tc->p.S2 = 6;
-        tc_alloc(tc);
-        errtest_base_tnd_lengths(tc);
     }
+    errtest_base_layout(&r, tc, layout);
     gen_data(&r, tc, &o);
     if (c != NULL && c->edit_data != NULL) {
         c->edit_data(tc);
@@ -79,16 +75,10 @@ void test_errors_null_pointers(void)
         {.name = "d_key NULL", .kind = ET_NULL_ARG, .target = RB_DK, .phase = 1, .want = NULLPTR, .names = "d_key"},
         {.name = "d_weights NULL", .kind = ET_NULL_ARG, .target = RB_DW, .phase = 1, .want = NULLPTR,
          .names = "d_weights"},
-        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
-        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
-         .names = "workspace_size"},
-        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
-         .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
-         .names = "executor"},
         {.name = "TND query NULL", .layout = REF_TND, .kind = ET_NULL_ARG, .target = RB_Q, .phase = 1,
          .want = NULLPTR, .names = "query"},
     };
+    errtest_run_pointer_defects(&backward, 0);
     errtest_run(&backward, cases, NCASES(cases));
 }
 
@@ -274,17 +264,7 @@ void test_errors_overlap(void)
 
 void test_errors_workspace(void)
 {
-    static const errtest_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
-         .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
-         .want_alt = INVALID, .names = "workspace"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
-         .want = INVALID, .names = "workspace|workspace_size"},
-    };
-    errtest_run(&backward, cases, NCASES(cases));
+    errtest_run_workspace_defects(&backward, 0);
 }
 
 /* Flat slot of (row, g, j) in the base problems (N2 = 2, K = 3). */
@@ -340,6 +320,20 @@ void test_errors_index_range(void)
     errtest_run(&backward, cases, NCASES(cases));
 }
 
+/* Phase 1 with the tensor at `slot` replaced by a bfloat16 one of shape `bad` must fail with a
+ * message naming `param`, the shape it expected and the one it got. */
+static void check_shape_message(run_inst *ri, int slot, const int64_t bad[4], const char *param, const char *expected,
+                                const char *got)
+{
+    ri->arg[slot] = inst_new_tensor(ri, LIG_BFLOAT16, 4, bad);
+    lig_status st = inst_phase1(ri);
+    if (CHECK(st == LIG_ERR_PARAM_INVALID, "%s %s accepted (%d)", param, got, (int)st)) {
+        CHECK(strstr(ri->message, param) != NULL, "message lacks %s: \"%s\"", param, ri->message);
+        CHECK(strstr(ri->message, expected) != NULL, "message lacks \"%s\": \"%s\"", expected, ri->message);
+        CHECK(strstr(ri->message, got) != NULL, "message lacks \"%s\": \"%s\"", got, ri->message);
+    }
+}
+
 /* Shapes are printed as [a,b,c] (the contract's example: "dy: expected shape [2,3,2048] (like
  * sparse_indices), got [2,3,64,128]"). */
 void test_errors_message_shapes(void)
@@ -351,15 +345,7 @@ void test_errors_message_shapes(void)
         run_inst ri;
         run_setup(&tc, &ri);
         const int64_t bad[4] = {2, 3, 4, 9};
-        ri.arg[RB_DQ] = inst_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
-        lig_status st = inst_phase1(&ri);
-        if (CHECK(st == LIG_ERR_PARAM_INVALID, "d_query shape mismatch accepted (%d)", (int)st)) {
-            CHECK(strstr(ri.message, "d_query") != NULL, "message lacks d_query: \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "expected shape [2,3,4,8]") != NULL,
-                  "message lacks \"expected shape [2,3,4,8]\": \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "got [2,3,4,9]") != NULL, "message lacks \"got [2,3,4,9]\": \"%s\"",
-                  ri.message);
-        }
+        check_shape_message(&ri, RB_DQ, bad, "d_query", "expected shape [2,3,4,8]", "got [2,3,4,9]");
         ri.executor = NULL;
         inst_teardown(&ri);
         tc_free(&tc);
@@ -371,28 +357,16 @@ void test_errors_message_shapes(void)
         th_rng r = th_rng_make(5);
         gen_opts o;
         gen_opts_default(&o);
-        tc.p.B = 2;
+        tc_set_dims(&tc, 2, 2, 1, 4, 2048);
         tc.p.S1 = 3;
         tc.p.S2 = 4;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 4;
-        tc.p.K = 2048;
         tc.short_form = 1;
         gen_bsnd(&r, &tc);
         gen_data(&r, &tc, &o);
         run_inst ri;
         run_setup(&tc, &ri);
         const int64_t bad[4] = {2, 3, 64, 128};
-        ri.arg[RB_DY] = inst_new_tensor(&ri, LIG_BFLOAT16, 4, bad);
-        lig_status st = inst_phase1(&ri);
-        if (CHECK(st == LIG_ERR_PARAM_INVALID, "dy [2,3,64,128] accepted (%d)", (int)st)) {
-            CHECK(strstr(ri.message, "dy") != NULL, "message lacks dy: \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "expected shape [2,3,2048]") != NULL,
-                  "message lacks \"expected shape [2,3,2048]\": \"%s\"", ri.message);
-            CHECK(strstr(ri.message, "got [2,3,64,128]") != NULL, "message lacks \"got [2,3,64,128]\": \"%s\"",
-                  ri.message);
-        }
+        check_shape_message(&ri, RB_DY, bad, "dy", "expected shape [2,3,2048]", "got [2,3,64,128]");
         CHECK(inst_all_unchanged(&ri), "the failed call wrote somewhere");
         ri.executor = NULL;
         inst_teardown(&ri);

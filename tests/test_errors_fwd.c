@@ -54,16 +54,7 @@ static void fwd_base(tcase *tc, ref_layout layout, const errtest_case *c)
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
     errtest_base_dims(tc, c != NULL ? c->edit_dims : NULL);
-    if (layout == REF_BSND) {
-        errtest_base_bsnd(&r, tc);
-    } else {
-        tc->p.layout = REF_TND;
-        tc->p.S1 = 4;
-        tc->p.S2 = 6;
-        tc->has_seq_q = tc->has_seq_k = 1;
-        tc_alloc(tc);
-        errtest_base_tnd_lengths(tc);
-    }
+    errtest_base_layout(&r, tc, layout);
     fwd_gen_data(&r, tc, &o);
     if (c != NULL && c->edit_data != NULL) {
         c->edit_data(tc);
@@ -74,10 +65,7 @@ static void kl_base(klcase *kc, const errtest_case *c)
 {
     th_rng r = th_rng_make(98);
     kl_init(kc);
-    kc->ndim = 3;
-    kc->shape[0] = 2;
-    kc->shape[1] = 3;
-    kc->shape[2] = 8;
+    kl_set_shape(kc, 3, (const int64_t[]){2, 3, 8});
     kc->has_indices = c == NULL || !c->no_indices;
     kc->idx_dtype = LIG_INT64;
     kl_alloc(kc);
@@ -260,18 +248,12 @@ void test_errors_fwd_null_pointers(void)
          .names = "weights"},
         {.name = "sparse_indices NULL", .kind = ET_NULL_ARG, .target = FW_IDX, .phase = 1, .want = NULLPTR,
          .names = "sparse_indices"},
-        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = NULLPTR, .names = "layout"},
-        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = NULLPTR,
-         .names = "workspace_size"},
-        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = NULLPTR,
-         .names = "executor"},
-        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = NULLPTR,
-         .names = "executor"},
         {.name = "TND sparse_indices NULL", .layout = REF_TND, .kind = ET_NULL_ARG, .target = FW_IDX, .phase = 1,
          .want = NULLPTR, .names = "sparse_indices"},
         {.name = "sparse_values NULL is fine", .no_values = 1, .phase = 2, .ws = ERRTEST_WS_EXACT, .want = LIG_SUCCESS,
          .names = ""},
     };
+    errtest_run_pointer_defects(&forward_or_kl, OP_FORWARD);
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
@@ -420,12 +402,6 @@ void test_errors_fwd_overlap(void)
 void test_errors_fwd_workspace_executor(void)
 {
     static const errtest_case cases[] = {
-        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
-        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = INVALID, .want_alt = NULLPTR,
-         .names = "workspace|workspace_size"},
-        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR, .want = NULLPTR,
-         .want_alt = INVALID, .names = "workspace"},
         {.name = "non-NULL stream", .phase = 2, .ws = FW_STREAM, .want = INVALID, .names = "stream"},
         {.name = "KL-step executor to lig_indexer", .phase = 2, .ws = FW_FOREIGN_KL, .want = INVALID,
          .names = "executor"},
@@ -433,9 +409,8 @@ void test_errors_fwd_workspace_executor(void)
          .names = "executor"},
         {.name = "forward executor to lig_indexer_grad", .phase = 2, .ws = FW_TO_GRAD, .want = INVALID,
          .names = "executor"},
-        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
-         .names = "workspace|workspace_size"},
     };
+    errtest_run_workspace_defects(&forward_or_kl, OP_FORWARD);
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 

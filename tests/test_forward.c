@@ -55,17 +55,8 @@ static int values_choice(int v, lig_dtype dtype, lig_dtype *val_dtype)
 void test_fwd_ref_hand_example(void)
 {
     const double q[4] = {1, 2, -1, 1}, k[10] = {1, 0, 0, 1, 1, 1, 1, 0, -1, -1}, w[2] = {0.5, 2};
-    ref_problem p;
-    memset(&p, 0, sizeof p);
-    p.layout = REF_BSND;
-    p.B = 1;
-    p.S1 = 1;
-    p.S2 = 5;
-    p.N1 = 2;
-    p.N2 = 1;
-    p.D = 2;
-    p.sparse_mode = 0;
-    p.pre_tokens = p.next_tokens = INT64_MAX;
+    ref_problem p = {.layout = REF_BSND, .B = 1, .S1 = 1, .S2 = 5, .N1 = 2, .N2 = 1, .D = 2, .sparse_mode = 0,
+                     .pre_tokens = INT64_MAX, .next_tokens = INT64_MAX};
     int64_t idx[6];
     double val[6];
     struct {
@@ -346,13 +337,9 @@ void test_fwd_topk_counts(void)
         o.tie_heavy = i % 2;
         tcase tc;
         tc_init(&tc);
-        tc.p.B = 1;
+        tc_set_dims(&tc, 1, 2, 1, 8, ks[i]);
         tc.p.S1 = 6;
         tc.p.S2 = i == 7 ? 50 : 6000; /* K = 100000 with 50 keys: output mostly -1, small workspace */
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 8;
-        tc.p.K = ks[i];
         tc.p.sparse_mode = i % 3 == 2 ? 3 : 0;
         tc.dtype = suite_float_dtypes[i % 3];
         tc.idx_dtype = suite_index_dtypes[i % 2];
@@ -690,12 +677,8 @@ void test_fwd_long_sequence(void)
         tc_init(&tc);
         tc.dtype = part ? LIG_FLOAT32 : LIG_BFLOAT16;
         tc.idx_dtype = part ? LIG_INT64 : LIG_INT32;
-        tc.p.B = 1;
+        tc_set_dims(&tc, 1, 2, 1, 4, 8);
         tc.p.S1 = tc.p.S2 = S;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 4;
-        tc.p.K = 8;
         tc.p.sparse_mode = 3;
         tc.p.pre_tokens = part ? INT64_MAX : 255;
         tc.short_form = 1;
@@ -819,20 +802,27 @@ void test_fwd_threads_change_between_phases(void)
     tc_free(&tc);
 }
 
+/* Forward data (tie-heavy or not) for a generated large case, run with sparse_values of
+ * val_dtype through suite_large. */
+static void fwd_large_case(th_rng *r, tcase *tc, int tie_heavy, lig_dtype val_dtype, const char *label)
+{
+    fwd_gen_opts o;
+    fwd_gen_opts_default(&o);
+    o.tie_heavy = tie_heavy;
+    fwd_gen_data(r, tc, &o);
+    suite_case sc = {.tc = tc, .with_values = 1, .val_dtype = val_dtype};
+    suite_large(&suite_forward, &sc, label);
+}
+
 /* B = 1024 (BSND with lengths, TND with empty batches). */
 void test_fwd_large_batch_1024(void)
 {
     for (int layout = 0; layout < 2; layout++) {
         th_rng r = th_rng_make(57000u + (uint64_t)layout);
-        fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = layout;
         tcase tc;
         gen_batch_1024(&r, &tc, layout);
         tc.short_form = layout;
-        fwd_gen_data(&r, &tc, &o);
-        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT16};
-        suite_large(&suite_forward, &sc, layout ? "TND B=1024" : "BSND B=1024");
+        fwd_large_case(&r, &tc, layout, LIG_FLOAT16, layout ? "TND B=1024" : "BSND B=1024");
         tc_free(&tc);
     }
 }
@@ -844,9 +834,6 @@ void test_fwd_deepseek_shape(void)
 {
     for (int c = 0; c < 3; c++) {
         th_rng r = th_rng_make(59000u + (uint64_t)c);
-        fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = c == 1;
         tcase tc;
         gen_deepseek_heads(&tc);
         tc.p.K = c == 2 ? 2048 : 32;
@@ -864,9 +851,7 @@ void test_fwd_deepseek_shape(void)
             tc.p.S2 = 2100;
             gen_bsnd(&r, &tc);
         }
-        fwd_gen_data(&r, &tc, &o);
-        suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = c == 1 ? LIG_FLOAT32 : LIG_BFLOAT16};
-        suite_large(&suite_forward, &sc, "N1=64 D=128");
+        fwd_large_case(&r, &tc, c == 1, c == 1 ? LIG_FLOAT32 : LIG_BFLOAT16, "N1=64 D=128");
         CHECK(fwd_check_stats_get().exact_cases == 1, "the DeepSeek-shaped cases must compare exactly");
         tc_free(&tc);
     }

@@ -16,6 +16,7 @@
 
 #include "fuzz_budget.h"
 #include "fuzz_helpers.h"
+#include "fuzz_runner.h"
 #include "case_generators.h"
 #include "float_formats.h"
 #include "framework.h"
@@ -49,9 +50,7 @@ static void random_problem(th_rng *r, tcase *tc, fuzz_expect *ex)
     tc->idx_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     tc->seq_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     tc->deterministic = th_rng_chance(r, 0.5);
-    tc->p.sparse_mode = th_rng_chance(r, 0.5) ? 0 : 3;
-    tc->p.pre_tokens = fuzz_pick_band(r);
-    tc->p.next_tokens = fuzz_pick_band(r);
+    fuzz_pick_mode_and_band(r, tc);
 
     int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 6) : -1;
     fuzz_pick_heads(r, tc, zero);
@@ -59,9 +58,7 @@ static void random_problem(th_rng *r, tcase *tc, fuzz_expect *ex)
     int64_t s1 = zero == 4 ? 0 : th_rng_range(r, 1, 7);
     int64_t s2 = zero == 5 ? 0 : th_rng_range(r, 1, 8);
     tc->head_num = th_rng_chance(r, 0.3) ? 0 : tc->p.N1;
-    tc->short_form = tc->p.N2 == 1 && th_rng_chance(r, 0.5);
-    tc->in_strides = fuzz_pick_in_strides(r, 0.12, 0.2, ex);
-    tc->out_strides = fuzz_pick_plain_strides(r);
+    fuzz_pick_forms(r, tc, 0.12, 0.2, ex);
 
     gen_opts o;
     gen_opts_default(&o);
@@ -107,21 +104,23 @@ static void defect_index(th_rng *r, tcase *tc, fuzz_expect *ex)
 
 static const int k_tensor_slots[8] = {RB_Q, RB_K, RB_DY, RB_IDX, RB_W, RB_DQ, RB_DK, RB_DW};
 
+/* One of the eight tensors, or the length array `seq` (`instead` when the call has none). */
+static int pick_slot(th_rng *r, const run_inst *ri, int seq, int instead)
+{
+    const int which = (int)th_rng_range(r, 0, 8);
+    return which < 8 ? k_tensor_slots[which] : ri->present[seq] ? seq : instead;
+}
+
 static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, fuzz_expect *ex)
 {
     static const char *bad_layouts[] = {"bsnd", "tnd", "BSN", "", "BSND\n", "TND ", "SBND"};
     switch (kind) {
-    case P_NULL_TENSOR: {
-        int which = k_tensor_slots[th_rng_range(r, 0, 7)];
-        ri->arg[which] = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL tensor");
+    case P_NULL_TENSOR:
+        fuzz_defect_null_tensor(r, ri, k_tensor_slots, 8, ex);
         break;
-    }
     case P_LAYOUT_BAD:
         ri->layout = bad_layouts[th_rng_range(r, 0, 6)];
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "bad layout string");
+        fuzz_note_invalid(ex, "bad layout string");
         break;
     case P_LAYOUT_NULL:
         ri->layout = NULL;
@@ -130,29 +129,24 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         break;
     case P_HEAD:
         ri->head_num = th_rng_chance(r, 0.5) ? tc->p.N1 + th_rng_range(r, 1, 4) : -th_rng_range(r, 1, 4);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "head_num");
+        fuzz_note_invalid(ex, "head_num");
         break;
     case P_MODE: {
         static const int64_t modes[] = {1, 2, 4, -1, 100};
         ri->sparse_mode = modes[th_rng_range(r, 0, 4)];
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "sparse_mode");
+        fuzz_note_invalid(ex, "sparse_mode");
         break;
     }
     case P_PRE:
         ri->pre_tokens = th_rng_chance(r, 0.5) ? -1 : INT64_MIN;
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "negative pre_tokens");
+        fuzz_note_invalid(ex, "negative pre_tokens");
         break;
     case P_NEXT:
         ri->next_tokens = -th_rng_range(r, 1, 1000);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "negative next_tokens");
+        fuzz_note_invalid(ex, "negative next_tokens");
         break;
     case P_DTYPE: {
-        int which = (int)th_rng_range(r, 0, 8);
-        int slot = which < 8 ? k_tensor_slots[which] : (ri->present[RB_SQ] ? RB_SQ : RB_Q);
+        const int slot = pick_slot(r, ri, RB_SQ, RB_Q);
         const tbuf *b = &ri->buf[slot];
         lig_dtype wrong;
         if (slot == RB_IDX || slot == RB_SQ) {
@@ -162,17 +156,12 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         } else {
             wrong = th_rng_chance(r, 0.3) ? LIG_INT32 : tc->dtype == LIG_FLOAT32 ? LIG_FLOAT16 : LIG_FLOAT32;
         }
-        ri->arg[slot] = inst_new_tensor(ri, wrong, b->ndim, b->shape);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "wrong dtype");
+        fuzz_defect_replace(ri, slot, inst_new_tensor(ri, wrong, b->ndim, b->shape), "wrong dtype", ex);
         break;
     }
     case P_SHAPE: {
-        int which = (int)th_rng_range(r, 0, 8);
-        int slot = which < 8 ? k_tensor_slots[which] : (ri->present[RB_SK] ? RB_SK : RB_K);
-        ri->arg[slot] = inst_new_widened(ri, slot);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "wrong shape");
+        const int slot = pick_slot(r, ri, RB_SK, RB_K);
+        fuzz_defect_replace(ri, slot, inst_new_widened(ri, slot), "wrong shape", ex);
         break;
     }
     case P_OVERLAP: {
@@ -183,8 +172,7 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
         ri->arg[RB_DQ] = inst_adopt(ri, lig_create_tensor(q->base + (size_t)q->offset * th_dtype_size(q->dtype),
                                                          q->dtype, q->ndim, q->shape,
                                                          q->null_strides ? NULL : q->strides));
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "d_query overlaps query");
+        fuzz_note_invalid(ex, "d_query overlaps query");
         break;
     }
     case P_NULL_WS_SIZE:
@@ -195,67 +183,70 @@ static void apply_post(th_rng *r, fz_post kind, run_inst *ri, const tcase *tc, f
     }
 }
 
-/* Returns 1 when the iteration behaved. */
-static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
-{
-    fuzz_stats *stats = arg;
-    th_rng r = th_rng_make(seed ^ ((uint64_t)iter * 0x9E3779B97F4A7C15ull));
-    if (th_rng_chance(&r, 0.3)) {
-        lig_set_num_threads((int)th_rng_range(&r, 1, 4));
-    }
+/* ---- the backward as a fuzzed operator ---- */
+
+typedef struct fz_backward {
     tcase tc;
-    fuzz_expect ex;
-    memset(&ex, 0, sizeof ex);
-    random_problem(&r, &tc, &ex);
+    fz_post post[2];
+} fz_backward;
 
-    fz_post post[2] = {P_NONE, P_NONE};
-    int defects = th_rng_chance(&r, 0.45) ? 0 : (int)th_rng_range(&r, 1, 2);
+static void backward_prepare(th_rng *r, void *state, inst *in, suite_case *sc, fuzz_expect *ex)
+{
+    fz_backward *b = state;
+    random_problem(r, &b->tc, ex);
+    const int defects = fuzz_defect_count(r);
     for (int i = 0; i < defects; i++) {
-        int kind = (int)th_rng_range(&r, 0, 15);
+        int kind = (int)th_rng_range(r, 0, 15);
         if (kind == 0) {
-            fuzz_defect_seq(&r, &tc, 0.0, &ex);
+            fuzz_defect_seq(r, &b->tc, 0.0, ex);
         } else if (kind == 1) {
-            fuzz_defect_seq_missing(&r, &tc, &ex);
+            fuzz_defect_seq_missing(r, &b->tc, ex);
         } else if (kind <= 3) {
-            defect_index(&r, &tc, &ex);
-        } else if (i == 0 || post[0] != (fz_post)(kind - 3)) {
+            defect_index(r, &b->tc, ex);
+        } else if (i == 0 || b->post[0] != (fz_post)(kind - 3)) {
             /* Never the same kind twice: two shape defects can cancel (dy and indices both K+1). */
-            post[i] = (fz_post)(kind - 3); /* P_NULL_TENSOR .. P_NULL_EXEC */
+            b->post[i] = (fz_post)(kind - 3); /* P_NULL_TENSOR .. P_NULL_EXEC */
         }
     }
-
-    run_inst ri;
-    run_setup(&tc, &ri);
+    run_setup(&b->tc, in);
     for (int i = 0; i < 2; i++) {
-        apply_post(&r, post[i], &ri, &tc, &ex);
+        apply_post(r, b->post[i], in, &b->tc, ex);
     }
-
-    char desc[512], label[1024];
-    tc_describe(&tc, desc, sizeof desc);
-    snprintf(label, sizeof label, "fuzz iteration %" PRId64 " (LIG_FUZZ_SEED=%" PRIu64 " LIG_FUZZ_ITER=%" PRId64
-             ") [%s] defects: %s", iter, seed, iter, desc, ex.what[0] ? ex.what : "none");
-    int before = th_current_failures();
-
-    if (fuzz_check_phase1(&ri, inst_phase1(&ri), &ex, label, stats)) {
-        if (ex.empty) {
-            CHECK(ri.workspace_size == 0, "%s: empty problem wants %" PRIu64 " workspace bytes", label,
-                  ri.workspace_size);
-        }
-        /* with a zero dimension an index error may be moot */
-        suite_case sc = {.tc = &tc};
-        fuzz_check_phase2(&ri, inst_phase2(&ri, 0), ex.invalid2, ex.invalid2 && !ex.empty, &suite_backward, &sc, label,
-                          stats);
-    }
-    inst_teardown(&ri);
-    tc_free(&tc);
-    stats->iterations++;
-    return th_current_failures() == before;
+    sc->tc = &b->tc;
 }
+
+static void backward_describe(const void *state, const fuzz_expect *ex, char *out, size_t size)
+{
+    char desc[512];
+    tc_describe(&((const fz_backward *)state)->tc, desc, sizeof desc);
+    snprintf(out, size, "[%s] defects: %s", desc, ex->what[0] ? ex->what : "none");
+}
+
+static lig_status backward_phase2(th_rng *r, void *state, inst *in, const fuzz_expect *ex, int *may_fail,
+                                  int *must_fail)
+{
+    (void)r;
+    (void)state;
+    *may_fail = ex->invalid2;
+    /* with a zero dimension an index error may be moot */
+    *must_fail = ex->invalid2 && !ex->empty;
+    return inst_phase2(in, 0);
+}
+
+static void backward_free(void *state)
+{
+    tc_free(&((fz_backward *)state)->tc);
+}
+
+static const fuzz_operator fuzz_backward = {.name = "backward", .state_size = sizeof(fz_backward),
+                                            .prepare = backward_prepare, .describe = backward_describe,
+                                            .phase2 = backward_phase2, .checker = &suite_backward,
+                                            .free_state = backward_free};
 
 void test_fuzz(void)
 {
-    fuzz_stats stats;
-    memset(&stats, 0, sizeof stats);
-    fuzz_drive(FUZZ_SHARE_BACKWARD, FUZZ_DEFAULT_SEED, 20, fuzz_one, &stats);
-    fuzz_stats_note("backward", &stats);
+    static const fuzz_operator *const ops[] = {&fuzz_backward};
+    const fuzz_spec spec = {.test_name = "fuzz", .share = FUZZ_SHARE_BACKWARD, .default_seed = FUZZ_DEFAULT_SEED,
+                            .min_iterations = 20, .ops = ops, .n_ops = 1};
+    fuzz_run(&spec);
 }

@@ -20,6 +20,7 @@
 
 #include "fuzz_budget.h"
 #include "fuzz_helpers.h"
+#include "fuzz_runner.h"
 #include "case_generators.h"
 #include "float_formats.h"
 #include "framework.h"
@@ -47,17 +48,13 @@ static void random_forward(th_rng *r, ff_fwd *f, fuzz_expect *ex)
     tc->seq_dtype = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
     f->with_values = th_rng_chance(r, 0.7);
     f->val_dtype = th_rng_chance(r, 0.5) ? LIG_FLOAT32 : tc->dtype;
-    tc->p.sparse_mode = th_rng_chance(r, 0.5) ? 0 : 3;
-    tc->p.pre_tokens = fuzz_pick_band(r);
-    tc->p.next_tokens = fuzz_pick_band(r);
+    fuzz_pick_mode_and_band(r, tc);
     int zero = th_rng_chance(r, 0.12) ? (int)th_rng_range(r, 0, 5) : -1;
     fuzz_pick_heads(r, tc, zero);
     tc->p.K = th_rng_chance(r, 0.2) ? th_rng_range(r, 9, 40) : th_rng_range(r, 1, 8);
     int64_t s1 = zero == 3 ? 0 : th_rng_range(r, 1, 8);
     int64_t s2 = zero == 4 ? 0 : th_rng_range(r, 1, 14);
-    tc->short_form = tc->p.N2 == 1 && th_rng_chance(r, 0.5);
-    tc->in_strides = fuzz_pick_in_strides(r, 0.1, 0.17, ex);
-    tc->out_strides = fuzz_pick_plain_strides(r);
+    fuzz_pick_forms(r, tc, 0.1, 0.17, ex);
     fwd_gen_opts o;
     fwd_gen_opts_default(&o);
     o.grid = th_rng_chance(r, 0.8);
@@ -74,6 +71,13 @@ static void random_forward(th_rng *r, ff_fwd *f, fuzz_expect *ex)
 
 static const int k_fwd_tensors[5] = {FW_Q, FW_K, FW_W, FW_IDX, FW_VAL};
 
+/* One of the five tensors; `instead` of sparse_values when the call has none. */
+static int fwd_pick_slot(th_rng *r, const op_inst *oi, int instead)
+{
+    const int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
+    return slot == FW_VAL && !oi->present[FW_VAL] ? instead : slot;
+}
+
 /* Defects applied to the materialized call. `kind` 0..11. */
 static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_expect *ex)
 {
@@ -82,15 +86,12 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
     switch (kind) {
     case 0: { /* NULL required tensor */
         static const int req[4] = {FW_Q, FW_K, FW_W, FW_IDX};
-        oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL tensor");
+        fuzz_defect_null_tensor(r, oi, req, 4, ex);
         break;
     }
     case 1:
         oi->layout = bad_layouts[th_rng_range(r, 0, 6)];
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "bad layout");
+        fuzz_note_invalid(ex, "bad layout");
         break;
     case 2:
         oi->layout = NULL;
@@ -101,15 +102,13 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         const int64_t K = tc->p.K;
         const int64_t choices[4] = {0, -th_rng_range(r, 1, 5), K + 1, K > 1 ? K - 1 : INT64_MIN};
         oi->sparse_count = choices[th_rng_range(r, 0, 3)];
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "sparse_count");
+        fuzz_note_invalid(ex, "sparse_count");
         break;
     }
     case 4: {
         static const int64_t modes[] = {1, 2, 4, -1, 100};
         oi->sparse_mode = modes[th_rng_range(r, 0, 4)];
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "sparse_mode");
+        fuzz_note_invalid(ex, "sparse_mode");
         break;
     }
     case 5:
@@ -118,14 +117,10 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         } else {
             oi->next_tokens = -th_rng_range(r, 1, 1000);
         }
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "negative band");
+        fuzz_note_invalid(ex, "negative band");
         break;
     case 6: { /* wrong dtype */
-        int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
-        if (slot == FW_VAL && !oi->present[FW_VAL]) {
-            slot = oi->present[FW_SQ] ? FW_SQ : FW_IDX;
-        }
+        const int slot = fwd_pick_slot(r, oi, oi->present[FW_SQ] ? FW_SQ : FW_IDX);
         const tbuf *b = &oi->buf[slot];
         lig_dtype wrong;
         if (slot == FW_IDX || slot == FW_SQ) {
@@ -138,19 +133,12 @@ static void fwd_defect(th_rng *r, int kind, op_inst *oi, const ff_fwd *f, fuzz_e
         } else {
             wrong = th_rng_chance(r, 0.3) ? LIG_INT32 : tc->dtype == LIG_FLOAT32 ? LIG_FLOAT16 : LIG_FLOAT32;
         }
-        oi->arg[slot] = inst_new_tensor(oi, wrong, b->ndim, b->shape);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "wrong dtype");
+        fuzz_defect_replace(oi, slot, inst_new_tensor(oi, wrong, b->ndim, b->shape), "wrong dtype", ex);
         break;
     }
     case 7: { /* wrong shape: the last axis is tied to another tensor or to sparse_count */
-        int slot = k_fwd_tensors[th_rng_range(r, 0, 4)];
-        if (slot == FW_VAL && !oi->present[FW_VAL]) {
-            slot = oi->present[FW_SK] ? FW_SK : FW_W;
-        }
-        oi->arg[slot] = inst_new_widened(oi, slot);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "wrong shape");
+        const int slot = fwd_pick_slot(r, oi, oi->present[FW_SK] ? FW_SK : FW_W);
+        fuzz_defect_replace(oi, slot, inst_new_widened(oi, slot), "wrong shape", ex);
         break;
     }
     case 8: { /* an output over an input or over the other output */
@@ -244,24 +232,27 @@ static int64_t some_counted(th_rng *r, const klcase *kc)
 
 static const int k_kl_tensors[5] = {KL_VAL, KL_IDX, KL_TGT, KL_LOSS, KL_DY};
 
+/* One of the tensors from k_kl_tensors[first] on; `instead` of sparse_indices when the call has
+ * none. */
+static int kl_pick_slot(th_rng *r, const op_inst *oi, int first, int instead)
+{
+    const int slot = k_kl_tensors[th_rng_range(r, first, 4)];
+    return slot == KL_IDX && !oi->present[KL_IDX] ? instead : slot;
+}
+
 static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_expect *ex)
 {
     switch (kind) {
     case 0: {
         static const int req[4] = {KL_VAL, KL_TGT, KL_LOSS, KL_DY};
-        oi->arg[req[th_rng_range(r, 0, 3)]] = NULL;
-        ex->null_err = 1;
-        fuzz_note_defect(ex, "NULL tensor");
+        fuzz_defect_null_tensor(r, oi, req, 4, ex);
         break;
     }
     case 1:
         fuzz_defect_null_pointer(oi, th_rng_chance(r, 0.5), ex);
         break;
     case 2: { /* wrong dtype */
-        int slot = k_kl_tensors[th_rng_range(r, 0, 4)];
-        if (slot == KL_IDX && !oi->present[KL_IDX]) {
-            slot = KL_DY;
-        }
+        const int slot = kl_pick_slot(r, oi, 0, KL_DY);
         const tbuf *b = &oi->buf[slot];
         lig_dtype wrong;
         if (slot == KL_IDX) {
@@ -272,16 +263,11 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_e
         } else {
             wrong = th_rng_chance(r, 0.5) ? LIG_INT32 : LIG_INT64;
         }
-        oi->arg[slot] = inst_new_tensor(oi, wrong, b->ndim, b->shape);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "wrong dtype");
+        fuzz_defect_replace(oi, slot, inst_new_tensor(oi, wrong, b->ndim, b->shape), "wrong dtype", ex);
         break;
     }
     case 3: { /* wrong shape */
-        int slot = k_kl_tensors[th_rng_range(r, 1, 4)];
-        if (slot == KL_IDX && !oi->present[KL_IDX]) {
-            slot = KL_TGT;
-        }
+        const int slot = kl_pick_slot(r, oi, 1, KL_TGT);
         const tbuf *b = &oi->buf[slot];
         int64_t shape[LIG_MAX_DIMS];
         memcpy(shape, b->shape, sizeof shape);
@@ -292,9 +278,7 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_e
         } else {
             shape[nd - 1] += 1;
         }
-        oi->arg[slot] = inst_new_tensor(oi, b->dtype, nd, shape);
-        ex->invalid1 = 1;
-        fuzz_note_defect(ex, "wrong shape");
+        fuzz_defect_replace(oi, slot, inst_new_tensor(oi, b->dtype, nd, shape), "wrong shape", ex);
         break;
     }
     case 4: { /* loss inside dy, or dy over target / values */
@@ -331,134 +315,192 @@ static void kl_defect(th_rng *r, int kind, op_inst *oi, const klcase *kc, fuzz_e
     }
 }
 
-/* ---- one iteration ---- */
+/* ---- both as fuzzed operators ---- */
 
-static int fuzz_one(uint64_t seed, int64_t iter, void *arg)
+/* A defect only phase 2 can see. */
+typedef enum ff_phase2_defect { F2_NONE = 0, F2_SHORT_WORKSPACE, F2_STREAM } ff_phase2_defect;
+
+typedef lig_status (*ff_phase2_fn)(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream);
+
+/* Phase 2 with too small a workspace, with a stream (neither operator takes one), or as it is. */
+static lig_status ff_phase2(th_rng *r, ff_phase2_defect defect, ff_phase2_fn call, inst *in, int *want_fail)
 {
-    th_rng r = th_rng_make(seed ^ ((uint64_t)iter * 0x9E3779B97F4A7C15ull));
-    const int op = (int)(iter % 2); /* 0 forward, 1 KL step */
-    fuzz_stats *stats = (fuzz_stats *)arg + op;
-    if (th_rng_chance(&r, 0.3)) {
-        lig_set_num_threads((int)th_rng_range(&r, 1, 4));
+    if (defect == F2_SHORT_WORKSPACE && in->workspace_size > 0) {
+        *want_fail = 1;
+        return inst_phase2(in, -(int64_t)th_rng_range(r, 1, (int64_t)in->workspace_size));
     }
-    fuzz_expect ex;
-    memset(&ex, 0, sizeof ex);
+    if (defect == F2_STREAM) {
+        void *ws = in->workspace_size ? th_xmalloc((size_t)in->workspace_size) : NULL;
+        int dummy = 0;
+        const lig_status st = call(ws, in->workspace_size, in->executor, &dummy);
+        in->executor = NULL;
+        if (st != LIG_SUCCESS) {
+            snprintf(in->message, sizeof in->message, "%s", lig_get_last_error());
+        }
+        free(ws);
+        *want_fail = 1;
+        return st;
+    }
+    return inst_phase2(in, 0);
+}
+
+static const char *ff_phase2_defect_name(ff_phase2_defect defect)
+{
+    return defect == F2_SHORT_WORKSPACE ? ", short workspace" : defect == F2_STREAM ? ", stream" : "";
+}
+
+typedef struct ff_forward {
     ff_fwd f;
-    klcase kc;
-    op_inst oi;
-    memset(&f, 0, sizeof f);
-    memset(&kc, 0, sizeof kc);
-    if (op == 0) {
-        random_forward(&r, &f, &ex);
-    } else {
-        random_kl(&r, &kc, &ex);
-    }
-    const int defects = th_rng_chance(&r, 0.45) ? 0 : (int)th_rng_range(&r, 1, 2);
-    int kinds[2] = {-1, -1};
-    int phase2_defect = 0; /* 1 short workspace, 2 stream, 3 negative target */
-    int64_t bad_target = -1;
+    int kinds[2];
+    ff_phase2_defect phase2_defect;
+} ff_forward;
+
+static void forward_prepare(th_rng *r, void *state, inst *in, suite_case *sc, fuzz_expect *ex)
+{
+    ff_forward *s = state;
+    random_forward(r, &s->f, ex);
+    s->kinds[0] = s->kinds[1] = -1;
+    const int defects = fuzz_defect_count(r);
     for (int i = 0; i < defects; i++) {
-        int k = (int)th_rng_range(&r, 0, op == 0 ? 13 : 7);
-        if (i == 1 && (k == kinds[0] || (op == 0 && ((k == 3 && kinds[0] == 7) || (k == 7 && kinds[0] == 3))))) {
+        const int k = (int)th_rng_range(r, 0, 13);
+        if (i == 1 && (k == s->kinds[0] || (k == 3 && s->kinds[0] == 7) || (k == 7 && s->kinds[0] == 3))) {
             /* never the same kind twice (two shape defects can cancel), nor sparse_count K+1 with
              * sparse_indices [.., K+1] */
             continue;
         }
-        kinds[i] = k;
-        if (op == 0 && k == 11) {
-            fuzz_defect_seq(&r, &f.tc, 0.3, &ex);
-        } else if ((op == 0 && k >= 12) || (op == 1 && k >= 5)) {
-            phase2_defect = op == 1 && k == 7 ? 3 : (int)th_rng_range(&r, 1, 2);
+        s->kinds[i] = k;
+        if (k == 11) {
+            fuzz_defect_seq(r, &s->f.tc, 0.3, ex);
+        } else if (k >= 12) {
+            s->phase2_defect = (ff_phase2_defect)th_rng_range(r, 1, 2);
         }
     }
-    if (phase2_defect == 3) {
-        bad_target = some_counted(&r, &kc);
-        if (bad_target >= 0) {
+    fwd_setup(&s->f.tc, s->f.with_values, s->f.val_dtype, in);
+    for (int i = 0; i < 2; i++) {
+        if (s->kinds[i] >= 0 && s->kinds[i] <= 10) {
+            fwd_defect(r, s->kinds[i], in, &s->f, ex);
+        }
+    }
+    sc->tc = &s->f.tc;
+    sc->with_values = s->f.with_values;
+    sc->val_dtype = s->f.val_dtype;
+}
+
+static void forward_describe(const void *state, const fuzz_expect *ex, char *out, size_t size)
+{
+    const ff_forward *s = state;
+    char desc[512];
+    tc_describe(&s->f.tc, desc, sizeof desc);
+    snprintf(out, size, "forward [%s%s%s] defects: %s%s", desc, s->f.with_values ? " values=" : "",
+             s->f.with_values ? th_dtype_name(s->f.val_dtype) : "", ex->what[0] ? ex->what : "none",
+             ff_phase2_defect_name(s->phase2_defect));
+}
+
+static lig_status forward_phase2(th_rng *r, void *state, inst *in, const fuzz_expect *ex, int *may_fail,
+                                 int *must_fail)
+{
+    (void)ex;
+    const lig_status st = ff_phase2(r, ((ff_forward *)state)->phase2_defect, lig_indexer, in, may_fail);
+    *must_fail = *may_fail;
+    return st;
+}
+
+static void forward_free(void *state)
+{
+    tc_free(&((ff_forward *)state)->f.tc);
+}
+
+static const fuzz_operator fuzz_forward = {.name = "forward", .state_size = sizeof(ff_forward),
+                                           .prepare = forward_prepare, .describe = forward_describe,
+                                           .phase2 = forward_phase2, .checker = &suite_forward,
+                                           .free_state = forward_free};
+
+typedef struct ff_kl {
+    klcase kc;
+    int kinds[2];
+    ff_phase2_defect phase2_defect;
+    int64_t bad_target;  /* the counted slot given a negative or non-finite target, or -1 */
+    int bad_target_live; /* after setup: broadcast views may have replaced or copied the row */
+} ff_kl;
+
+static void kl_prepare(th_rng *r, void *state, inst *in, suite_case *sc, fuzz_expect *ex)
+{
+    ff_kl *s = state;
+    random_kl(r, &s->kc, ex);
+    s->kinds[0] = s->kinds[1] = -1;
+    s->bad_target = -1;
+    int negative_target = 0;
+    const int defects = fuzz_defect_count(r);
+    for (int i = 0; i < defects; i++) {
+        const int k = (int)th_rng_range(r, 0, 7);
+        if (i == 1 && k == s->kinds[0]) {
+            continue; /* never the same kind twice (two shape defects can cancel) */
+        }
+        s->kinds[i] = k;
+        if (k == 7) {
+            negative_target = 1;
+            s->phase2_defect = F2_NONE;
+        } else if (k >= 5) {
+            negative_target = 0;
+            s->phase2_defect = (ff_phase2_defect)th_rng_range(r, 1, 2);
+        }
+    }
+    if (negative_target) {
+        s->bad_target = some_counted(r, &s->kc);
+        if (s->bad_target >= 0) {
             static const double bad[3] = {-0.5, NAN, -INFINITY};
-            kc.target[bad_target] = bad[th_rng_range(&r, 0, 2)];
+            s->kc.target[s->bad_target] = bad[th_rng_range(r, 0, 2)];
         }
     }
-    if (op == 0) {
-        fwd_setup(&f.tc, f.with_values, f.val_dtype, &oi);
-    } else {
-        kl_setup(&kc, &oi);
-    }
-    int bad_target_live = 0; /* after setup: broadcast views may have replaced or copied the row */
-    if (op == 1 && bad_target >= 0) {
-        for (int64_t i = 0; i < kl_rows(&kc) * kl_K(&kc); i++) {
-            bad_target_live |= kl_counted(&kc, i) && !(kc.target[i] >= 0.0);
+    kl_setup(&s->kc, in);
+    if (s->bad_target >= 0) {
+        for (int64_t i = 0; i < kl_rows(&s->kc) * kl_K(&s->kc); i++) {
+            s->bad_target_live |= kl_counted(&s->kc, i) && !(s->kc.target[i] >= 0.0);
         }
     }
     for (int i = 0; i < 2; i++) {
-        if (kinds[i] < 0) {
-            continue;
-        }
-        if (op == 0 && kinds[i] <= 10) {
-            fwd_defect(&r, kinds[i], &oi, &f, &ex);
-        } else if (op == 1 && kinds[i] <= 4) {
-            kl_defect(&r, kinds[i], &oi, &kc, &ex);
+        if (s->kinds[i] >= 0 && s->kinds[i] <= 4) {
+            kl_defect(r, s->kinds[i], in, &s->kc, ex);
         }
     }
-
-    char desc[512], label[1200];
-    if (op == 0) {
-        tc_describe(&f.tc, desc, sizeof desc);
-    } else {
-        kl_describe(&kc, desc, sizeof desc);
-    }
-    snprintf(label, sizeof label, "fuzz_forward_kl iteration %" PRId64 " (LIG_FUZZ_SEED=%" PRIu64
-             " LIG_FUZZ_ITER=%" PRId64 ") %s [%s%s%s] defects: %s%s%s",
-             iter, seed, iter, op == 0 ? "forward" : "KL step", desc, op == 0 && f.with_values ? " values=" : "",
-             op == 0 && f.with_values ? th_dtype_name(f.val_dtype) : "", ex.what[0] ? ex.what : "none",
-             phase2_defect == 1 ? ", short workspace" : phase2_defect == 2 ? ", stream" : "",
-             bad_target_live ? ", bad target in a counted slot" : "");
-    const int before = th_current_failures();
-    stats->iterations++;
-
-    if (fuzz_check_phase1(&oi, inst_phase1(&oi), &ex, label, stats)) {
-        if (op == 0 && ex.empty) {
-            CHECK(oi.workspace_size == 0, "%s: empty problem wants %" PRIu64 " workspace bytes", label,
-                  oi.workspace_size);
-        }
-        lig_status st;
-        int want_fail2 = 0;
-        if (phase2_defect == 1 && oi.workspace_size > 0) {
-            st = inst_phase2(&oi, -(int64_t)th_rng_range(&r, 1, (int64_t)oi.workspace_size));
-            want_fail2 = 1;
-        } else if (phase2_defect == 2) {
-            void *ws = oi.workspace_size ? th_xmalloc((size_t)oi.workspace_size) : NULL;
-            int dummy = 0;
-            st = op == 0 ? lig_indexer(ws, oi.workspace_size, oi.executor, &dummy)
-                         : lig_indexer_kl_grad(ws, oi.workspace_size, oi.executor, &dummy);
-            oi.executor = NULL;
-            if (st != LIG_SUCCESS) {
-                snprintf(oi.message, sizeof oi.message, "%s", lig_get_last_error());
-            }
-            free(ws);
-            want_fail2 = 1;
-        } else {
-            st = inst_phase2(&oi, 0);
-            want_fail2 = bad_target_live;
-        }
-        suite_case sc = {.tc = &f.tc, .kc = &kc, .with_values = f.with_values, .val_dtype = f.val_dtype};
-        fuzz_check_phase2(&oi, st, want_fail2, want_fail2, op == 0 ? &suite_forward : &suite_kl, &sc, label, stats);
-    }
-    inst_teardown(&oi);
-    if (op == 0) {
-        tc_free(&f.tc);
-    } else {
-        kl_free(&kc);
-    }
-    return th_current_failures() == before;
+    sc->kc = &s->kc;
 }
+
+static void kl_describe_call(const void *state, const fuzz_expect *ex, char *out, size_t size)
+{
+    const ff_kl *s = state;
+    char desc[512];
+    kl_describe(&s->kc, desc, sizeof desc);
+    snprintf(out, size, "KL step [%s] defects: %s%s%s", desc, ex->what[0] ? ex->what : "none",
+             ff_phase2_defect_name(s->phase2_defect), s->bad_target_live ? ", bad target in a counted slot" : "");
+}
+
+static lig_status kl_phase2(th_rng *r, void *state, inst *in, const fuzz_expect *ex, int *may_fail, int *must_fail)
+{
+    (void)ex;
+    ff_kl *s = state;
+    *may_fail = s->bad_target_live;
+    const lig_status st = ff_phase2(r, s->phase2_defect, lig_indexer_kl_grad, in, may_fail);
+    *must_fail = *may_fail;
+    return st;
+}
+
+static void kl_free_state(void *state)
+{
+    kl_free(&((ff_kl *)state)->kc);
+}
+
+static const fuzz_operator fuzz_kl = {.name = "KL step", .state_size = sizeof(ff_kl), .prepare = kl_prepare,
+                                      .describe = kl_describe_call, .phase2 = kl_phase2, .checker = &suite_kl,
+                                      .free_state = kl_free_state};
 
 void test_fuzz_forward_kl(void)
 {
-    fuzz_stats stats[2];
-    memset(stats, 0, sizeof stats);
+    /* alternating: even iterations the forward, odd ones the KL step */
+    static const fuzz_operator *const ops[] = {&fuzz_forward, &fuzz_kl};
+    const fuzz_spec spec = {.test_name = "fuzz_forward_kl", .share = FUZZ_SHARE_FORWARD_KL,
+                            .default_seed = FUZZ_DEFAULT_SEED, .min_iterations = 40, .ops = ops, .n_ops = 2};
     fwd_check_stats_reset();
-    fuzz_drive(FUZZ_SHARE_FORWARD_KL, FUZZ_DEFAULT_SEED, 40, fuzz_one, stats);
-    fuzz_stats_note("forward", &stats[0]);
-    fuzz_stats_note("KL step", &stats[1]);
+    fuzz_run(&spec);
     fwd_check_stats_note("forward fuzz");
 }

@@ -163,6 +163,15 @@ void test_kernels_f32_gemm_driver(void) {
     }
 }
 
+/* Gate scores: a zero, a negative zero or NaN, each one draw in `draws`, a grid value otherwise. */
+static void fill_gate_scores(th_rng *r, float *st, int64_t n, int64_t draws)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t k = th_rng_range(r, 0, draws - 1);
+        st[i] = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? NAN : grid_value(r);
+    }
+}
+
 /* The backward's gate and the forward's score sum: grid scores (exact products and sums),
  * zeros and negatives; non-finite dy and weights where the gate is closed must add nothing. */
 void test_kernels_gate_and_scores(void) {
@@ -176,10 +185,7 @@ void test_kernels_gate_and_scores(void) {
                 float *st = th_xmalloc(sizeof(float) * (size_t)(nb * G)), *st2 = th_xmalloc(sizeof(float) * (size_t)(nb * G));
                 float *w = th_xmalloc(sizeof(float) * (size_t)G), *dy = th_xmalloc(sizeof(float) * (size_t)nb);
                 float dw[40], dw2[40], score[50], score2[50];
-                for (int64_t i = 0; i < nb * G; i++) {
-                    const int64_t k = th_rng_range(&r, 0, 9);
-                    st[i] = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? NAN : grid_value(&r);
-                }
+                fill_gate_scores(&r, st, nb * G, 10);
                 for (int64_t h = 0; h < G; h++) {
                     w[h] = grid_value(&r);
                     dw[h] = dw2[h] = grid_value(&r);
@@ -344,10 +350,7 @@ void test_kernels_bf16_operands(void) {
                 uint16_t *adq = th_xmalloc(sizeof(uint16_t) * (size_t)(nb * gp)), *adq2 = th_xmalloc(sizeof(uint16_t) * (size_t)(nb * gp));
                 uint64_t *bits = th_xmalloc(sizeof(uint64_t) * (size_t)(words * nb)), *bits2 = th_xmalloc(sizeof(uint64_t) * (size_t)(words * nb));
                 uint64_t heads[3] = {0, 0, 0}, heads2[3] = {0, 0, 0};
-                for (int64_t i = 0; i < nb * gp; i++) {
-                    const int64_t k = th_rng_range(&r, 0, 7);
-                    st[i] = k == 0 ? 0.0f : k == 1 ? -0.0f : k == 2 ? NAN : grid_value(&r);
-                }
+                fill_gate_scores(&r, st, nb * gp, 8);
                 for (int64_t h = 0; h < gp; h++) {
                     w[h] = grid_bf16(&r);
                     dw[h] = dw2[h] = grid_value(&r);

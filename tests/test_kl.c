@@ -262,10 +262,7 @@ void test_kl_large_logits(void)
         kc.t_dtype = suite_float_dtypes[(v / 3) % 3];
         kc.dy_dtype = LIG_FLOAT32;
         kc.has_indices = v % 2;
-        kc.ndim = 3;
-        kc.shape[0] = 4;
-        kc.shape[1] = 8;
-        kc.shape[2] = 19;
+        kl_set_shape(&kc, 3, (const int64_t[]){4, 8, 19});
         kl_alloc(&kc);
         kl_gen_opts o;
         kl_gen_opts_default(&o);
@@ -326,10 +323,7 @@ void test_kl_determinism_threads(void)
         kc.t_dtype = LIG_FLOAT32;
         kc.dy_dtype = suite_float_dtypes[(pi + 1) % 3];
         kc.has_indices = pi != 1;
-        kc.ndim = 3;
-        kc.shape[0] = 8;
-        kc.shape[1] = 250;
-        kc.shape[2] = 37;
+        kl_set_shape(&kc, 3, (const int64_t[]){8, 250, 37});
         kl_alloc(&kc);
         kl_gen_opts o;
         kl_gen_opts_default(&o);
@@ -441,9 +435,7 @@ void test_kl_chain_forward_kl_backward(void)
         /* 2. KL step on the forward's output, target normalised over the selected slots */
         klcase kc;
         kl_init(&kc);
-        kc.ndim = 2;
-        kc.shape[0] = rows;
-        kc.shape[1] = K;
+        kl_set_shape(&kc, 2, (const int64_t[]){rows, K});
         kc.has_indices = 1;
         kc.idx_dtype = tc.idx_dtype;
         kl_alloc(&kc);
@@ -534,9 +526,7 @@ void test_kl_threads_change_between_phases(void)
     th_rng r = th_rng_make(71000);
     klcase kc;
     kl_init(&kc);
-    kc.ndim = 2;
-    kc.shape[0] = 700;
-    kc.shape[1] = 19;
+    kl_set_shape(&kc, 2, (const int64_t[]){700, 19});
     kc.has_indices = 1;
     kl_alloc(&kc);
     kl_gen_opts o;
@@ -559,11 +549,7 @@ void test_fwd_kl_workspace_alignment(void)
     fwd_gen_opts_default(&fo);
     tc_init(&tc);
     tc.dtype = LIG_FLOAT16;
-    tc.p.N2 = 2;
-    tc.p.N1 = 4;
-    tc.p.D = 20;
-    tc.p.K = 9;
-    tc.p.B = 2;
+    tc_set_dims(&tc, 2, 4, 2, 20, 9);
     tc.p.S1 = 30;
     tc.p.S2 = 50;
     gen_bsnd(&r, &tc);

@@ -19,48 +19,8 @@
 #include "forward_kl_checks.h"
 #include "rng.h"
 #include "problem_case.h"
+#include "tensor_buffers.h"
 #include "tests.h"
-
-static size_t esize(lig_dtype t) { return t == LIG_FLOAT32 || t == LIG_INT32 ? 4 : t == LIG_INT64 ? 8 : 2; }
-
-static void store(void *base, lig_dtype t, int64_t i, double v) {
-    char *p = (char *)base + (size_t)i * esize(t);
-    if (t == LIG_FLOAT32) {
-        const float f = (float)v;
-        memcpy(p, &f, 4);
-    } else if (t == LIG_FLOAT16 || t == LIG_BFLOAT16) {
-        const uint16_t h = t == LIG_FLOAT16 ? th_f16_bits(v) : th_bf16_bits(v);
-        memcpy(p, &h, 2);
-    } else if (t == LIG_INT32) {
-        const int32_t x = (int32_t)v;
-        memcpy(p, &x, 4);
-    } else {
-        const int64_t x = (int64_t)v;
-        memcpy(p, &x, 8);
-    }
-}
-
-static double load(const void *base, lig_dtype t, int64_t i) {
-    const char *p = (const char *)base + (size_t)i * esize(t);
-    if (t == LIG_FLOAT32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    if (t == LIG_INT32) {
-        int32_t x;
-        memcpy(&x, p, 4);
-        return x;
-    }
-    if (t == LIG_INT64) {
-        int64_t x;
-        memcpy(&x, p, 8);
-        return (double)x;
-    }
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return t == LIG_FLOAT16 ? th_f16_value(h) : th_bf16_value(h);
-}
 
 /* A forward case with its keys in a paged cache, and every tensor of the paged call. */
 typedef struct paged_case {
@@ -128,9 +88,9 @@ static void paged_make(paged_case *c, th_rng *r, int tnd, lig_dtype dtype, int64
         order[j] = x;
     }
     const int64_t row = N2 * D, cache_n = c->num_blocks * bs * row;
-    c->cache = th_xmalloc(esize(dtype) * (size_t)cache_n);
-    for (int64_t i = 0; i < cache_n; i++) store(c->cache, dtype, i, NAN);
-    c->table = th_xmalloc(esize(table_dtype) * (size_t)(B * c->blocks_per_seq));
+    c->cache = th_xmalloc(th_dtype_size(dtype) * (size_t)cache_n);
+    for (int64_t i = 0; i < cache_n; i++) th_store(c->cache, dtype, i, NAN);
+    c->table = th_xmalloc(th_dtype_size(table_dtype) * (size_t)(B * c->blocks_per_seq));
     int64_t next = 0;
     for (int64_t b = 0; b < B; b++) {
         const int64_t key_base = tnd ? (b ? tc->seq_k[b - 1] : 0) : b * p->S2;
@@ -139,27 +99,27 @@ static void paged_make(paged_case *c, th_rng *r, int tnd, lig_dtype dtype, int64
             /* never read: garbage, sometimes far out of range */
             int64_t block = j % 2 ? -12345 : c->num_blocks + 77;
             if (first < c->lk[b]) block = order[next++];
-            store(c->table, table_dtype, b * c->blocks_per_seq + j, (double)block);
+            th_store(c->table, table_dtype, b * c->blocks_per_seq + j, (double)block);
             for (int64_t i = 0; first < c->lk[b] && i < bs && first + i < c->lk[b]; i++)
                 for (int64_t e = 0; e < row; e++)
-                    store(c->cache, dtype, (block * bs + i) * row + e, tc->k[(key_base + first + i) * row + e]);
+                    th_store(c->cache, dtype, (block * bs + i) * row + e, tc->k[(key_base + first + i) * row + e]);
         }
     }
     free(order);
 
     const int64_t nq = tc_numel_q(tc), nw = tc_numel_w(tc), nslots = tc_numel_slots(tc);
-    c->q = th_xmalloc(esize(dtype) * (size_t)nq);
-    c->w = th_xmalloc(esize(dtype) * (size_t)nw);
-    for (int64_t i = 0; i < nq; i++) store(c->q, dtype, i, tc->q[i]);
-    for (int64_t i = 0; i < nw; i++) store(c->w, dtype, i, tc->w[i]);
+    c->q = th_xmalloc(th_dtype_size(dtype) * (size_t)nq);
+    c->w = th_xmalloc(th_dtype_size(dtype) * (size_t)nw);
+    for (int64_t i = 0; i < nq; i++) th_store(c->q, dtype, i, tc->q[i]);
+    for (int64_t i = 0; i < nw; i++) th_store(c->w, dtype, i, tc->w[i]);
     c->seq_q = th_xmalloc(8 * (size_t)B);
     c->seq_k = th_xmalloc(8 * (size_t)B);
     for (int64_t b = 0; b < B; b++) {
-        store(c->seq_q, LIG_INT64, b, (double)(tc->seq_q ? tc->seq_q[b] : p->S1));
-        store(c->seq_k, LIG_INT64, b, (double)c->lk[b]);
+        th_store(c->seq_q, LIG_INT64, b, (double)(tc->seq_q ? tc->seq_q[b] : p->S1));
+        th_store(c->seq_k, LIG_INT64, b, (double)c->lk[b]);
     }
-    c->idx_bytes = esize(tc->idx_dtype) * (size_t)nslots;
-    c->val_bytes = esize(c->val_dtype) * (size_t)nslots;
+    c->idx_bytes = th_dtype_size(tc->idx_dtype) * (size_t)nslots;
+    c->val_bytes = th_dtype_size(c->val_dtype) * (size_t)nslots;
     c->idx = th_xmalloc(c->idx_bytes);
     c->val = th_xmalloc(c->val_bytes);
     memset(c->idx, 0xCD, c->idx_bytes);
@@ -225,8 +185,8 @@ void test_paged_forward(void) {
                         int64_t *idx = th_xmalloc(sizeof(int64_t) * (size_t)n);
                         double *val = c.with_values ? th_xmalloc(sizeof(double) * (size_t)n) : NULL;
                         for (int64_t i = 0; i < n; i++) {
-                            idx[i] = (int64_t)load(c.idx, c.tc.idx_dtype, i);
-                            if (val) val[i] = load(c.val, c.val_dtype, i);
+                            idx[i] = (int64_t)th_load(c.idx, c.tc.idx_dtype, i);
+                            if (val) val[i] = th_load(c.val, c.val_dtype, i);
                         }
                         fwd_check_outputs(&c.tc, c.val_dtype, idx, val, label);
                         free(idx);
@@ -262,12 +222,12 @@ void test_paged_errors(void) {
     while (b_bad < p->B && c.lk[b_bad] == 0) b_bad++;
     if (CHECK(b_bad < p->B, "no batch with keys")) {
         const int64_t at = b_bad * c.blocks_per_seq + (c.lk[b_bad] - 1) / c.bs;
-        const double saved = load(c.table, LIG_INT32, at);
-        store(c.table, LIG_INT32, at, (double)c.num_blocks);
+        const double saved = th_load(c.table, LIG_INT32, at);
+        th_store(c.table, LIG_INT32, at, (double)c.num_blocks);
         EXPECT_ERROR(paged_run(&c, c.t_table, c.t_seq_k, "BSND"), LIG_ERR_PARAM_INVALID, "block_table: expected block numbers");
-        store(c.table, LIG_INT32, at, -1.0);
+        th_store(c.table, LIG_INT32, at, -1.0);
         EXPECT_ERROR(paged_run(&c, c.t_table, c.t_seq_k, "BSND"), LIG_ERR_PARAM_INVALID, "block_table: expected block numbers");
-        store(c.table, LIG_INT32, at, saved);
+        th_store(c.table, LIG_INT32, at, saved);
     }
     /* phase-1 errors */
     EXPECT_ERROR(paged_run(&c, c.t_table, NULL, "BSND"), LIG_ERR_PARAM_INVALID, "actual_seq_lengths_key: expected a [B] tensor of key lengths");

@@ -95,14 +95,7 @@ void test_ref_row_info_tnd(void)
     /* Query ends [2,2,5] in T1 = 7: batch 0 rows 0-1, batch 1 empty, batch 2 rows 2-4, rows 5-6
      * past the end. Key ends [3,4,4]: batch 0 keys 0-2, batch 1 key 3, batch 2 none. */
     static const int64_t aq[] = {2, 2, 5}, ak[] = {3, 4, 4};
-    ref_problem p;
-    memset(&p, 0, sizeof p);
-    p.layout = REF_TND;
-    p.B = 3;
-    p.S1 = 7;
-    p.S2 = 6;
-    p.seq_q = aq;
-    p.seq_k = ak;
+    ref_problem p = {.layout = REF_TND, .B = 3, .S1 = 7, .S2 = 6, .seq_q = aq, .seq_k = ak};
     CHECK(ref_seq_ok(&p, NULL, 0), "well-formed ends rejected");
     /* row: valid, b, t, lq, lk, key_base */
     static const int64_t want[7][6] = {
@@ -131,12 +124,7 @@ void test_ref_row_info_tnd(void)
 
 void test_ref_seq_ok_rules(void)
 {
-    ref_problem p;
-    memset(&p, 0, sizeof p);
-    p.layout = REF_TND;
-    p.B = 2;
-    p.S1 = 5;
-    p.S2 = 5;
+    ref_problem p = {.layout = REF_TND, .B = 2, .S1 = 5, .S2 = 5};
     int64_t q[2] = {2, 5}, k[2] = {0, 5};
     p.seq_q = q;
     p.seq_k = k;
@@ -175,18 +163,8 @@ void test_ref_hand_example(void)
     const double q[4] = {1, 2, -1, 1}, k[6] = {1, 0, 0, 1, 1, 1}, w[2] = {0.5, 2};
     const int64_t idx[4] = {2, 0, -1, 2};
     const double dy[4] = {1, 3, NAN, 2};
-    ref_problem p;
-    memset(&p, 0, sizeof p);
-    p.layout = REF_BSND;
-    p.B = 1;
-    p.S1 = 1;
-    p.S2 = 3;
-    p.N1 = 2;
-    p.N2 = 1;
-    p.D = 2;
-    p.K = 4;
-    p.sparse_mode = 0;
-    p.pre_tokens = p.next_tokens = INT64_MAX;
+    ref_problem p = {.layout = REF_BSND, .B = 1, .S1 = 1, .S2 = 3, .N1 = 2, .N2 = 1, .D = 2, .K = 4,
+                     .sparse_mode = 0, .pre_tokens = INT64_MAX, .next_tokens = INT64_MAX};
     double dq[4], dk[6], dw[2], dq_abs[4], dk_abs[6], dw_abs[2];
     int64_t dq_terms[4], dk_terms[6], dw_terms[2];
     ref_grads g = {dq, dk, dw, dq_abs, dk_abs, dw_abs};
@@ -331,11 +309,7 @@ void test_ref_generator_mix(void)
     for (int it = 0; it < 30; it++) {
         tcase tc;
         tc_init(&tc);
-        tc.p.B = 2;
-        tc.p.N1 = 2;
-        tc.p.N2 = 1;
-        tc.p.D = 3;
-        tc.p.K = 6;
+        tc_set_dims(&tc, 2, 2, 1, 3, 6);
         tc.p.S1 = 6;
         tc.p.S2 = 9;
         tc.p.sparse_mode = it % 2 ? 0 : 3;

@@ -43,11 +43,8 @@ static void make_case(tcase *tc, th_rng *r) {
     tc->dw_dtype = LIG_FLOAT32;
     tc->grid = 0;
     tc->p.sparse_mode = 3;
-    tc->p.N1 = 40; /* G not a multiple of the tile: padded heads too */
-    tc->p.N2 = 1;
-    tc->p.D = 72;
-    tc->p.K = 48;
-    tc->p.B = 1;
+    /* G not a multiple of the tile: padded heads too */
+    tc_set_dims(tc, 1, 40, 1, 72, 48);
     tc->p.S1 = 80;
     tc->p.S2 = 80;
     tc->has_seq_q = tc->has_seq_k = 0;

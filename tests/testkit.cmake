@@ -17,6 +17,7 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/forward_kl_runner.c
   ${LIG_TESTKIT_DIR}/harness/framework.c
   ${LIG_TESTKIT_DIR}/harness/fuzz_helpers.c
+  ${LIG_TESTKIT_DIR}/harness/fuzz_runner.c
   ${LIG_TESTKIT_DIR}/harness/operator_calls.c
   ${LIG_TESTKIT_DIR}/harness/problem_case.c
   ${LIG_TESTKIT_DIR}/harness/suite.c

@@ -7,15 +7,8 @@
 
 void gen_opts_default(gen_opts *o)
 {
-    o->grid = 1;
-    o->grid_range = 8;
-    o->p_pad = 0.15;
-    o->p_mask = 0.15;
-    o->p_dup = 0.15;
-    o->tail_pad = 0;
-    o->poison = 1;
-    o->min_abs_s = 0.0;
-    o->dup_pool = 0;
+    /* tail_pad, min_abs_s, dup_pool: off */
+    *o = (gen_opts){.grid = 1, .grid_range = 8, .p_pad = 0.15, .p_mask = 0.15, .p_dup = 0.15, .poison = 1};
 }
 
 void gen_bsnd(th_rng *r, tcase *tc)

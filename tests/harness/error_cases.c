@@ -132,24 +132,27 @@ void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc))
     }
 }
 
-void errtest_base_bsnd(th_rng *r, tcase *tc)
+void errtest_base_layout(th_rng *r, tcase *tc, ref_layout layout)
 {
-    tc->p.S1 = 3;
-    tc->p.S2 = 5;
     tc->has_seq_q = tc->has_seq_k = 1;
-    gen_bsnd(r, tc);
-    tc->seq_q[0] = 3;
-    tc->seq_q[1] = 2;
-    tc->seq_k[0] = 5;
-    tc->seq_k[1] = 3;
-}
-
-void errtest_base_tnd_lengths(tcase *tc)
-{
-    tc->seq_q[0] = 2;
-    tc->seq_q[1] = 3;
-    tc->seq_k[0] = 4;
-    tc->seq_k[1] = 5;
+    if (layout == REF_BSND) {
+        tc->p.S1 = 3;
+        tc->p.S2 = 5;
+        gen_bsnd(r, tc);
+        tc->seq_q[0] = 3;
+        tc->seq_q[1] = 2;
+        tc->seq_k[0] = 5;
+        tc->seq_k[1] = 3;
+    } else {
+        tc->p.layout = REF_TND;
+        tc->p.S1 = 4;
+        tc->p.S2 = 6;
+        tc_alloc(tc);
+        tc->seq_q[0] = 2;
+        tc->seq_q[1] = 3;
+        tc->seq_k[0] = 4;
+        tc->seq_k[1] = 5;
+    }
 }
 
 /* The base problems: BSND S1 = 3, S2 = 5, lengths q (3, 2), k (5, 3); TND T1 = 4, T2 = 6, ends
@@ -295,4 +298,44 @@ void errtest_run_mode_band_defects(const errtest_operator *op, int which)
                                 .names = errtest_scalar_name(d->which)};
         errtest_run(op, &c, 1);
     }
+}
+
+/* The cases every operator shares, run on its problem `which`. */
+static void run_shared(const errtest_operator *op, int which, const errtest_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        errtest_case c = cases[i];
+        c.op = which;
+        errtest_run(op, &c, 1);
+    }
+}
+
+void errtest_run_pointer_defects(const errtest_operator *op, int which)
+{
+    static const errtest_case cases[] = {
+        {.name = "layout NULL", .kind = ET_LAYOUT, .str = NULL, .phase = 1, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "layout"},
+        {.name = "workspace_size NULL", .kind = ET_NULL_WS_SIZE, .phase = 1, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "workspace_size"},
+        {.name = "executor NULL (phase 1)", .kind = ET_NULL_EXEC_PTR, .phase = 1, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "executor"},
+        {.name = "executor NULL (phase 2)", .phase = 2, .ws = ERRTEST_WS_NULL_EXEC, .want = LIG_ERR_PARAM_NULLPTR,
+         .names = "executor"},
+    };
+    run_shared(op, which, cases, sizeof cases / sizeof cases[0]);
+}
+
+void errtest_run_workspace_defects(const errtest_operator *op, int which)
+{
+    static const errtest_case cases[] = {
+        {.name = "workspace one byte short", .phase = 2, .ws = ERRTEST_WS_SHORT, .want = LIG_ERR_PARAM_INVALID,
+         .names = "workspace|workspace_size"},
+        {.name = "no workspace at all", .phase = 2, .ws = ERRTEST_WS_ZERO, .want = LIG_ERR_PARAM_INVALID,
+         .want_alt = LIG_ERR_PARAM_NULLPTR, .names = "workspace|workspace_size"},
+        {.name = "NULL workspace with the right size", .phase = 2, .ws = ERRTEST_WS_NULL_PTR,
+         .want = LIG_ERR_PARAM_NULLPTR, .want_alt = LIG_ERR_PARAM_INVALID, .names = "workspace"},
+        {.name = "TND workspace one byte short", .layout = REF_TND, .phase = 2, .ws = ERRTEST_WS_SHORT,
+         .want = LIG_ERR_PARAM_INVALID, .names = "workspace|workspace_size"},
+    };
+    run_shared(op, which, cases, sizeof cases / sizeof cases[0]);
 }

@@ -46,10 +46,9 @@ void errtest_verdict(const char *name, int phase, lig_status st, lig_status want
 /* The base problem's dimensions: tc_init, N1 = 4, N2 = 2, D = 8, K = 3, B = 2, then `edit`
  * (may be NULL) before anything is generated. */
 void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc));
-/* Its BSND form: S1 = 3, S2 = 5, lengths q (3, 2) and k (5, 3) (gen_bsnd allocates). */
-void errtest_base_bsnd(th_rng *r, tcase *tc);
-/* Lengths of the TND form: q (2, 3), k (4, 5), in an allocated case. */
-void errtest_base_tnd_lengths(tcase *tc);
+/* Its layout, allocated: BSND S1 = 3, S2 = 5, lengths q (3, 2) and k (5, 3) (drawn by gen_bsnd,
+ * then set); TND T1 = 4, T2 = 6, ends q (2, 3) and k (4, 5). */
+void errtest_base_layout(th_rng *r, tcase *tc, ref_layout layout);
 
 /* A defect of the length arrays of the base problem, which phase 1 must refuse
  * (PARAM_INVALID, naming one of `names`), for every operator that takes them. */
@@ -148,5 +147,11 @@ void errtest_run(const errtest_operator *op, const errtest_case *cases, size_t n
 /* The length defects and the mode/band defects above, as phase-1 cases of `op`'s problem `which`. */
 void errtest_run_seq_defects(const errtest_operator *op, int which);
 void errtest_run_mode_band_defects(const errtest_operator *op, int which);
+/* NULL layout, workspace_size and executor pointers (phase 1) and a NULL executor (phase 2), as
+ * cases of `op`'s problem `which`. */
+void errtest_run_pointer_defects(const errtest_operator *op, int which);
+/* A workspace one byte short (BSND and TND), none at all, and NULL with the right size, as
+ * phase-2 cases of `op`'s problem `which`. */
+void errtest_run_workspace_defects(const errtest_operator *op, int which);
 
 #endif /* LIG_TESTS_HARNESS_ERROR_CASES_H */

@@ -25,14 +25,9 @@ static double fwd_value(th_rng *r, const tcase *tc, const fwd_gen_opts *o, int r
 
 void fwd_gen_opts_default(fwd_gen_opts *o)
 {
-    o->grid = 1;
-    o->grid_range = 8;
-    o->grid_den = 8;
-    o->tie_heavy = 0;
-    o->p_dead_head = 0.6;
-    o->p_zero_w = 0.1;
-    o->p_dup_key = 0.1;
-    o->poison = 1;
+    /* tie_heavy: off */
+    *o = (fwd_gen_opts){.grid = 1, .grid_range = 8, .grid_den = 8, .p_dead_head = 0.6, .p_zero_w = 0.1,
+                        .p_dup_key = 0.1, .poison = 1};
 }
 
 /* First global key row of the batch owning global key row s, or -1 when s belongs to none. */
@@ -316,12 +311,8 @@ int fwd_check_case(tcase *tc, int with_values, lig_dtype val_dtype, const char *
 
 void kl_gen_opts_default(kl_gen_opts *o)
 {
-    o->p_pad = 0.2;
-    o->p_empty_row = 0.1;
-    o->p_zero_target = 0.15;
-    o->normalize = 1;
-    o->logit_scale = 4.0;
-    o->poison = 1;
+    *o = (kl_gen_opts){.p_pad = 0.2, .p_empty_row = 0.1, .p_zero_target = 0.15, .normalize = 1, .logit_scale = 4.0,
+                       .poison = 1};
 }
 
 static double poison(th_rng *r)

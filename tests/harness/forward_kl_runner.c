@@ -53,6 +53,12 @@ void kl_alloc(klcase *kc)
     kc->idx = th_xcalloc(n, sizeof(int64_t));
 }
 
+void kl_set_shape(klcase *kc, int ndim, const int64_t *shape)
+{
+    kc->ndim = ndim;
+    memcpy(kc->shape, shape, (size_t)ndim * sizeof *shape);
+}
+
 int kl_counted(const klcase *kc, int64_t i)
 {
     return kc->has_indices ? kc->idx[i] >= 0 : kc->values[i] != -INFINITY;

@@ -42,6 +42,8 @@ int64_t kl_rows(const klcase *kc);
 int64_t kl_K(const klcase *kc);
 void kl_init(klcase *kc);
 void kl_alloc(klcase *kc); /* zero-filled arrays for the current shape */
+/* The shape of values, target and dy (ndim extents; before kl_alloc). */
+void kl_set_shape(klcase *kc, int ndim, const int64_t *shape);
 void kl_free(klcase *kc);
 /* 1 when slot i (flat) counts: index >= 0 with indices, value != -inf without. */
 int kl_counted(const klcase *kc, int64_t i);

@@ -36,6 +36,12 @@ void fuzz_note_defect(fuzz_expect *ex, const char *s)
     snprintf(ex->what + n, sizeof ex->what - n, "%s%s", n ? ", " : "", s);
 }
 
+void fuzz_note_invalid(fuzz_expect *ex, const char *s)
+{
+    ex->invalid1 = 1;
+    fuzz_note_defect(ex, s);
+}
+
 int64_t fuzz_pick_band(th_rng *r)
 {
     double u = th_rng_unit(r);
@@ -72,6 +78,20 @@ tc_strides fuzz_pick_in_strides(th_rng *r, double p_inner, double p_broadcast, f
         return TC_BROADCAST;
     }
     return fuzz_pick_plain_strides(r);
+}
+
+void fuzz_pick_mode_and_band(th_rng *r, tcase *tc)
+{
+    tc->p.sparse_mode = th_rng_chance(r, 0.5) ? 0 : 3;
+    tc->p.pre_tokens = fuzz_pick_band(r);
+    tc->p.next_tokens = fuzz_pick_band(r);
+}
+
+void fuzz_pick_forms(th_rng *r, tcase *tc, double p_inner, double p_broadcast, fuzz_expect *ex)
+{
+    tc->short_form = tc->p.N2 == 1 && th_rng_chance(r, 0.5);
+    tc->in_strides = fuzz_pick_in_strides(r, p_inner, p_broadcast, ex);
+    tc->out_strides = fuzz_pick_plain_strides(r);
 }
 
 void fuzz_pick_heads(th_rng *r, tcase *tc, int zero)
@@ -144,6 +164,19 @@ void fuzz_defect_seq_missing(th_rng *r, tcase *tc, fuzz_expect *ex)
     if (tc->p.layout == REF_TND) {
         drop_seq(tc, th_rng_chance(r, 0.5), ex);
     }
+}
+
+void fuzz_defect_replace(inst *in, int slot, const lig_tensor *t, const char *what, fuzz_expect *ex)
+{
+    in->arg[slot] = t;
+    fuzz_note_invalid(ex, what);
+}
+
+void fuzz_defect_null_tensor(th_rng *r, inst *in, const int *slots, int n, fuzz_expect *ex)
+{
+    in->arg[slots[th_rng_range(r, 0, n - 1)]] = NULL;
+    ex->null_err = 1;
+    fuzz_note_defect(ex, "NULL tensor");
 }
 
 void fuzz_defect_null_pointer(inst *in, int ws, fuzz_expect *ex)

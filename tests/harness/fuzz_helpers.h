@@ -1,7 +1,8 @@
 /*
  * What the two fuzzers (test_fuzz.c: backward; test_fuzz_fwd.c: forward and KL step) share: the
- * seeded, time-budgeted iteration loop, the expectation a call's defects set, random pickers for
- * the parts of a problem both draw alike, the length defects, and the verdict on each phase.
+ * seeded, time-budgeted iteration loop (driven by fuzz_runner.h), the expectation a call's defects
+ * set, random pickers for the parts of a problem both draw alike, the length, tensor and pointer
+ * defects, and the verdict on each phase.
  */
 #ifndef LIG_TESTS_HARNESS_FUZZ_HELPERS_H
 #define LIG_TESTS_HARNESS_FUZZ_HELPERS_H
@@ -42,6 +43,8 @@ typedef struct fuzz_stats {
 
 /* Appends `s` to the ", "-separated list of expected defects. */
 void fuzz_note_defect(fuzz_expect *ex, const char *s);
+/* A defect phase 1 must refuse with PARAM_INVALID, noted as `s`. */
+void fuzz_note_invalid(fuzz_expect *ex, const char *s);
 /* A pre/next_tokens value: mostly unbounded, sometimes small, rarely huge. */
 int64_t fuzz_pick_band(th_rng *r);
 lig_dtype fuzz_pick_float(th_rng *r);
@@ -50,6 +53,11 @@ tc_strides fuzz_pick_plain_strides(th_rng *r);
 /* For inputs: innermost stride 2 below u = p_inner, broadcast below p_broadcast (both may be
  * refused: ex->maybe_refused), a plain pattern otherwise. */
 tc_strides fuzz_pick_in_strides(th_rng *r, double p_inner, double p_broadcast, fuzz_expect *ex);
+/* sparse_mode 0 or 3, and a band (fuzz_pick_band) on each side. */
+void fuzz_pick_mode_and_band(th_rng *r, tcase *tc);
+/* The short index form half the time N2 allows it, the input strides (fuzz_pick_in_strides) and
+ * a plain output pattern. */
+void fuzz_pick_forms(th_rng *r, tcase *tc, double p_inner, double p_broadcast, fuzz_expect *ex);
 /* B in 1..3, N2 in 1..3, N1 = N2 * (1..3), D in 1..17, except that B, N1 or D is 0 when `zero`
  * is 0, 1 or 2 (other values of zero are the caller's: K, S1, S2). */
 void fuzz_pick_heads(th_rng *r, tcase *tc, int zero);
@@ -62,6 +70,11 @@ void fuzz_layout(th_rng *r, tcase *tc, int64_t s1, int64_t s2);
 void fuzz_defect_seq(th_rng *r, tcase *tc, double p_missing, fuzz_expect *ex);
 /* TND without one of its length arrays. */
 void fuzz_defect_seq_missing(th_rng *r, tcase *tc, fuzz_expect *ex);
+
+/* The tensor at `slot` replaced by `t` (a wrong dtype or shape): PARAM_INVALID in phase 1. */
+void fuzz_defect_replace(inst *in, int slot, const lig_tensor *t, const char *what, fuzz_expect *ex);
+/* One of the n required tensors at `slots` made NULL: PARAM_NULLPTR in phase 1. */
+void fuzz_defect_null_tensor(th_rng *r, inst *in, const int *slots, int n, fuzz_expect *ex);
 
 /* The workspace_size pointer (ws) or the executor pointer made NULL: PARAM_NULLPTR in phase 1. */
 void fuzz_defect_null_pointer(inst *in, int ws, fuzz_expect *ex);
