@@ -456,15 +456,18 @@ struct k_scatter {
         a.entry[pos] = i;
     }
 };
+LIG_HD void swap_i64(int64_t *v, int64_t i, int64_t j) {
+    const int64_t tmp = v[i];
+    v[i] = v[j];
+    v[j] = tmp;
+}
 LIG_HD void sift_down_max(int64_t *v, int64_t root, int64_t n) {
     for (;;) {
         int64_t c = 2 * root + 1;
         if (c >= n) return;
         if (c + 1 < n && v[c + 1] > v[c]) c++;
         if (!(v[c] > v[root])) return;
-        const int64_t tmp = v[c];
-        v[c] = v[root];
-        v[root] = tmp;
+        swap_i64(v, c, root);
         root = c;
     }
 }
@@ -476,9 +479,7 @@ struct k_sort_segments {
         const int64_t n = (int64_t)(a.count[key + 1] - a.count[key]);
         for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down_max(v, i, n);
         for (int64_t end = n - 1; end > 0; end--) {
-            const int64_t tmp = v[0];
-            v[0] = v[end];
-            v[end] = tmp;
+            swap_i64(v, 0, end);
             sift_down_max(v, 0, end);
         }
     }
@@ -540,6 +541,12 @@ LIG_HD bool better(float sa, int64_t ka, float sb, int64_t kb) {
     const float ra = rank_of(sa), rb = rank_of(sb);
     return ra > rb || (ra == rb && ka < kb);
 }
+LIG_HD void swap_candidates(float *sc, int64_t *ky, int64_t i, int64_t j) {
+    const float ts = sc[i];
+    sc[i] = sc[j];
+    sc[j] = ts;
+    swap_i64(ky, i, j);
+}
 /* Heap with the worst kept candidate at the root. */
 LIG_HD void sift_down_worst(float *sc, int64_t *ky, int64_t root, int64_t n) {
     for (;;) {
@@ -547,12 +554,7 @@ LIG_HD void sift_down_worst(float *sc, int64_t *ky, int64_t root, int64_t n) {
         if (c >= n) return;
         if (c + 1 < n && better(sc[c], ky[c], sc[c + 1], ky[c + 1])) c++; /* the worse child */
         if (!better(sc[root], ky[root], sc[c], ky[c])) return;
-        const float ts = sc[c];
-        const int64_t tk = ky[c];
-        sc[c] = sc[root];
-        ky[c] = ky[root];
-        sc[root] = ts;
-        ky[root] = tk;
+        swap_candidates(sc, ky, c, root);
         root = c;
     }
 }
@@ -590,12 +592,7 @@ struct k_fwd_select {
             if (n < a.cap)
                 for (int64_t k = n / 2 - 1; k >= 0; k--) sift_down_worst(sc, ky, k, n);
             for (int64_t end = n - 1; end > 0; end--) { /* worst to the back: best first */
-                const float ts = sc[0];
-                const int64_t tk = ky[0];
-                sc[0] = sc[end];
-                ky[0] = ky[end];
-                sc[end] = ts;
-                ky[end] = tk;
+                swap_candidates(sc, ky, 0, end);
                 sift_down_worst(sc, ky, 0, end);
             }
         } else {
