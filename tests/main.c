@@ -17,6 +17,12 @@ static const th_test all_tests[] = {
     {"half_rounding_midpoints", test_half_rounding_midpoints},
     {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
     {"half_public_conversions", test_half_public_conversions},
+    /* FLOAT8_E4M3FN conversions */
+    {"fp8_decode_all_codes", test_fp8_decode_all_codes},
+    {"fp8_encode_midpoints", test_fp8_encode_midpoints},
+    {"fp8_encode_special_values", test_fp8_encode_special_values},
+    {"fp8_encode_brute_force", test_fp8_encode_brute_force},
+    {"fp8_matches_torch", test_fp8_matches_torch},
     /* the gradient checker's own bound */
     {"check_per_element_bound", test_check_per_element_bound},
     /* the float64 reference */

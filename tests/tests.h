@@ -9,6 +9,13 @@ void test_half_rounding_midpoints(void);
 void test_half_bf16_matches_bit_trick(void);
 void test_half_public_conversions(void);
 
+/* test_fp8.c */
+void test_fp8_decode_all_codes(void);
+void test_fp8_encode_midpoints(void);
+void test_fp8_encode_special_values(void);
+void test_fp8_encode_brute_force(void);
+void test_fp8_matches_torch(void);
+
 /* test_check.c */
 void test_check_per_element_bound(void);
 
