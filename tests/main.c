@@ -118,6 +118,14 @@ static const th_test all_tests[] = {
     {"fwd_long_sequence_128k", test_fwd_long_sequence},
     {"fwd_large_batch_1024", test_fwd_large_batch_1024},
     {"fwd_deepseek_shape", test_fwd_deepseek_shape},
+    /* the quantized forward (FLOAT8_E4M3FN / INT8) */
+    {"quant_fwd_matrix", test_quant_fwd_matrix},
+    {"quant_fwd_bands", test_quant_fwd_bands},
+    {"quant_fwd_degenerate", test_quant_fwd_degenerate},
+    {"quant_fwd_int8_long_dot", test_quant_fwd_int8_long_dot},
+    {"quant_fwd_nan_codes", test_quant_fwd_nan_codes},
+    {"quant_fwd_determinism_threads", test_quant_fwd_determinism_threads},
+    {"quant_fwd_matches_float_forward", test_quant_fwd_matches_float_forward},
     {"fwd_paged_keys", test_paged_forward},
     {"errors_fwd_paged_keys", test_paged_errors},
     /* the fused KL step */

@@ -16,6 +16,15 @@ void test_fp8_encode_special_values(void);
 void test_fp8_encode_brute_force(void);
 void test_fp8_matches_torch(void);
 
+/* test_quant_forward.c */
+void test_quant_fwd_matrix(void);
+void test_quant_fwd_bands(void);
+void test_quant_fwd_degenerate(void);
+void test_quant_fwd_int8_long_dot(void);
+void test_quant_fwd_nan_codes(void);
+void test_quant_fwd_determinism_threads(void);
+void test_quant_fwd_matches_float_forward(void);
+
 /* test_check.c */
 void test_check_per_element_bound(void);
 
