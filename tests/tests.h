@@ -25,6 +25,10 @@ void test_quant_fwd_nan_codes(void);
 void test_quant_fwd_determinism_threads(void);
 void test_quant_fwd_matches_float_forward(void);
 
+/* test_errors_quant.c */
+void test_errors_quant_table(void);
+void test_errors_quant_phase2(void);
+
 /* test_check.c */
 void test_check_per_element_bound(void);
 
