@@ -126,6 +126,7 @@ static const th_test all_tests[] = {
     {"quant_fwd_nan_codes", test_quant_fwd_nan_codes},
     {"quant_fwd_determinism_threads", test_quant_fwd_determinism_threads},
     {"quant_fwd_matches_float_forward", test_quant_fwd_matches_float_forward},
+    {"quant_fwd_same_on_every_set", test_quant_fwd_same_on_every_set},
     {"errors_quant_table", test_errors_quant_table},
     {"errors_quant_phase2", test_errors_quant_phase2},
     {"fwd_paged_keys", test_paged_forward},

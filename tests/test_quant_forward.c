@@ -368,3 +368,65 @@ void test_quant_fwd_matches_float_forward(void)
     free(qv);
     qcase_free(&c);
 }
+
+/* Every kernel set this CPU has computes the same bytes: the portable engine's conversions and
+ * scores are the same code everywhere, the INT8 dot is exact and the FP8 dot one fp32 chain in
+ * increasing d on every set's GEMM (contract 2.4); the plan names the set's fp32 kernels. */
+void test_quant_fwd_same_on_every_set(void)
+{
+    char sets[256];
+    snprintf(sets, sizeof sets, "%s", lig_kernel_sets());
+    for (int v = 0; v < 4; v++) {
+        th_rng r = th_rng_make(0x5e75u + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = qk_dtypes[v % 2];
+        s.layout = v & 2 ? REF_TND : REF_BSND;
+        s.paged = v == 3;
+        s.S1 = 9;
+        s.S2 = 70;
+        s.N2 = 2;
+        s.G = 5;
+        s.D = 33 + 32 * v;
+        s.K = 9;
+        s.val_dtype = LIG_FLOAT32;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+        int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
+        double *val = malloc((size_t)slots * sizeof(double));
+        unsigned char *first = NULL;
+        size_t first_bytes = 0;
+        int n_sets = 0;
+        char list[256];
+        snprintf(list, sizeof list, "%s", sets);
+        for (char *name = strtok(list, ","); name != NULL; name = strtok(NULL, ",")) {
+            if (lig_set_kernel_set(name) != LIG_SUCCESS) {
+                continue;
+            }
+            unsigned char *raw = NULL;
+            size_t bytes = 0;
+            int inputs_ok;
+            const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, &raw, &bytes);
+            CHECK(st == LIG_SUCCESS && inputs_ok, "set %s: status %d", name, (int)st);
+            if (first == NULL) {
+                qcase_check(&c, idx, val, "every set");
+                first = raw;
+                first_bytes = bytes;
+            } else {
+                CHECK(bytes == first_bytes && memcmp(raw, first, bytes) == 0, "case %d: set %s wrote other bytes than "
+                      "the first set", v, name);
+                free(raw);
+            }
+            n_sets++;
+        }
+        lig_set_kernel_set(NULL);
+        if (v == 0) {
+            th_note("%d kernel sets compared (%s)", n_sets, sets);
+        }
+        free(first);
+        free(idx);
+        free(val);
+        qcase_free(&c);
+    }
+}
