@@ -109,6 +109,14 @@ def main():
     # regress-paged-no-blocks-workspace (kept as libFuzzer saved it: its block counts come from the
     # stream): a cache of 0 blocks asked for workspace (fixed with the seed's commit)
 
+    # quantized forward (op 4): flags (dtype, layouts, sq, values, lengths, pad, short), dtypes,
+    # mode/band/extremes, then B, S1, S2, N2, G, D, K, block size and a data seed
+    write("fuzz-lig-fwd", "quant-fp8-bsnd", [4] + env() + [8 | 16, 0, 0] + [2, 6, 30, 1, 4, 128, 8, 2] + [1, 2, 3, 4])
+    write("fuzz-lig-fwd", "quant-int8-paged-tnd", [4] + env(2) + [1 | 2 | 4 | 16 | 32, 1 + 3 + 12, 1 | 2] +
+          [2, 5, 17, 2, 3, 129, 6, 3] + [5, 6, 7, 8])
+    write("fuzz-lig-fwd", "quant-int8-extreme", [4] + env() + [1 | 16, 0, 3 << 3 | 1 << 5] + [0, 2, 5, 0, 0, 140, 5, 0] +
+          [9, 9, 9, 9])
+
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,
                                              0, 0, 100, 7,        # aclrtMalloc 200 bytes, filled with 7

@@ -454,11 +454,15 @@ lig_status qcase_run(const qcase *c, int threads, int64_t *idx, double *val, int
         *inputs_ok = 0;
         return LIG_ERR_INNER;
     }
-    lig_set_num_threads(threads);
+    if (threads > 0) { /* else the count in effect (a fuzz input's, say) */
+        lig_set_num_threads(threads);
+    }
     uint64_t ws = 0;
     lig_executor *exec = NULL;
     lig_status st = qcall_phase1(&call, &ws, &exec);
-    lig_set_num_threads(0);
+    if (threads > 0) {
+        lig_set_num_threads(0);
+    }
     if (st == LIG_SUCCESS) {
         void *mem = ws ? th_xmalloc((size_t)ws) : NULL;
         if (mem) {

@@ -83,7 +83,7 @@ lig_status qcall_phase1(qcall *call, uint64_t *ws, lig_executor **exec);
 /* 1 when every buffer still holds the bytes it was made with. */
 int qcall_unchanged(const qcall *call);
 
-/* Runs both phases (with `threads` threads, 0 = the default), reads the outputs into logical
+/* Runs both phases (with `threads` threads, 0 = the count in effect), reads the outputs into logical
  * [rows][N2][K] arrays (val may be NULL) and returns the status; *inputs_ok says whether every
  * input and every output byte outside the views kept its bytes. raw (may be NULL) receives the
  * output buffers' bytes (idx then val), raw_bytes their total. */
