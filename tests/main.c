@@ -129,6 +129,7 @@ static const th_test all_tests[] = {
     {"quant_fwd_same_on_every_set", test_quant_fwd_same_on_every_set},
     {"errors_quant_table", test_errors_quant_table},
     {"errors_quant_phase2", test_errors_quant_phase2},
+    {"errors_quant_cuda_refused", test_errors_quant_cuda_refused},
     {"fwd_paged_keys", test_paged_forward},
     {"errors_fwd_paged_keys", test_paged_errors},
     /* the fused KL step */

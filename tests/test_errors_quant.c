@@ -344,3 +344,30 @@ void test_errors_quant_phase2(void)
     }
     qcase_free(&c);
 }
+
+/* CUDA tensors: refused by name, whether the build has no CUDA backend or the CUDA backend has no
+ * quantized forward (contract 2.4); phase 1 touches no device memory either way. */
+void test_errors_quant_cuda_refused(void)
+{
+    static unsigned char mem[4096]; /* never dereferenced as device memory: phase 1 reads no tensor data */
+    const int64_t qs[4] = {1, 2, 4, 8}, ks[4] = {1, 3, 1, 8}, ws[3] = {1, 2, 4}, sks[3] = {1, 3, 1}, os[4] = {1, 2, 1, 2};
+    lig_tensor *q = lig_create_tensor_on(mem, LIG_FLOAT8_E4M3FN, 4, qs, NULL, LIG_DEVICE_CUDA, 0);
+    lig_tensor *k = lig_create_tensor_on(mem + 512, LIG_FLOAT8_E4M3FN, 4, ks, NULL, LIG_DEVICE_CUDA, 0);
+    lig_tensor *w = lig_create_tensor_on(mem + 1024, LIG_FLOAT32, 3, ws, NULL, LIG_DEVICE_CUDA, 0);
+    lig_tensor *sk = lig_create_tensor_on(mem + 1536, LIG_FLOAT32, 3, sks, NULL, LIG_DEVICE_CUDA, 0);
+    lig_tensor *idx = lig_create_tensor_on(mem + 2048, LIG_INT32, 4, os, NULL, LIG_DEVICE_CUDA, 0);
+    REQUIRE(q && k && w && sk && idx, "CUDA descriptors: %s", lig_get_last_error());
+    uint64_t size = 0;
+    lig_executor *e = NULL;
+    const lig_status st = lig_quant_indexer_get_workspace_size(q, k, w, NULL, sk, NULL, NULL, NULL, 0, 0, "BSND", "BSND",
+                                                               2, 3, INT64_MAX, INT64_MAX, idx, NULL, &size, &e);
+    CHECK(st == LIG_ERR_PARAM_INVALID, "CUDA tensors: status %d (%s)", (int)st, lig_get_last_error());
+    check_error_message("CUDA tensors", lig_get_last_error(), "query");
+    th_note("%s", lig_get_last_error());
+    CHECK(e == NULL, "no executor");
+    lig_destroy_tensor(q);
+    lig_destroy_tensor(k);
+    lig_destroy_tensor(w);
+    lig_destroy_tensor(sk);
+    lig_destroy_tensor(idx);
+}

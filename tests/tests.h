@@ -29,6 +29,7 @@ void test_quant_fwd_same_on_every_set(void);
 /* test_errors_quant.c */
 void test_errors_quant_table(void);
 void test_errors_quant_phase2(void);
+void test_errors_quant_cuda_refused(void);
 
 /* test_check.c */
 void test_check_per_element_bound(void);
