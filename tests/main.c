@@ -127,6 +127,7 @@ static const th_test all_tests[] = {
     {"quant_fwd_determinism_threads", test_quant_fwd_determinism_threads},
     {"quant_fwd_matches_float_forward", test_quant_fwd_matches_float_forward},
     {"quant_fwd_same_on_every_set", test_quant_fwd_same_on_every_set},
+    {"quant_fwd_nonfinite_weights_and_scales", test_quant_fwd_nonfinite_weights_and_scales},
     {"errors_quant_table", test_errors_quant_table},
     {"errors_quant_phase2", test_errors_quant_phase2},
     {"errors_quant_cuda_refused", test_errors_quant_cuda_refused},

@@ -430,3 +430,70 @@ void test_quant_fwd_same_on_every_set(void)
         qcase_free(&c);
     }
 }
+
+/* Non-finite weights and scales on exact data (INT8 codes, scales 1, weights multiples of 1/4:
+ * every fp32 step exact): a +-inf weight on a head whose x <= 0 adds nothing (the select), an
+ * infinite key scale makes x +-inf (or NaN where the dot is 0, which the select drops), and a
+ * NaN score ranks as -inf, ties to the lower key, with NaN written as its value. The selection
+ * and the values must be the reference's exactly. */
+void test_quant_fwd_nonfinite_weights_and_scales(void)
+{
+    int64_t nan_scores = 0, inf_scores = 0;
+    for (int v = 0; v < 6; v++) {
+        th_rng r = th_rng_make(0x1f1u + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = LIG_INT8;
+        s.D = 8;
+        s.G = 3;
+        s.N2 = 1 + v % 2;
+        s.S1 = 6;
+        s.S2 = 20;
+        s.K = 8 + v;
+        s.layout = v & 2 ? REF_TND : REF_BSND;
+        s.paged = v >= 4;
+        s.has_sq = v % 3 != 0;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        for (int64_t i = 0; i < c.rows_q * c.p.N1; i++) {
+            if (!isnan(c.w[i])) { /* valid rows */
+                c.w[i] = (double)th_rng_range(&r, -4, 4) / 4.0;
+                c.sq[i] = 1.0;
+                const int64_t pick = th_rng_range(&r, 0, 9);
+                c.w[i] = pick == 0 ? NAN : pick == 1 ? INFINITY : pick == 2 ? -INFINITY : c.w[i];
+            }
+        }
+        for (int64_t i = 0; i < c.rows_k * c.p.N2; i++) {
+            if (!isnan(c.sk[i])) {
+                c.sk[i] = th_rng_chance(&r, 0.1) ? INFINITY : 1.0;
+            }
+        }
+        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+        int64_t *idx = malloc((size_t)slots * sizeof(int64_t)), *ridx = malloc((size_t)slots * sizeof(int64_t));
+        double *val = malloc((size_t)slots * sizeof(double)), *rval = malloc((size_t)slots * sizeof(double));
+        int inputs_ok;
+        const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, NULL, NULL);
+        if (CHECK(st == LIG_SUCCESS && inputs_ok, "case %d: status %d: %s", v, (int)st, lig_get_last_error())) {
+            const ref_quant_data x = {c.q, c.k, c.w, c.s.has_sq ? c.sq : NULL, c.sk};
+            ref_quant_forward(&c.p, &x, ridx, rval);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < slots; i++) {
+                const int same_val = val[i] == rval[i] || (isnan(val[i]) && isnan(rval[i]));
+                if ((idx[i] != ridx[i] || !same_val) && bad++ < 3) {
+                    CHECK(0, "case %d slot %" PRId64 ": key %" PRId64 " value %g, reference key %" PRId64 " value %g", v,
+                          i, idx[i], val[i], ridx[i], rval[i]);
+                }
+                nan_scores += ridx[i] >= 0 && isnan(rval[i]);
+                inf_scores += ridx[i] >= 0 && isinf(rval[i]);
+            }
+            CHECK(bad == 0, "case %d: %" PRId64 " slots differ", v, bad);
+        }
+        free(idx);
+        free(ridx);
+        free(val);
+        free(rval);
+        qcase_free(&c);
+    }
+    th_note("%" PRId64 " NaN and %" PRId64 " infinite scores selected", nan_scores, inf_scores);
+    CHECK(nan_scores > 0 && inf_scores > 0, "the cases must select NaN and infinite scores");
+}

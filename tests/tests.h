@@ -25,6 +25,7 @@ void test_quant_fwd_nan_codes(void);
 void test_quant_fwd_determinism_threads(void);
 void test_quant_fwd_matches_float_forward(void);
 void test_quant_fwd_same_on_every_set(void);
+void test_quant_fwd_nonfinite_weights_and_scales(void);
 
 /* test_errors_quant.c */
 void test_errors_quant_table(void);

@@ -356,7 +356,7 @@ static int64_t decode_extent(fz_in *in)
 static void descriptor(fz_in *in, char *label, size_t label_size)
 {
     static unsigned char storage[8]; /* never read: a descriptor does not touch its data */
-    const int dtype = (int)fz_range(in, -1, 6);
+    const int dtype = (int)fz_range(in, -1, 8); /* -1 and 8: no dtype */
     const int64_t ndim = fz_range(in, -1, 9);
     const uint8_t f = fz_u8(in);
     const int with_strides = f & 1;

@@ -97,7 +97,7 @@ def main():
           [F16 | BF16 << 2 | F32 << 4 | 64, 1, 2, 2, 3, 5])
     # the KL step asked 128 workspace bytes for [0]: rows without slots (fixed in 7c50d05)
     write("fuzz-lig-fwd", "regress-kl-empty-rows-workspace", [1] + env() + [NONE, NONE] + views5 + [0, 0, 0, 0])
-    # descriptors (op 2): dtype (byte % 8 - 1), rank (byte % 11 - 1), flags, ten (extent, stride)
+    # descriptors (op 2): dtype (byte % 10 - 1), rank (byte % 11 - 1), flags, ten (extent, stride)
     write("fuzz-lig-fwd", "desc-rank3-strided", [2, 1, 4, 1] + [3, 12, 4, 3, 5, 1] + [0, 0] * 7)
     # [2^40, 2^40, 0] was accepted and then overflowed lig_tensor_numel (fixed in 73f560d)
     write("fuzz-lig-fwd", "regress-desc-empty-huge-extents", [2, 3, 4, 0] + [192, 0, 192, 0, 0, 0] + [0, 0] * 7)
