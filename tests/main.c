@@ -59,6 +59,7 @@ static const th_test all_tests[] = {
     {"sizes_forward", test_sizes_forward},
     {"sizes_batch_count", test_sizes_batch_count},
     {"sizes_paged_forward", test_sizes_paged_forward},
+    {"sizes_quant_forward", test_sizes_quant_forward},
     {"sizes_backward", test_sizes_backward},
     {"sizes_kl_step", test_sizes_kl_step},
     /* error paths (contract section 6) */

@@ -31,6 +31,7 @@ void test_quant_fwd_nonfinite_weights_and_scales(void);
 void test_errors_quant_table(void);
 void test_errors_quant_phase2(void);
 void test_errors_quant_cuda_refused(void);
+void test_sizes_quant_forward(void);
 
 /* test_check.c */
 void test_check_per_element_bound(void);
