@@ -390,6 +390,9 @@ void qcall_make(const qcase *c, qcall *call)
     call->sparse_mode = p->sparse_mode;
     call->pre_tokens = p->pre_tokens;
     call->next_tokens = p->next_tokens;
+    lig_tensor *const made[10] = {call->query, call->key, call->weights, call->sq, call->sk, call->aq, call->ak,
+                                  call->table, call->idx, call->val};
+    memcpy(call->own, made, sizeof made);
     snapshot(call);
 }
 
@@ -403,17 +406,8 @@ lig_tensor *qcall_adopt(qcall *call, lig_tensor *t)
 
 void qcall_free(qcall *call)
 {
-    lig_tensor *ts[] = {call->query, call->key, call->weights, call->sq, call->sk, call->aq, call->ak, call->table,
-                        call->idx, call->val};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
-        /* a test may have put an adopted tensor (or NULL) in a slot: destroy only the call's own */
-        int adopted = 0;
-        for (int j = 0; j < call->n_extra; j++) {
-            adopted |= ts[i] == call->extra[j];
-        }
-        if (!adopted) {
-            lig_destroy_tensor(ts[i]);
-        }
+    for (int i = 0; i < 10; i++) {
+        lig_destroy_tensor(call->own[i]);
     }
     for (int j = 0; j < call->n_extra; j++) {
         lig_destroy_tensor(call->extra[j]);

@@ -68,6 +68,7 @@ typedef struct qcall {
     void *buf[10];
     size_t bytes[10];
     unsigned char *snapshot[10];
+    lig_tensor *own[10];  /* the tensors qcall_make made, whatever a test put in their places */
     lig_tensor *extra[8]; /* tensors a test made (destroyed with the call) */
     int n_extra;
 } qcall;
