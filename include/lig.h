@@ -50,7 +50,10 @@ typedef enum lig_dtype {
     LIG_FLOAT16 = 1,
     LIG_BFLOAT16 = 2,
     LIG_INT32 = 3,
-    LIG_INT64 = 4
+    LIG_INT64 = 4,
+    LIG_FLOAT8_E4M3FN = 5, /* OCP FP8 E4M3 "fn": no infinities, S.1111.111 is NaN, max 448 */
+    LIG_INT8 = 6,          /* signed, two's complement (symmetric quantization) */
+    LIG_UINT8 = 7          /* raw bytes (packed caches) */
 } lig_dtype;
 
 /* Where a tensor's data lives: the kinds of memory lig knows (as DLPack lists device types), whether
@@ -153,6 +156,36 @@ LIG_API lig_status lig_indexer(void *workspace, uint64_t workspace_size,
                                lig_executor *executor, void *stream);
 
 /*
+ * QuantLightningIndexer, phase 1 (CANN's aclnnQuantLightningIndexer in lig's style; contract 2.4):
+ * the forward's top-k over the scores
+ *   I[t,g,s] = sum over the heads h of key head g of  w[t,h] * ReLU( sq[t,h] * sk[s,g] * (q[t,h,:] . k[s,g,:]) )
+ *   query   [B,S1,N1,D] | [T1,N1,D]            FLOAT8_E4M3FN or INT8
+ *   key     [B,S2,N2,D] | [T2,N2,D] | paged [num_blocks,block_size,N2,D], query's dtype
+ *   weights [B,S1,N1] | [T1,N1]                FLOAT32, FLOAT16 or BFLOAT16
+ *   query_dequant_scale  like weights, FLOAT32 or FLOAT16; NULL: every sq is 1 (the scale folded into w)
+ *   key_dequant_scale    like key without D, FLOAT32 or FLOAT16
+ *   block_table          layout_key "PA_BSND" only (as lig_indexer_paged_get_workspace_size); else NULL
+ *   query_quant_mode, key_quant_mode: 0 (per token and head), the only mode
+ *   layout_query "BSND" or "TND"; layout_key the same as layout_query, or "PA_BSND"
+ *   sparse_indices / sparse_values out as for lig_indexer_get_workspace_size; sparse_values may be
+ *   NULL, else FLOAT32, FLOAT16 or BFLOAT16.
+ * Selection, lengths, sparse_mode and the band as for the forward. The products are exact and
+ * the sums fp32 in a fixed order (docs/contract.md 2.4): bitwise reproducible for a kernel set.
+ */
+LIG_API lig_status lig_quant_indexer_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *query_dequant_scale /* may be NULL */, const lig_tensor *key_dequant_scale,
+    const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    const lig_tensor *block_table /* PA_BSND only */, int64_t query_quant_mode, int64_t key_quant_mode,
+    const char *layout_query, const char *layout_key, int64_t sparse_count, int64_t sparse_mode,
+    int64_t pre_tokens, int64_t next_tokens, const lig_tensor *sparse_indices,
+    const lig_tensor *sparse_values /* may be NULL */, uint64_t *workspace_size, lig_executor **executor);
+
+/* QuantLightningIndexer, phase 2 (runs only executors of lig_quant_indexer_get_workspace_size). */
+LIG_API lig_status lig_quant_indexer(void *workspace, uint64_t workspace_size,
+                                     lig_executor *executor, void *stream);
+
+/*
  * The fused training step of the indexer (DeepSeek-V3.2's KL objective), phase 1.
  * Rows run along the last axis of same-shaped tensors (e.g. [B,S1,N2,K] or [T1,K]):
  *   sparse_values  I at the selected slots (the forward's output), any float dtype
@@ -232,6 +265,15 @@ LIG_API float lig_float16_to_float(uint16_t bits);
 LIG_API uint16_t lig_float_to_float16(float value);
 LIG_API float lig_bfloat16_to_float(uint16_t bits);
 LIG_API uint16_t lig_float_to_bfloat16(float value);
+/*
+ * FLOAT8_E4M3FN (OCP 8-bit float, E4M3 without infinities) as bit patterns. Decoding is exact
+ * (every code is an fp32 value; 0x7F and 0xFF are NaN; subnormals are multiples of 2^-9).
+ * Encoding rounds to nearest even and follows PyTorch's tensor.to(torch.float8_e4m3fn): a finite
+ * value or an infinity beyond the largest finite code saturates to +-448 (0x7E / 0xFE), NaN
+ * becomes 0x7F with the sign bit of the input.
+ */
+LIG_API float lig_float8_e4m3fn_to_float(uint8_t bits);
+LIG_API uint8_t lig_float_to_float8_e4m3fn(float value);
 
 /* This thread's last failure message, "" if none. */
 LIG_API const char *lig_get_last_error(void);

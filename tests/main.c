@@ -17,6 +17,12 @@ static const th_test all_tests[] = {
     {"half_rounding_midpoints", test_half_rounding_midpoints},
     {"half_bf16_matches_bit_trick", test_half_bf16_matches_bit_trick},
     {"half_public_conversions", test_half_public_conversions},
+    /* FLOAT8_E4M3FN conversions */
+    {"fp8_decode_all_codes", test_fp8_decode_all_codes},
+    {"fp8_encode_midpoints", test_fp8_encode_midpoints},
+    {"fp8_encode_special_values", test_fp8_encode_special_values},
+    {"fp8_encode_brute_force", test_fp8_encode_brute_force},
+    {"fp8_matches_torch", test_fp8_matches_torch},
     /* the gradient checker's own bound */
     {"check_per_element_bound", test_check_per_element_bound},
     /* the float64 reference */
@@ -54,6 +60,7 @@ static const th_test all_tests[] = {
     {"sizes_forward", test_sizes_forward},
     {"sizes_batch_count", test_sizes_batch_count},
     {"sizes_paged_forward", test_sizes_paged_forward},
+    {"sizes_quant_forward", test_sizes_quant_forward},
     {"sizes_backward", test_sizes_backward},
     {"sizes_kl_step", test_sizes_kl_step},
     /* error paths (contract section 6) */
@@ -113,6 +120,19 @@ static const th_test all_tests[] = {
     {"fwd_long_sequence_128k", test_fwd_long_sequence},
     {"fwd_large_batch_1024", test_fwd_large_batch_1024},
     {"fwd_deepseek_shape", test_fwd_deepseek_shape},
+    /* the quantized forward (FLOAT8_E4M3FN / INT8) */
+    {"quant_fwd_matrix", test_quant_fwd_matrix},
+    {"quant_fwd_bands", test_quant_fwd_bands},
+    {"quant_fwd_degenerate", test_quant_fwd_degenerate},
+    {"quant_fwd_int8_long_dot", test_quant_fwd_int8_long_dot},
+    {"quant_fwd_nan_codes", test_quant_fwd_nan_codes},
+    {"quant_fwd_determinism_threads", test_quant_fwd_determinism_threads},
+    {"quant_fwd_matches_float_forward", test_quant_fwd_matches_float_forward},
+    {"quant_fwd_same_on_every_set", test_quant_fwd_same_on_every_set},
+    {"quant_fwd_nonfinite_weights_and_scales", test_quant_fwd_nonfinite_weights_and_scales},
+    {"errors_quant_table", test_errors_quant_table},
+    {"errors_quant_phase2", test_errors_quant_phase2},
+    {"errors_quant_cuda_refused", test_errors_quant_cuda_refused},
     {"fwd_paged_keys", test_paged_forward},
     {"errors_fwd_paged_keys", test_paged_errors},
     /* the fused KL step */

@@ -127,6 +127,36 @@ void test_sizes_forward(void) {
     expect_too_large("forward, D = 2^62", st, ws, exec, "query");
 }
 
+/* The quantized forward over broadcast INT8 / FP8 inputs (one key head, one query head). */
+static lig_status quant_forward(lig_dtype qk, int64_t D, int64_t S2, int64_t K, uint64_t *ws, lig_executor **exec) {
+    tensor_set s = {0};
+    const int64_t q[4] = {1, 1, 1, D}, k[4] = {1, S2, 1, D}, w[3] = {1, 1, 1}, sk[3] = {1, S2, 1}, idx[4] = {1, 1, 1, K};
+    const lig_tensor *query = broadcast(&s, qk, 4, q), *key = broadcast(&s, qk, 4, k);
+    const lig_tensor *weights = broadcast(&s, LIG_FLOAT32, 3, w), *scales = broadcast(&s, LIG_FLOAT32, 3, sk);
+    const lig_tensor *indices = add(&s, far_output(0), LIG_INT64, 4, idx, NULL);
+    lig_status st = LIG_ERR_INNER;
+    if (all_made(&s))
+        st = lig_quant_indexer_get_workspace_size(query, key, weights, NULL, scales, NULL, NULL, NULL, 0, 0, "BSND",
+                                                  "BSND", K, 0, INT64_MAX, INT64_MAX, indices, NULL, ws, exec);
+    release(&s);
+    return st;
+}
+
+void test_sizes_quant_forward(void) {
+    uint64_t ws = UNTOUCHED_WS;
+    lig_executor *exec = NULL;
+    /* 2^58 candidates kept: the top-k scratch passes 2^64 bytes, as in the plain forward */
+    lig_status st = quant_forward(LIG_INT8, 1, P(58), P(58), &ws, &exec);
+    expect_too_large("quantized forward, K = 2^58 over 2^58 keys", st, ws, exec, "sparse_count");
+    /* D = 2^62 INT8 codes: their fp32 copy (and the chunks' int64 sums) pass 2^64 bytes */
+    ws = UNTOUCHED_WS, exec = NULL;
+    st = quant_forward(LIG_INT8, P(62), 1, 1, &ws, &exec);
+    expect_too_large("quantized forward, INT8 D = 2^62", st, ws, exec, "query");
+    ws = UNTOUCHED_WS, exec = NULL;
+    st = quant_forward(LIG_FLOAT8_E4M3FN, P(61), 1, 1, &ws, &exec);
+    expect_too_large("quantized forward, FP8 D = 2^61", st, ws, exec, "query");
+}
+
 /* A forward whose every tensor is empty (no heads): nothing but the checks bounds B and S1. */
 static void headless_forward(const char *label, int64_t B, int64_t S1) {
     tensor_set s = {0};

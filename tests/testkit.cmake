@@ -20,6 +20,7 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/fuzz_runner.c
   ${LIG_TESTKIT_DIR}/harness/operator_calls.c
   ${LIG_TESTKIT_DIR}/harness/problem_case.c
+  ${LIG_TESTKIT_DIR}/harness/quant_case.c
   ${LIG_TESTKIT_DIR}/harness/suite.c
   ${LIG_TESTKIT_DIR}/harness/suite_operators.c
   ${LIG_TESTKIT_DIR}/harness/tensor_buffers.c
@@ -27,4 +28,5 @@ set(LIG_TESTKIT_SOURCES
   # float64 definitions of the operators
   ${LIG_TESTKIT_DIR}/reference/indexer_ref.c
   ${LIG_TESTKIT_DIR}/reference/indexer_fwd_ref.c
+  ${LIG_TESTKIT_DIR}/reference/indexer_quant_ref.c
 )

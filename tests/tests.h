@@ -9,6 +9,30 @@ void test_half_rounding_midpoints(void);
 void test_half_bf16_matches_bit_trick(void);
 void test_half_public_conversions(void);
 
+/* test_fp8.c */
+void test_fp8_decode_all_codes(void);
+void test_fp8_encode_midpoints(void);
+void test_fp8_encode_special_values(void);
+void test_fp8_encode_brute_force(void);
+void test_fp8_matches_torch(void);
+
+/* test_quant_forward.c */
+void test_quant_fwd_matrix(void);
+void test_quant_fwd_bands(void);
+void test_quant_fwd_degenerate(void);
+void test_quant_fwd_int8_long_dot(void);
+void test_quant_fwd_nan_codes(void);
+void test_quant_fwd_determinism_threads(void);
+void test_quant_fwd_matches_float_forward(void);
+void test_quant_fwd_same_on_every_set(void);
+void test_quant_fwd_nonfinite_weights_and_scales(void);
+
+/* test_errors_quant.c */
+void test_errors_quant_table(void);
+void test_errors_quant_phase2(void);
+void test_errors_quant_cuda_refused(void);
+void test_sizes_quant_forward(void);
+
 /* test_check.c */
 void test_check_per_element_bound(void);
 

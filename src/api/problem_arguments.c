@@ -4,8 +4,25 @@
 #include "core/error.h"
 #include "core/tensor.h"
 
-lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
-                                 const char *layout, lig_problem *p) {
+/* The dtypes of query, key and weights: one float dtype for all three, or (quantized) query and
+ * key both FLOAT8_E4M3FN or both INT8 with weights of any float dtype. */
+static lig_status check_qkw_dtypes(const lig_tensor *query, const lig_tensor *key, const char *key_name,
+                                   const lig_tensor *weights, bool quant) {
+    lig_status st;
+    if (quant) {
+        if (query->dtype != LIG_FLOAT8_E4M3FN && query->dtype != LIG_INT8)
+            return lig_fail(LIG_ERR_PARAM_INVALID, "query: expected dtype FLOAT8_E4M3FN or INT8, got %s",
+                            lig_dtype_name(query->dtype));
+        if ((st = lig_check_same_dtype(key, key_name, query, "query")) != LIG_SUCCESS) return st;
+        return lig_check_float_dtype(weights, "weights");
+    }
+    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(key, key_name, query, "query")) != LIG_SUCCESS) return st;
+    return lig_check_same_dtype(weights, "weights", query, "query");
+}
+
+static lig_status check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                            const char *layout, bool quant, lig_problem *p) {
     lig_status st;
     bool tnd;
     if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
@@ -13,9 +30,7 @@ lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key,
     if ((st = lig_check_rank(query, "query", rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(key, "key", rank, tnd ? "[T2,N2,D]" : "[B,S2,N2,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(weights, "weights", rank - 1, tnd ? "[T1,N1]" : "[B,S1,N1]")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_same_dtype(key, "key", query, "query")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_same_dtype(weights, "weights", query, "query")) != LIG_SUCCESS) return st;
+    if ((st = check_qkw_dtypes(query, key, "key", weights, quant)) != LIG_SUCCESS) return st;
 
     const int64_t *qs = query->shape, *ks = key->shape;
     *p = (lig_problem){.tnd = tnd, .B = tnd ? -1 : qs[0], .K = -1};
@@ -42,6 +57,16 @@ lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key,
     return lig_check_shape(weights, "weights", n, expect, "like query without D");
 }
 
+lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                                 const char *layout, lig_problem *p) {
+    return check_qkw(query, key, weights, layout, false, p);
+}
+
+lig_status lig_problem_check_quant_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                                       const char *layout, lig_problem *p) {
+    return check_qkw(query, key, weights, layout, true, p);
+}
+
 lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K, const char *why,
                                    bool *short_form) {
     const int64_t rank = p->tnd ? 3 : 4;
@@ -63,20 +88,20 @@ lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const ch
     return st;
 }
 
-lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
-                                       const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
-                                       lig_problem *p) {
+static lig_status check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                  const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
+                                  bool quant, lig_problem *p) {
     lig_status st;
     bool tnd;
+    /* the quantized forward names its keys `key` in every layout, as CANN's operator does */
+    const char *key_name = quant ? "key" : "key_cache";
     if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
     const int64_t rank = tnd ? 3 : 4; /* of query */
     if ((st = lig_check_rank(query, "query", rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_rank(key_cache, "key_cache", 4, "[num_blocks,block_size,N2,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(key_cache, key_name, 4, "[num_blocks,block_size,N2,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(block_table, "block_table", 2, "[B,max_blocks_per_seq]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(weights, "weights", rank - 1, tnd ? "[T1,N1]" : "[B,S1,N1]")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_same_dtype(key_cache, "key_cache", query, "query")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_same_dtype(weights, "weights", query, "query")) != LIG_SUCCESS) return st;
+    if ((st = check_qkw_dtypes(query, key_cache, key_name, weights, quant)) != LIG_SUCCESS) return st;
     if ((st = lig_check_index_dtype(block_table, "block_table")) != LIG_SUCCESS) return st;
 
     const int64_t *qs = query->shape, *cs = key_cache->shape;
@@ -89,7 +114,7 @@ lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor
     p->num_blocks = cs[0];
     if (cs[3] != p->D) {
         const int64_t expect[4] = {cs[0], cs[1], cs[2], p->D};
-        return lig_check_shape(key_cache, "key_cache", 4, expect, "D like query");
+        return lig_check_shape(key_cache, key_name, 4, expect, "D like query");
     }
     if (!tnd && block_table->shape[0] != p->B) {
         const int64_t expect[2] = {p->B, block_table->shape[1]};
@@ -103,7 +128,7 @@ lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor
     p->S2 = blocks * p->block_size;
     if (p->N2 == 0 ? p->N1 != 0 : p->N1 % p->N2 != 0)
         return lig_fail(LIG_ERR_PARAM_INVALID,
-                        "key_cache: expected a head count N2 that divides query's N1 = %lld, got N2 = %lld",
+                        "%s: expected a head count N2 that divides query's N1 = %lld, got N2 = %lld", key_name,
                         (long long)p->N1, (long long)p->N2);
     p->G = p->N2 ? p->N1 / p->N2 : 0;
     int64_t expect[3], n = 0;
@@ -111,4 +136,16 @@ lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor
     expect[n++] = p->S1;
     expect[n++] = p->N1;
     return lig_check_shape(weights, "weights", n, expect, "like query without D");
+}
+
+lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                       const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
+                                       lig_problem *p) {
+    return check_paged_qkw(query, key_cache, block_table, weights, layout, false, p);
+}
+
+lig_status lig_problem_check_quant_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                             const lig_tensor *block_table, const lig_tensor *weights,
+                                             const char *layout, lig_problem *p) {
+    return check_paged_qkw(query, key_cache, block_table, weights, layout, true, p);
 }

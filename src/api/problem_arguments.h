@@ -18,6 +18,14 @@ lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor
                                        const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
                                        lig_problem *p);
 
+/* The same two checks for the quantized forward: query and key (or key_cache) both
+ * FLOAT8_E4M3FN or both INT8, weights FLOAT32, FLOAT16 or BFLOAT16. */
+lig_status lig_problem_check_quant_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+                                       const char *layout, lig_problem *p);
+lig_status lig_problem_check_quant_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                             const lig_tensor *block_table, const lig_tensor *weights,
+                                             const char *layout, lig_problem *p);
+
 /* Checks a slot tensor's rank and shape: [B,S1,N2,K] | [T1,N2,K], or without N2 when
  * N2 == 1. K < 0 takes K from the tensor (stored in p->K); otherwise K must match. */
 lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K,

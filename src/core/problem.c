@@ -158,6 +158,11 @@ lig_view4 lig_problem_cache_view(const lig_tensor *cache) {
                        .dim = cache->strides[3]};
 }
 
+lig_view4 lig_problem_cache_scale_view(const lig_tensor *scales) {
+    return (lig_view4){.data = scales->data, .dtype = scales->dtype, .esize = lig_dtype_size(scales->dtype),
+                       .batch = scales->strides[0], .row = scales->strides[1], .head = scales->strides[2], .dim = 0};
+}
+
 lig_view4 lig_problem_view(const lig_problem *p, const lig_tensor *t, bool has_head, bool has_dim) {
     lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
     int64_t i = 0;

@@ -75,6 +75,8 @@ lig_view4 lig_problem_view(const lig_problem *p, const lig_tensor *t, bool has_h
 
 /* A paged key cache [num_blocks, block_size, N2, D]: batch stride = between blocks. */
 lig_view4 lig_problem_cache_view(const lig_tensor *cache);
+/* The key scales of a paged cache, [num_blocks, block_size, N2]: addressed as the cache without D. */
+lig_view4 lig_problem_cache_scale_view(const lig_tensor *scales);
 
 /* One unit of work: a (batch, valid query row, key head) triple and its visible keys. */
 typedef struct lig_unit {
@@ -149,12 +151,19 @@ typedef struct lig_block_table {
 } lig_block_table;
 
 /* LightningIndexer (docs/contract.md 2.1): pr.K = sparse_count. With pr.paged, k views the cache: its
- * batch stride steps over blocks, its row stride over a block's rows. */
+ * batch stride steps over blocks, its row stride over a block's rows.
+ * The quantized forward (contract 2.4, `quant`) is the same problem with q and k FLOAT8_E4M3FN or
+ * INT8, w of any float dtype, and two scale views: sk per (key row, key head), addressed as k
+ * without its D axis (paged: [num_blocks, block_size, N2]), and sq per (query row, head),
+ * addressed as w, or absent (has_sq false: every sq is 1). */
 typedef struct lig_fwd_problem {
     lig_problem pr;
     lig_view4 q, k, w, idx, val;
     bool has_values;
     lig_block_table table; /* pr.paged */
+    bool quant;
+    bool has_sq;
+    lig_view4 sq, sk; /* quant */
 } lig_fwd_problem;
 
 /* Block number j of batch b (from the table; the caller has checked it). */
@@ -170,11 +179,17 @@ static inline int64_t lig_table_block(const lig_block_table *t, int64_t b, int64
     return v;
 }
 
+/* Element (key s of batch b, head g) of a key-row view -- the keys or the key scales --
+ * contiguous or paged (the view's batch stride then steps over the cache's blocks). */
+static inline char *lig_fwd_key_elem(const lig_fwd_problem *pb, const lig_view4 *v, int64_t b, int64_t s, int64_t g) {
+    if (!pb->pr.paged) return lig_k_row_ptr(v, &pb->pr, b, s, g);
+    const int64_t bs = pb->pr.block_size, block = lig_table_block(&pb->table, b, s / bs);
+    return v->data + (size_t)(block * v->batch + (s % bs) * v->row + g * v->head) * v->esize;
+}
+
 /* Key row s of batch b, head g: contiguous or paged. */
 static inline char *lig_fwd_key_row(const lig_fwd_problem *pb, int64_t b, int64_t s, int64_t g) {
-    if (!pb->pr.paged) return lig_k_row_ptr(&pb->k, &pb->pr, b, s, g);
-    const int64_t bs = pb->pr.block_size, block = lig_table_block(&pb->table, b, s / bs);
-    return pb->k.data + (size_t)(block * pb->k.batch + (s % bs) * pb->k.row + g * pb->k.head) * pb->k.esize;
+    return lig_fwd_key_elem(pb, &pb->k, b, s, g);
 }
 
 /* The fused KL step: rows of K slots along the last axis of same-shaped tensors of any rank

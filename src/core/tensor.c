@@ -11,6 +11,9 @@ size_t lig_dtype_size(lig_dtype dtype) {
     case LIG_BFLOAT16: return 2;
     case LIG_INT32: return 4;
     case LIG_INT64: return 8;
+    case LIG_FLOAT8_E4M3FN: return 1;
+    case LIG_INT8: return 1;
+    case LIG_UINT8: return 1;
     }
     return 0;
 }
@@ -22,6 +25,9 @@ const char *lig_dtype_name(lig_dtype dtype) {
     case LIG_BFLOAT16: return "BFLOAT16";
     case LIG_INT32: return "INT32";
     case LIG_INT64: return "INT64";
+    case LIG_FLOAT8_E4M3FN: return "FLOAT8_E4M3FN";
+    case LIG_INT8: return "INT8";
+    case LIG_UINT8: return "UINT8";
     }
     return "UNKNOWN";
 }

@@ -18,6 +18,12 @@
  * results must be the contiguous forward's, and the cache, table and lengths stay untouched.
  * Any failure must carry the status the defects call for, a message, and leave every output
  * unchanged.
+ * Quantized forward (lig_quant_indexer_get_workspace_size): threads and kernel set, FP8 or INT8,
+ * BSND / TND / PA_BSND keys, with or without query scales, every scale, weight, index and value
+ * dtype, mode, band, lengths, padded strides, short outputs, NaN codes, extreme INT8 codes,
+ * dims with zeros (tests/harness/quant_case.h); the result must match the float64 reference
+ * (exact index sets where the scores are apart by more than the fp32 bound) with every input
+ * and every byte past the outputs unchanged.
  */
 #include <math.h>
 #include <stdint.h>
@@ -30,6 +36,7 @@
 #include "float_formats.h"
 #include "framework.h"
 #include "forward_kl_runner.h"
+#include "quant_case.h"
 
 /* ---- forward ---- */
 
@@ -349,7 +356,7 @@ static int64_t decode_extent(fz_in *in)
 static void descriptor(fz_in *in, char *label, size_t label_size)
 {
     static unsigned char storage[8]; /* never read: a descriptor does not touch its data */
-    const int dtype = (int)fz_range(in, -1, 6);
+    const int dtype = (int)fz_range(in, -1, 8); /* -1 and 8: no dtype */
     const int64_t ndim = fz_range(in, -1, 9);
     const uint8_t f = fz_u8(in);
     const int with_strides = f & 1;
@@ -395,6 +402,51 @@ static void descriptor(fz_in *in, char *label, size_t label_size)
     }
 }
 
+/* ---- quantized forward ---- */
+
+static void quant(fz_in *in, const char *env, char *label, size_t label_size)
+{
+    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    qspec s;
+    qspec_default(&s);
+    const uint8_t a = fz_u8(in), b = fz_u8(in), d = fz_u8(in);
+    s.qk = a & 1 ? LIG_INT8 : LIG_FLOAT8_E4M3FN;
+    s.layout = a & 2 ? REF_TND : REF_BSND;
+    s.paged = (a & 4) != 0;
+    s.has_sq = (a & 8) != 0;
+    s.with_values = (a & 16) != 0;
+    s.lengths = (a & 32) != 0;
+    s.pad = (a & 64) != 0;
+    s.short_form = (a & 128) != 0;
+    s.w_dtype = floats[b % 3];
+    s.sq_dtype = (b / 3) % 2 ? LIG_FLOAT16 : LIG_FLOAT32;
+    s.sk_dtype = (b / 6) % 2 ? LIG_FLOAT16 : LIG_FLOAT32;
+    s.val_dtype = floats[(b / 12) % 3];
+    s.idx_dtype = (b / 36) % 2 ? LIG_INT64 : LIG_INT32;
+    s.sparse_mode = d & 1 ? 3 : 0;
+    s.pre_tokens = d & 2 ? fz_range(in, 0, 8) : INT64_MAX;
+    s.next_tokens = d & 4 ? fz_range(in, 0, 8) : INT64_MAX;
+    s.int8_extreme = (d >> 3) % 4 == 3 ? 1 + (d >> 5) % 2 : 0;
+    s.p_nan_code = d & 64 ? 0.05 : 0.0;
+    s.p_dup_key = d & 128 ? 0.3 : 0.05;
+    s.B = fz_range(in, 1, 3);
+    s.S1 = fz_range(in, 0, 9);
+    s.S2 = fz_range(in, 0, 40);
+    s.N2 = fz_range(in, 1, 3);
+    s.G = fz_range(in, 1, 9);
+    s.D = fz_range(in, 0, 140);
+    s.K = fz_range(in, 1, 45);
+    s.block_size = fz_range(in, 1, 5);
+    th_rng r = th_rng_make(fz_u32(in));
+    qcase c;
+    qcase_make(&r, &s, &c);
+    char desc[400];
+    qcase_describe(&c, desc, sizeof desc);
+    snprintf(label, label_size, "quantized forward [%s] %s", desc, env);
+    qcase_run_check(&c, "fuzz");
+    qcase_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -402,7 +454,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int before = th_current_failures();
     fz_in in;
     fz_init(&in, data, size);
-    const uint8_t op = fz_u8(&in) % 4;
+    const uint8_t op = fz_u8(&in) % 5;
     char env[96], label[1400];
     if (op == 2) {
         descriptor(&in, label, sizeof label);
@@ -412,8 +464,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             forward(&in, env, label, sizeof label);
         } else if (op == 1) {
             kl_step(&in, env, label, sizeof label);
-        } else {
+        } else if (op == 3) {
             paged(&in, env, label, sizeof label);
+        } else {
+            quant(&in, env, label, sizeof label);
         }
         fz_reset_env();
     }

@@ -97,7 +97,7 @@ def main():
           [F16 | BF16 << 2 | F32 << 4 | 64, 1, 2, 2, 3, 5])
     # the KL step asked 128 workspace bytes for [0]: rows without slots (fixed in 7c50d05)
     write("fuzz-lig-fwd", "regress-kl-empty-rows-workspace", [1] + env() + [NONE, NONE] + views5 + [0, 0, 0, 0])
-    # descriptors (op 2): dtype (byte % 8 - 1), rank (byte % 11 - 1), flags, ten (extent, stride)
+    # descriptors (op 2): dtype (byte % 10 - 1), rank (byte % 11 - 1), flags, ten (extent, stride)
     write("fuzz-lig-fwd", "desc-rank3-strided", [2, 1, 4, 1] + [3, 12, 4, 3, 5, 1] + [0, 0] * 7)
     # [2^40, 2^40, 0] was accepted and then overflowed lig_tensor_numel (fixed in 73f560d)
     write("fuzz-lig-fwd", "regress-desc-empty-huge-extents", [2, 3, 4, 0] + [192, 0, 192, 0, 0, 0] + [0, 0] * 7)
@@ -108,6 +108,14 @@ def main():
           fwd_problem(dtype=BF16, tnd=True, idx64=True, ends=[(3, 5), (2, 4)], extra=(1, 0), K=6))
     # regress-paged-no-blocks-workspace (kept as libFuzzer saved it: its block counts come from the
     # stream): a cache of 0 blocks asked for workspace (fixed with the seed's commit)
+
+    # quantized forward (op 4): flags (dtype, layouts, sq, values, lengths, pad, short), dtypes,
+    # mode/band/extremes, then B, S1, S2, N2, G, D, K, block size and a data seed
+    write("fuzz-lig-fwd", "quant-fp8-bsnd", [4] + env() + [8 | 16, 0, 0] + [2, 6, 30, 1, 4, 128, 8, 2] + [1, 2, 3, 4])
+    write("fuzz-lig-fwd", "quant-int8-paged-tnd", [4] + env(2) + [1 | 2 | 4 | 16 | 32, 1 + 3 + 12, 1 | 2] +
+          [2, 5, 17, 2, 3, 129, 6, 3] + [5, 6, 7, 8])
+    write("fuzz-lig-fwd", "quant-int8-extreme", [4] + env() + [1 | 16, 0, 3 << 3 | 1 << 5] + [0, 2, 5, 0, 0, 140, 5, 0] +
+          [9, 9, 9, 9])
 
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,

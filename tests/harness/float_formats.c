@@ -132,6 +132,9 @@ size_t th_dtype_size(lig_dtype dtype)
     case LIG_BFLOAT16: return 2;
     case LIG_INT32: return 4;
     case LIG_INT64: return 8;
+    case LIG_FLOAT8_E4M3FN: return 1;
+    case LIG_INT8: return 1;
+    case LIG_UINT8: return 1;
     default: return 0;
     }
 }
@@ -149,6 +152,9 @@ const char *th_dtype_name(lig_dtype dtype)
     case LIG_BFLOAT16: return "bf16";
     case LIG_INT32: return "i32";
     case LIG_INT64: return "i64";
+    case LIG_FLOAT8_E4M3FN: return "fp8e4m3";
+    case LIG_INT8: return "i8";
+    case LIG_UINT8: return "u8";
     default: return "bad-dtype";
     }
 }

@@ -124,6 +124,10 @@ static lig_status cuda_plan_grad(const lig_grad_problem *pb, lig_backend_plan *o
 }
 
 static lig_status cuda_plan_fwd(const lig_fwd_problem *pb, lig_backend_plan *out) {
+    if (pb->quant) /* named as the tensors whose dtype the CUDA kernels lack */
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "query: expected host tensors for the quantized forward (the CUDA backend has no "
+                        "FLOAT8_E4M3FN / INT8 forward yet), got CUDA tensors");
     if (pb->pr.paged)
         return lig_fail(LIG_ERR_PARAM_INVALID,
                         "key_cache: expected host tensors for a paged key cache (the CUDA backend has no paged "

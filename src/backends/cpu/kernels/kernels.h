@@ -31,6 +31,15 @@ typedef lig_grad_gate_kernel *lig_grad_gate_fn;
 typedef void lig_fwd_scores_kernel(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score);
 typedef lig_fwd_scores_kernel *lig_fwd_scores_fn;
 
+/* The quantized forward's index scores of a block (docs/contract.md 2.4), from the exact or fp32
+ * dot products st[n*ld + h] of key n and head h (ld >= G), the key scales sk[n], the query scales
+ * sq[h] (NULL: all 1) and the weights w[h], each step one fp32 rounding:
+ *   x = st * sk[n];  x = x * sq[h];  score[n] = sum over h in order of (x > 0 ? w[h] * x : 0)
+ * ReLU is the select, so a NaN x adds exactly 0. */
+typedef void lig_quant_scores_kernel(const float *st, int64_t nb, int64_t ld, int64_t G, const float *sk,
+                                     const float *sq, const float *w, float *score);
+typedef lig_quant_scores_kernel *lig_quant_scores_fn;
+
 /* dst[0..n) = src[i*stride] converted to fp32 */
 typedef void lig_load_row_kernel(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 typedef lig_load_row_kernel *lig_load_row_fn;
@@ -83,6 +92,7 @@ typedef lig_bf16_dq_operand_kernel *lig_bf16_dq_operand_fn;
 lig_f32_gemm_ukernel lig_f32_gemm_ukernel_4x4__scalar;
 lig_grad_gate_kernel lig_grad_gate__scalar;
 lig_fwd_scores_kernel lig_fwd_scores__scalar;
+lig_quant_scores_kernel lig_quant_scores__scalar; /* every set's, until a set brings its own */
 lig_load_row_kernel lig_load_row__scalar;
 lig_store_row_kernel lig_store_row__scalar;
 lig_axpy_row_kernel lig_axpy_row__scalar;

@@ -6,6 +6,7 @@
 #ifndef LIG_CPU_OPERATORS_FWD_ENGINE_H
 #define LIG_CPU_OPERATORS_FWD_ENGINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
@@ -16,9 +17,14 @@ typedef struct lig_fwd_ctx {
     int64_t G, D;
     int64_t block;           /* keys per block */
     int64_t rows;            /* query rows per pass, at most (the plan's choice, see lig_fwd_rows_for) */
-    lig_dtype dtype;         /* q, k, w */
+    lig_dtype dtype;         /* q and k (and w, except in the quantized forward) */
     int64_t q_head, q_dim;   /* element strides */
     int64_t w_head, k_dim;
+    /* the quantized forward (contract 2.4): w's own dtype, the scales' dtypes and sq's head stride */
+    lig_dtype w_dtype;
+    bool has_sq;             /* false: every sq is 1 */
+    lig_dtype sq_dtype, sk_dtype;
+    int64_t sq_head;
 } lig_fwd_ctx;
 
 typedef struct lig_fwd_engine {
@@ -31,17 +37,23 @@ typedef struct lig_fwd_engine {
     void (*thread_begin)(const lig_fwd_ctx *c);
     void (*thread_end)(const lig_fwd_ctx *c);
     /* Loads the G query heads of rows <= c->rows query rows (q[r] points at row r's first head,
-     * w[r] at its weight). */
-    void (*begin_rows)(const lig_fwd_ctx *c, char *scratch, int64_t rows, const char *const *q, const char *const *w);
+     * w[r] at its weight, sq[r] at its first query scale; sq is NULL unless c->has_sq). */
+    void (*begin_rows)(const lig_fwd_ctx *c, char *scratch, int64_t rows, const char *const *q, const char *const *w,
+                       const char *const *sq);
     /* score[r * c->block + i] = sum_h w_rh * ReLU(q_rh . k_i) for the rows of the last
-     * begin_rows and the n <= c->block key rows key[i]. */
+     * begin_rows and the n <= c->block key rows key[i]; in the quantized forward
+     * sum_h w_rh * ReLU(sq_rh * sk_i * (q_rh . k_i)) with key_scale[i] pointing at sk_i
+     * (key_scale is NULL otherwise). */
     void (*score_block)(const lig_fwd_ctx *c, char *scratch, int64_t rows, int64_t n, const char *const *key,
-                        float *score);
+                        const char *const *key_scale, float *score);
 } lig_fwd_engine;
 
 extern const lig_fwd_engine lig_fwd_engine_f32;
 /* bf16 inputs on a set with bf16 kernels (fwd_engine_bf16.c). */
 extern const lig_fwd_engine lig_fwd_engine_bf16;
+/* FLOAT8_E4M3FN / INT8 inputs on any set: converted exactly to fp32 once per pass (queries) and
+ * per block (keys), the set's fp32 GEMM, portable scores (fwd_engine_quant.c). */
+extern const lig_fwd_engine lig_fwd_engine_quant;
 
 enum { LIG_FWD_MAX_ROWS = 8 };
 /* Bytes of top-k scratch per thread beyond which a pass takes fewer rows (one row's own is never

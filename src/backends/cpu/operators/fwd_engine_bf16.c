@@ -49,7 +49,9 @@ static void thread_begin(const lig_fwd_ctx *c) { lig_bf16_thread_begin(c->ks); }
 
 static void thread_end(const lig_fwd_ctx *c) { lig_bf16_thread_end(c->ks); }
 
-static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w) {
+static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w,
+                       const char *const *sq) {
+    (void)sq; /* unquantized: no scales */
     const layout L = layout_for(c);
     const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = lig_round32((uint64_t)cols);
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow);
@@ -80,7 +82,8 @@ static int64_t rows_in_place(const lig_fwd_ctx *c, int64_t nb, const char *const
 }
 
 static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb, const char *const *key,
-                        float *score) {
+                        const char *const *key_scale, float *score) {
+    (void)key_scale;
     const layout L = layout_for(c);
     const int64_t G = c->G, gp = lig_round32((uint64_t)(nrows * G)), dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);

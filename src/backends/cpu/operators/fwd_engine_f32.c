@@ -28,7 +28,9 @@ static layout layout_for(const lig_fwd_ctx *c) {
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 
-static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w) {
+static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w,
+                       const char *const *sq) {
+    (void)sq; /* unquantized: no scales */
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D, cols = rows * G, esize = (int64_t)(c->dtype == LIG_FLOAT32 ? 4 : 2);
     float *qt = (float *)(void *)(s + L.qt), *wf = (float *)(void *)(s + L.w);
@@ -42,7 +44,8 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
 }
 
 static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb, const char *const *key,
-                        float *score) {
+                        const char *const *key_scale, float *score) {
+    (void)key_scale;
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D, cols = rows * G;
     const lig_kernel_set *ks = c->ks;

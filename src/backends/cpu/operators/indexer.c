@@ -1,4 +1,5 @@
-/* LightningIndexer phase 2 on the CPU (docs/contract.md 2.1): for each unit (batch, valid row, key head)
+/* LightningIndexer phase 2 on the CPU (docs/contract.md 2.1; the quantized forward of 2.4 too,
+ * with its engine and scales): for each unit (batch, valid row, key head)
  * stream the visible keys in blocks, have the plan's engine score them,
  * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count (topk.h). Nothing of size
  * S1 x S2 is ever held; each unit's result is independent of the others, so the output is
@@ -65,8 +66,8 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     const lig_fwd_scratch_layout *L = &p->scratch;
-    const char **key = (const char **)(void *)(s + L->key);
-    const char **q = (const char **)(void *)(s + L->q), **w = q + p->ctx.rows;
+    const char **key = (const char **)(void *)(s + L->key), **ksc = key + p->ctx.block;
+    const char **q = (const char **)(void *)(s + L->q), **w = q + p->ctx.rows, **sq = w + p->ctx.rows;
     float *score = (float *)(void *)(s + L->score);
     lig_topk top[LIG_FWD_MAX_ROWS];
     int64_t lo = INT64_MAX, hi = -1;
@@ -74,18 +75,21 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
         const int64_t h0 = x[i].g * pr->G, visible = x[i].hi >= x[i].lo ? x[i].hi - x[i].lo + 1 : 0;
         q[i] = lig_q_row_ptr(&pb->q, pr, x[i].b, x[i].t, h0);
         w[i] = lig_q_row_ptr(&pb->w, pr, x[i].b, x[i].t, h0);
+        if (pb->has_sq) sq[i] = lig_q_row_ptr(&pb->sq, pr, x[i].b, x[i].t, h0);
         top[i] = lig_topk_start(s + L->topk + (uint64_t)i * L->topk_bytes, p->heap_cap, visible < pr->K ? visible : pr->K);
         if (visible > 0) {
             lo = x[i].lo < lo ? x[i].lo : lo;
             hi = x[i].hi > hi ? x[i].hi : hi;
         }
     }
-    p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w);
+    p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w, pb->has_sq ? sq : NULL);
     const int64_t block = p->ctx.block;
     for (int64_t s0 = lo; s0 <= hi; s0 += block) {
         const int64_t nb = hi - s0 + 1 < block ? hi - s0 + 1 : block;
         for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x[0].b, s0 + n, x[0].g);
-        p->engine->score_block(&p->ctx, s + L->engine, m, nb, key, score);
+        if (pb->quant) /* the block's key scales, through the same table when paged */
+            for (int64_t n = 0; n < nb; n++) ksc[n] = lig_fwd_key_elem(pb, &pb->sk, x[0].b, s0 + n, x[0].g);
+        p->engine->score_block(&p->ctx, s + L->engine, m, nb, key, pb->quant ? ksc : NULL, score);
         for (int64_t i = 0; i < m; i++) {
             /* the keys of the block row i sees: [max(lo_i, s0), min(hi_i, s0 + nb - 1)] */
             const int64_t a = x[i].lo > s0 ? x[i].lo - s0 : 0, e = x[i].hi - s0 + 1 < nb ? x[i].hi - s0 + 1 : nb;

@@ -28,8 +28,8 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     if (st != LIG_SUCCESS) return st;
     uint64_t at = 0;
     const uint64_t nb = (uint64_t)p->ctx.block;
-    p->scratch.key = lig_ws_take(&at, sizeof(const char *) * nb);
-    p->scratch.q = lig_ws_take(&at, 2 * sizeof(const char *) * (uint64_t)rows);
+    p->scratch.key = lig_ws_take(&at, 2 * sizeof(const char *) * nb);
+    p->scratch.q = lig_ws_take(&at, 3 * sizeof(const char *) * (uint64_t)rows);
     p->scratch.score = lig_ws_take(&at, sizeof(float) * nb * (uint64_t)rows);
     p->scratch.topk_bytes = topk_bytes;
     p->scratch.topk = lig_ws_take(&at, topk);
@@ -60,10 +60,14 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
      * heads) are wide enough; everything else is fp32 */
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
                       lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
-    p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
+    /* FP8 / INT8 inputs (the quantized forward) take the quantized engine on every set: it runs the
+     * set's fp32 GEMM, so no set lacks it; a set's own quantized SIMD engine would be chosen here */
+    p->engine = pb->quant ? &lig_fwd_engine_quant : bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
     p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
-                           .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
+                           .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
+                           .has_sq = pb->quant && pb->has_sq, .sq_dtype = pb->sq.dtype, .sk_dtype = pb->sk.dtype,
+                           .sq_head = pb->sq.head};
     p->engine->configure(&p->ctx);
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;

@@ -12,8 +12,9 @@
 /* Byte offsets inside one thread's scratch: the operator's block list and top-k, then the
  * engine's. */
 typedef struct lig_fwd_scratch_layout {
-    uint64_t key;   /* const char *[block]: the block's key rows */
-    uint64_t q;     /* const char *[2][rows]: the pass's query rows and weights */
+    uint64_t key;   /* const char *[2][block]: the block's key rows, then their scales (quantized;
+                     * sized for every forward, a few pointers) */
+    uint64_t q;     /* const char *[3][rows]: the pass's query rows, weights and query scales */
     uint64_t score; /* float[rows][block]: I of the block's keys, per row */
     uint64_t topk;  /* rows x topk_bytes: each row's top-k */
     uint64_t topk_bytes; /* lig_topk_scratch_bytes(heap_cap), 64-byte aligned */

@@ -1,0 +1,499 @@
+/* The quantized forward (lig_quant_indexer_get_workspace_size / lig_quant_indexer, contract 2.4)
+ * against the float64 reference (reference/indexer_quant_ref.h), on every kernel set the suite
+ * runs: random shapes over both code dtypes, the three key layouts, with and without query
+ * scales, every scale, weight, index and value dtype, both sparse modes and bands, K past the
+ * visible keys, degenerate extents, INT8 dot products past 2^24, NaN codes, and bitwise equality
+ * across thread counts. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_bounds.h"
+#include "float_formats.h"
+#include "framework.h"
+#include "lig.h"
+#include "quant_case.h"
+#include "rng.h"
+#include "tests.h"
+
+static const lig_dtype qk_dtypes[2] = {LIG_FLOAT8_E4M3FN, LIG_INT8};
+static const lig_dtype float_dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+static const lig_dtype scale_dtypes[2] = {LIG_FLOAT32, LIG_FLOAT16};
+static const int64_t Ds[5] = {1, 7, 64, 128, 129};
+static const int64_t Gs[6] = {1, 2, 3, 8, 16, 64};
+
+/* Case v of the matrix cell (qk, key layout, sq, mode): the secondary choices cycle with v. */
+static void matrix_spec(th_rng *r, qspec *s, int qk, int kl, int has_sq, int mode, int v)
+{
+    qspec_default(s);
+    s->qk = qk_dtypes[qk];
+    s->layout = kl == 1 ? REF_TND : (kl == 2 && (v & 1)) ? REF_TND : REF_BSND; /* paged under both query layouts */
+    s->paged = kl == 2;
+    s->has_sq = has_sq;
+    s->sparse_mode = mode ? 3 : 0;
+    s->D = Ds[(v + qk + kl) % 5];
+    s->G = Gs[(v * 7 + mode + kl) % 6];
+    s->N2 = 1 + (v + has_sq) % 3;
+    if (s->G * s->N2 > 64) {
+        s->N2 = 1; /* at most 64 query heads: keeps the cases small */
+    }
+    s->B = 1 + th_rng_range(r, 0, 2);
+    s->S1 = 1 + th_rng_range(r, 0, 9);
+    s->S2 = 1 + th_rng_range(r, 0, 40);
+    s->K = 1 + th_rng_range(r, 0, 12);
+    if (v % 4 == 3) {
+        s->K = s->S2 + 5; /* more slots than keys: padding */
+    }
+    s->w_dtype = float_dtypes[(v + mode) % 3];
+    s->sq_dtype = scale_dtypes[v % 2];
+    s->sk_dtype = scale_dtypes[(v / 2) % 2];
+    s->idx_dtype = (v + kl) % 2 ? LIG_INT64 : LIG_INT32;
+    s->with_values = v % 5 != 4;
+    s->val_dtype = float_dtypes[(v / 3) % 3];
+    s->lengths = v % 3 != 0;
+    s->pad = v % 4 == 1;
+    s->short_form = v % 2;
+    s->block_size = 1 + (v % 4) * 3;
+    s->p_dup_key = 0.15;
+    if (mode == 0 && v % 3 == 1) { /* a band around the diagonal */
+        s->pre_tokens = th_rng_range(r, 0, 6);
+        s->next_tokens = th_rng_range(r, 0, 6);
+    } else if (mode == 1 && v % 3 == 2) {
+        s->pre_tokens = th_rng_range(r, 0, 8);
+    }
+}
+
+void test_quant_fwd_matrix(void)
+{
+    qcheck_stats_reset();
+    int cases = 0;
+    for (int qk = 0; qk < 2; qk++)
+        for (int kl = 0; kl < 3; kl++)
+            for (int has_sq = 0; has_sq < 2; has_sq++)
+                for (int mode = 0; mode < 2; mode++)
+                    for (int v = 0; v < 6; v++) {
+                        th_rng r = th_rng_make(0x18a0u + (uint64_t)(((qk * 3 + kl) * 2 + has_sq) * 2 + mode) * 100 +
+                                               (uint64_t)v);
+                        qspec s;
+                        matrix_spec(&r, &s, qk, kl, has_sq, mode, v);
+                        qcase c;
+                        qcase_make(&r, &s, &c);
+                        char label[64];
+                        snprintf(label, sizeof label, "matrix case %d", cases);
+                        qcase_run_check(&c, label);
+                        qcase_free(&c);
+                        cases++;
+                    }
+    qcheck_stats_note("quantized forward matrix");
+    const qcheck_stats st = qcheck_stats_get();
+    CHECK(st.exact_units * 2 > st.units, "expected most units compared exactly, got %" PRId64 " of %" PRId64,
+          st.exact_units, st.units);
+    CHECK(st.twins > 0 && st.padded > 0, "the matrix must meet exact ties between twin keys and padded slots");
+}
+
+void test_quant_fwd_bands(void)
+{
+    static const int64_t bands[] = {0, 1, 2, 5, INT64_MAX - 1, INT64_MAX};
+    qcheck_stats_reset();
+    int v = 0;
+    for (int mode = 0; mode < 2; mode++)
+        for (size_t i = 0; i < 6; i++)
+            for (size_t j = 0; j < 6; j++, v++) {
+                if (mode == 1 && j > 0) {
+                    continue; /* mode 3 ignores next_tokens */
+                }
+                th_rng r = th_rng_make(0xba0du + (uint64_t)v);
+                qspec s;
+                qspec_default(&s);
+                s.qk = qk_dtypes[v % 2];
+                s.layout = v % 3 == 0 ? REF_TND : REF_BSND;
+                s.paged = v % 3 == 2;
+                s.sparse_mode = mode ? 3 : 0;
+                s.pre_tokens = bands[i];
+                s.next_tokens = bands[j];
+                s.lengths = 1;
+                s.S1 = 8;
+                s.S2 = 12;
+                s.K = 1 + v % 7;
+                s.D = 7;
+                s.G = 3;
+                s.N2 = 1 + v % 2;
+                qcase c;
+                qcase_make(&r, &s, &c);
+                qcase_run_check(&c, "band");
+                qcase_free(&c);
+            }
+    qcheck_stats_note("quantized forward bands");
+}
+
+/* Zero extents: no query heads, D = 0 (every visible score exactly 0: the first visible keys win),
+ * no keys, no rows, and K far past everything. */
+void test_quant_fwd_degenerate(void)
+{
+    qcheck_stats_reset();
+    for (int v = 0; v < 16; v++) {
+        th_rng r = th_rng_make(0xde9u + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = qk_dtypes[v % 2];
+        s.layout = v & 2 ? REF_TND : REF_BSND;
+        s.paged = (v & 4) != 0;
+        s.lengths = 1;
+        switch (v / 8 * 4 + v % 4) {
+        case 0: s.D = 0; break;
+        case 1: s.S2 = 0; s.paged = 0; break;
+        case 2: s.S1 = 0; break;
+        case 3: s.G = 1; s.D = 1; s.K = 1000; break;
+        case 4: s.D = 0; s.K = 50; break;
+        case 5: s.B = 1; s.S1 = 1; s.S2 = 1; break;
+        case 6: s.S2 = 1; s.K = 3; break;
+        default: s.block_size = 1; s.S2 = 20; break;
+        }
+        qcase c;
+        qcase_make(&r, &s, &c);
+        qcase_run_check(&c, "degenerate");
+        qcase_free(&c);
+    }
+    qcheck_stats_note("quantized forward degenerate shapes");
+}
+
+/* INT8 dot products past 2^24: every code 127 (odd products: a plain fp32 sum past 2^24 drifts)
+ * or -128, with scales and weights 1, so the value is the exact integer dot rounded once to fp32;
+ * and random codes at D past the exact chunk, against the same rule. */
+void test_quant_fwd_int8_long_dot(void)
+{
+    static const int64_t Dlong[] = {1024, 1025, 1100, 2100, 3000};
+    for (size_t i = 0; i < sizeof Dlong / sizeof Dlong[0]; i++) {
+        for (int extreme = 2; extreme >= 0; extreme--) {
+            th_rng r = th_rng_make(0x1e8u + i * 3 + (uint64_t)extreme);
+            qspec s;
+            qspec_default(&s);
+            s.qk = LIG_INT8;
+            s.int8_extreme = extreme;
+            s.D = Dlong[i];
+            s.G = 1;
+            s.N2 = 1;
+            s.B = 1;
+            s.S1 = 2;
+            s.S2 = 5;
+            s.K = 5;
+            s.has_sq = extreme ? (int)(i % 2) : 1;
+            s.p_dup_key = 0;
+            qcase c;
+            qcase_make(&r, &s, &c);
+            const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+            int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
+            double *val = malloc((size_t)slots * sizeof(double));
+            int inputs_ok;
+            const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, NULL, NULL);
+            if (CHECK(st == LIG_SUCCESS, "D = %" PRId64 ": status %d: %s", s.D, (int)st, lig_get_last_error())) {
+                for (int64_t row = 0; row < c.rows_q; row++) {
+                    ref_row info;
+                    ref_row_info(&c.p, row, &info);
+                    for (int64_t j = 0; j < c.p.K && info.valid; j++) {
+                        const int64_t key = idx[row * c.p.K + j];
+                        if (key < 0) {
+                            continue;
+                        }
+                        /* the exact integer dot, then the documented fp32 steps */
+                        int64_t dot = 0;
+                        for (int64_t d = 0; d < s.D; d++) {
+                            dot += (int64_t)(int8_t)c.qc[row * s.D + d] * (int8_t)c.kc[(info.key_base + key) * s.D + d];
+                        }
+                        float x = (float)dot * (float)c.sk[info.key_base + key];
+                        if (s.has_sq) {
+                            x = x * (float)c.sq[row];
+                        }
+                        const float want = x > 0.0f ? (float)c.w[row] * x : 0.0f;
+                        CHECK(val[row * c.p.K + j] == (double)want, "D = %" PRId64 "%s: row %" PRId64 " key %" PRId64
+                              ": value %.9g, expected %.9g (the exact dot %" PRId64 " rounded once)", s.D,
+                              extreme == 1 ? " all -128" : extreme == 2 ? " all 127" : "", row, key, val[row * c.p.K + j], (double)want, dot);
+                    }
+                }
+                CHECK(qcase_check(&c, idx, val, "long INT8 dot"), "D = %" PRId64 " against the reference", s.D);
+            }
+            CHECK(inputs_ok, "D = %" PRId64 ": inputs unchanged", s.D);
+            free(idx);
+            free(val);
+            qcase_free(&c);
+        }
+    }
+}
+
+/* NaN codes among valid FP8 data: a head whose dot is NaN is gated shut (adds exactly 0, as the
+ * reference's select does); scores stay finite and rank normally. */
+void test_quant_fwd_nan_codes(void)
+{
+    qcheck_stats_reset();
+    for (int v = 0; v < 8; v++) {
+        th_rng r = th_rng_make(0x7au + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = LIG_FLOAT8_E4M3FN;
+        s.p_nan_code = v < 4 ? 0.02 : 0.3;
+        s.layout = v & 1 ? REF_TND : REF_BSND;
+        s.paged = (v & 2) != 0;
+        s.D = 7 + v;
+        s.G = 1 + v % 4;
+        s.S2 = 30;
+        s.K = 6;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        qcase_run_check(&c, "NaN codes");
+        qcase_free(&c);
+    }
+    qcheck_stats_note("quantized forward with NaN codes");
+}
+
+/* The same bytes for 1, 2 and 3 threads (a long decode-like row set shares its key blocks). */
+void test_quant_fwd_determinism_threads(void)
+{
+    for (int v = 0; v < 4; v++) {
+        th_rng r = th_rng_make(0xde7u + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = qk_dtypes[v % 2];
+        s.layout = v & 2 ? REF_TND : REF_BSND;
+        s.paged = v == 1;
+        s.B = 3;
+        s.S1 = 24;
+        s.S2 = 300;
+        s.N2 = 2;
+        s.G = 8;
+        s.D = 64 + v;
+        s.K = 40;
+        s.lengths = 1;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+        int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
+        double *val = malloc((size_t)slots * sizeof(double));
+        unsigned char *first = NULL;
+        size_t first_bytes = 0;
+        static const int threads[] = {1, 2, 3, 1};
+        for (int i = 0; i < 4; i++) {
+            unsigned char *raw = NULL;
+            size_t bytes = 0;
+            int inputs_ok;
+            const lig_status st = qcase_run(&c, threads[i], idx, val, &inputs_ok, &raw, &bytes);
+            CHECK(st == LIG_SUCCESS && inputs_ok, "%d threads: status %d", threads[i], (int)st);
+            if (i == 0) {
+                qcase_check(&c, idx, val, "determinism");
+                first = raw;
+                first_bytes = bytes;
+                continue;
+            }
+            CHECK(bytes == first_bytes && memcmp(raw, first, bytes) == 0,
+                  "case %d: %d threads wrote other bytes than 1 thread", v, threads[i]);
+            free(raw);
+        }
+        free(first);
+        free(idx);
+        free(val);
+        qcase_free(&c);
+    }
+}
+
+/* The plan reports the set's fp32 kernels (the portable engine runs its GEMM), and the same problem
+ * as an unquantized forward on the decoded fp32 values selects the same keys when every scale and
+ * weight is 1 and the INT8 dots are exact: the two forwards share one operator. */
+void test_quant_fwd_matches_float_forward(void)
+{
+    th_rng r = th_rng_make(0xf10au);
+    qspec s;
+    qspec_default(&s);
+    s.qk = LIG_INT8;
+    s.int8_extreme = 0;
+    s.D = 16;
+    s.G = 2;
+    s.N2 = 2;
+    s.S1 = 6;
+    s.S2 = 25;
+    s.K = 7;
+    s.has_sq = 0;
+    s.p_dup_key = 0.2;
+    qcase c;
+    qcase_make(&r, &s, &c);
+    for (int64_t i = 0; i < c.rows_q * c.p.N1; i++) {
+        c.w[i] = 1.0;
+    }
+    for (int64_t i = 0; i < c.rows_k * c.p.N2; i++) {
+        c.sk[i] = isnan(c.sk[i]) ? c.sk[i] : 1.0;
+    }
+    const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+    int64_t *qi = malloc((size_t)slots * sizeof(int64_t)), *fi = malloc((size_t)slots * sizeof(int64_t));
+    double *qv = malloc((size_t)slots * sizeof(double));
+    int inputs_ok;
+    REQUIRE(qcase_run(&c, 0, qi, qv, &inputs_ok, NULL, NULL) == LIG_SUCCESS, "the quantized forward: %s",
+            lig_get_last_error());
+    /* the same numbers as FLOAT32 tensors through lig_indexer */
+    const int64_t B = c.p.B, S1 = c.p.S1, S2 = c.p.S2, N1 = c.p.N1, N2 = c.p.N2, D = c.p.D, K = c.p.K;
+    float *q = malloc((size_t)(B * S1 * N1 * D) * sizeof(float)), *k = malloc((size_t)(B * S2 * N2 * D) * sizeof(float));
+    float *w = malloc((size_t)(B * S1 * N1) * sizeof(float)), *v = malloc((size_t)slots * sizeof(float));
+    int32_t *ix = malloc((size_t)slots * sizeof(int32_t));
+    for (int64_t i = 0; i < B * S1 * N1 * D; i++) q[i] = (float)(int8_t)c.qc[i];
+    for (int64_t i = 0; i < B * S2 * N2 * D; i++) k[i] = (float)(int8_t)c.kc[i];
+    for (int64_t i = 0; i < B * S1 * N1; i++) w[i] = 1.0f;
+    const int64_t qs[4] = {B, S1, N1, D}, ks[4] = {B, S2, N2, D}, ws[3] = {B, S1, N1}, os[4] = {B, S1, N2, K};
+    lig_tensor *tq = lig_create_tensor(q, LIG_FLOAT32, 4, qs, NULL), *tk = lig_create_tensor(k, LIG_FLOAT32, 4, ks, NULL);
+    lig_tensor *tw = lig_create_tensor(w, LIG_FLOAT32, 3, ws, NULL), *ti = lig_create_tensor(ix, LIG_INT32, 4, os, NULL);
+    lig_tensor *tv = lig_create_tensor(v, LIG_FLOAT32, 4, os, NULL);
+    uint64_t wsz = 0;
+    lig_executor *e = NULL;
+    lig_status st = lig_indexer_get_workspace_size(tq, tk, tw, NULL, NULL, "BSND", K, c.p.sparse_mode, c.p.pre_tokens,
+                                                   c.p.next_tokens, ti, tv, &wsz, &e);
+    void *mem = wsz ? malloc((size_t)wsz) : NULL;
+    if (st == LIG_SUCCESS) st = lig_indexer(mem, wsz, e, NULL);
+    REQUIRE(st == LIG_SUCCESS, "the fp32 forward: %s", lig_get_last_error());
+    int64_t diff = 0;
+    for (int64_t i = 0; i < slots; i++) {
+        diff += qi[i] != ix[i] || qv[i] != (double)v[i];
+    }
+    CHECK(diff == 0, "%" PRId64 " of %" PRId64 " slots differ between the INT8 and the fp32 forward", diff, slots);
+    free(mem);
+    lig_destroy_tensor(tq);
+    lig_destroy_tensor(tk);
+    lig_destroy_tensor(tw);
+    lig_destroy_tensor(ti);
+    lig_destroy_tensor(tv);
+    free(q);
+    free(k);
+    free(w);
+    free(v);
+    free(ix);
+    free(qi);
+    free(fi);
+    free(qv);
+    qcase_free(&c);
+}
+
+/* Every kernel set this CPU has computes the same bytes: the portable engine's conversions and
+ * scores are the same code everywhere, the INT8 dot is exact and the FP8 dot one fp32 chain in
+ * increasing d on every set's GEMM (contract 2.4); the plan names the set's fp32 kernels. */
+void test_quant_fwd_same_on_every_set(void)
+{
+    char sets[256];
+    snprintf(sets, sizeof sets, "%s", lig_kernel_sets());
+    for (int v = 0; v < 4; v++) {
+        th_rng r = th_rng_make(0x5e75u + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = qk_dtypes[v % 2];
+        s.layout = v & 2 ? REF_TND : REF_BSND;
+        s.paged = v == 3;
+        s.S1 = 9;
+        s.S2 = 70;
+        s.N2 = 2;
+        s.G = 5;
+        s.D = 33 + 32 * v;
+        s.K = 9;
+        s.val_dtype = LIG_FLOAT32;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+        int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
+        double *val = malloc((size_t)slots * sizeof(double));
+        unsigned char *first = NULL;
+        size_t first_bytes = 0;
+        int n_sets = 0;
+        char list[256];
+        snprintf(list, sizeof list, "%s", sets);
+        for (char *name = strtok(list, ","); name != NULL; name = strtok(NULL, ",")) {
+            if (lig_set_kernel_set(name) != LIG_SUCCESS) {
+                continue;
+            }
+            unsigned char *raw = NULL;
+            size_t bytes = 0;
+            int inputs_ok;
+            const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, &raw, &bytes);
+            CHECK(st == LIG_SUCCESS && inputs_ok, "set %s: status %d", name, (int)st);
+            if (first == NULL) {
+                qcase_check(&c, idx, val, "every set");
+                first = raw;
+                first_bytes = bytes;
+            } else {
+                CHECK(bytes == first_bytes && memcmp(raw, first, bytes) == 0, "case %d: set %s wrote other bytes than "
+                      "the first set", v, name);
+                free(raw);
+            }
+            n_sets++;
+        }
+        lig_set_kernel_set(NULL);
+        if (v == 0) {
+            th_note("%d kernel sets compared (%s)", n_sets, sets);
+        }
+        free(first);
+        free(idx);
+        free(val);
+        qcase_free(&c);
+    }
+}
+
+/* Non-finite weights and scales on exact data (INT8 codes, scales 1, weights multiples of 1/4:
+ * every fp32 step exact): a +-inf weight on a head whose x <= 0 adds nothing (the select), an
+ * infinite key scale makes x +-inf (or NaN where the dot is 0, which the select drops), and a
+ * NaN score ranks as -inf, ties to the lower key, with NaN written as its value. The selection
+ * and the values must be the reference's exactly. */
+void test_quant_fwd_nonfinite_weights_and_scales(void)
+{
+    int64_t nan_scores = 0, inf_scores = 0;
+    for (int v = 0; v < 6; v++) {
+        th_rng r = th_rng_make(0x1f1u + (uint64_t)v);
+        qspec s;
+        qspec_default(&s);
+        s.qk = LIG_INT8;
+        s.D = 8;
+        s.G = 3;
+        s.N2 = 1 + v % 2;
+        s.S1 = 6;
+        s.S2 = 20;
+        s.K = 8 + v;
+        s.layout = v & 2 ? REF_TND : REF_BSND;
+        s.paged = v >= 4;
+        s.has_sq = v % 3 != 0;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        for (int64_t i = 0; i < c.rows_q * c.p.N1; i++) {
+            if (!isnan(c.w[i])) { /* valid rows */
+                c.w[i] = (double)th_rng_range(&r, -4, 4) / 4.0;
+                c.sq[i] = 1.0;
+                const int64_t pick = th_rng_range(&r, 0, 9);
+                c.w[i] = pick == 0 ? NAN : pick == 1 ? INFINITY : pick == 2 ? -INFINITY : c.w[i];
+            }
+        }
+        for (int64_t i = 0; i < c.rows_k * c.p.N2; i++) {
+            if (!isnan(c.sk[i])) {
+                c.sk[i] = th_rng_chance(&r, 0.1) ? INFINITY : 1.0;
+            }
+        }
+        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
+        int64_t *idx = malloc((size_t)slots * sizeof(int64_t)), *ridx = malloc((size_t)slots * sizeof(int64_t));
+        double *val = malloc((size_t)slots * sizeof(double)), *rval = malloc((size_t)slots * sizeof(double));
+        int inputs_ok;
+        const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, NULL, NULL);
+        if (CHECK(st == LIG_SUCCESS && inputs_ok, "case %d: status %d: %s", v, (int)st, lig_get_last_error())) {
+            const ref_quant_data x = {c.q, c.k, c.w, c.s.has_sq ? c.sq : NULL, c.sk};
+            ref_quant_forward(&c.p, &x, ridx, rval);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < slots; i++) {
+                const int same_val = val[i] == rval[i] || (isnan(val[i]) && isnan(rval[i]));
+                if ((idx[i] != ridx[i] || !same_val) && bad++ < 3) {
+                    CHECK(0, "case %d slot %" PRId64 ": key %" PRId64 " value %g, reference key %" PRId64 " value %g", v,
+                          i, idx[i], val[i], ridx[i], rval[i]);
+                }
+                nan_scores += ridx[i] >= 0 && isnan(rval[i]);
+                inf_scores += ridx[i] >= 0 && isinf(rval[i]);
+            }
+            CHECK(bad == 0, "case %d: %" PRId64 " slots differ", v, bad);
+        }
+        free(idx);
+        free(ridx);
+        free(val);
+        free(rval);
+        qcase_free(&c);
+    }
+    th_note("%" PRId64 " NaN and %" PRId64 " infinite scores selected", nan_scores, inf_scores);
+    CHECK(nan_scores > 0 && inf_scores > 0, "the cases must select NaN and infinite scores");
+}
