@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/size.h"
+#include "core/dtype_convert.h"
 #include "lig.h"
 
 /* ---- sequence lengths ---------------------------------------------------------------- */
@@ -168,15 +169,7 @@ typedef struct lig_fwd_problem {
 
 /* Block number j of batch b (from the table; the caller has checked it). */
 static inline int64_t lig_table_block(const lig_block_table *t, int64_t b, int64_t j) {
-    const char *e = t->data + (size_t)(b * t->batch + j * t->step) * t->esize;
-    if (t->dtype == LIG_INT32) {
-        int32_t v;
-        memcpy(&v, e, sizeof v);
-        return v;
-    }
-    int64_t v;
-    memcpy(&v, e, sizeof v);
-    return v;
+    return lig_load_int(t->dtype, t->data + (size_t)(b * t->batch + j * t->step) * t->esize);
 }
 
 /* Element (key s of batch b, head g) of a key-row view -- the keys or the key scales --

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "core/workspace.h"
 #include "lig.h"
 
 typedef struct lig_fwd_ctx {
@@ -65,6 +66,36 @@ enum { LIG_FWD_MAX_ROWS = 8 };
 static inline int64_t lig_fwd_rows_for(int64_t G) {
     const int64_t r = G > 0 ? 32 / G : 1;
     return r < 1 ? 1 : r > LIG_FWD_MAX_ROWS ? LIG_FWD_MAX_ROWS : r;
+}
+
+
+/* The scratch of the engines that feed the set's fp32 GEMM (fwd_engine_f32.c, fwd_engine_quant.c):
+ * the pass's query heads transposed, their weights (and query scales), the block's key rows (and
+ * key scales), the block's per-head scores; `acc_bytes` more for an engine's own accumulator. */
+typedef struct lig_fwd_f32_layout {
+    uint64_t qt;  /* float[D][rows*G]: the pass's query heads in fp32, transposed */
+    uint64_t w;   /* float[rows*G] */
+    uint64_t sq;  /* float[rows*G] (with_scales and has_sq) */
+    uint64_t kp;  /* float[block*D]: the block's key rows in fp32 */
+    uint64_t sk;  /* float[block] (with_scales) */
+    uint64_t a;   /* float[block*rows*G]: per-head scores of the block, S^T */
+    uint64_t acc; /* acc_bytes */
+    uint64_t total;
+} lig_fwd_f32_layout;
+
+static inline lig_fwd_f32_layout lig_fwd_f32_layout_for(const lig_fwd_ctx *c, bool with_scales, uint64_t acc_bytes) {
+    lig_fwd_f32_layout l;
+    uint64_t at = 0, f = sizeof(float);
+    const uint64_t cols = lig_size_mul((uint64_t)c->rows, (uint64_t)c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
+    l.qt = lig_ws_take(&at, lig_size_mul3(f, D, cols));
+    l.w = lig_ws_take(&at, lig_size_mul(f, cols));
+    l.sq = lig_ws_take(&at, with_scales && c->has_sq ? lig_size_mul(f, cols) : 0);
+    l.kp = lig_ws_take(&at, lig_size_mul3(f, nb, D));
+    l.sk = lig_ws_take(&at, with_scales ? lig_size_mul(f, nb) : 0);
+    l.a = lig_ws_take(&at, lig_size_mul3(f, cols, nb));
+    l.acc = lig_ws_take(&at, acc_bytes);
+    l.total = at;
+    return l;
 }
 
 #endif

@@ -6,25 +6,9 @@
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
-typedef struct layout {
-    uint64_t qt; /* float[D][rows*G]: the pass's query heads in fp32, transposed */
-    uint64_t w;  /* float[rows*G] */
-    uint64_t kp; /* float[block*D]: the block's key rows in fp32 */
-    uint64_t a;  /* float[block*rows*G]: per-head scores of the block, S^T */
-    uint64_t total;
-} layout;
+typedef lig_fwd_f32_layout layout;
 
-static layout layout_for(const lig_fwd_ctx *c) {
-    layout l;
-    uint64_t at = 0, f = sizeof(float);
-    const uint64_t cols = lig_size_mul((uint64_t)c->rows, (uint64_t)c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.qt = lig_ws_take(&at, lig_size_mul3(f, D, cols));
-    l.w = lig_ws_take(&at, lig_size_mul(f, cols));
-    l.kp = lig_ws_take(&at, lig_size_mul3(f, nb, D));
-    l.a = lig_ws_take(&at, lig_size_mul3(f, cols, nb));
-    l.total = at;
-    return l;
-}
+static layout layout_for(const lig_fwd_ctx *c) { return lig_fwd_f32_layout_for(c, false, 0); }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 

@@ -19,32 +19,13 @@
 /* INT8 products per exact fp32 chunk: 1024 * 2^14 = 2^24, the largest exact fp32 integer range. */
 #define INT8_CHUNK 1024
 
-typedef struct layout {
-    uint64_t qt;  /* float[D][rows*G]: the pass's query heads in fp32, transposed */
-    uint64_t w;   /* float[rows*G] */
-    uint64_t sq;  /* float[rows*G] (has_sq) */
-    uint64_t kp;  /* float[block*D]: the block's key rows in fp32 */
-    uint64_t sk;  /* float[block] */
-    uint64_t a;   /* float[block*rows*G]: per-head dot products of the block, S^T */
-    uint64_t acc; /* int64[block*rows*G]: INT8 with D > INT8_CHUNK, the chunks' sum */
-    uint64_t total;
-} layout;
+typedef lig_fwd_f32_layout layout; /* acc: int64[block*rows*G], INT8 with D > INT8_CHUNK: the chunks' sum */
 
 static bool chunked(const lig_fwd_ctx *c) { return c->dtype == LIG_INT8 && c->D > INT8_CHUNK; }
 
 static layout layout_for(const lig_fwd_ctx *c) {
-    layout l;
-    uint64_t at = 0, f = sizeof(float);
-    const uint64_t cols = lig_size_mul((uint64_t)c->rows, (uint64_t)c->G), D = (uint64_t)c->D, nb = (uint64_t)c->block;
-    l.qt = lig_ws_take(&at, lig_size_mul3(f, D, cols));
-    l.w = lig_ws_take(&at, lig_size_mul(f, cols));
-    l.sq = lig_ws_take(&at, c->has_sq ? lig_size_mul(f, cols) : 0);
-    l.kp = lig_ws_take(&at, lig_size_mul3(f, nb, D));
-    l.sk = lig_ws_take(&at, lig_size_mul(f, nb));
-    l.a = lig_ws_take(&at, lig_size_mul3(f, cols, nb));
-    l.acc = lig_ws_take(&at, chunked(c) ? lig_size_mul3(sizeof(int64_t), cols, nb) : 0);
-    l.total = at;
-    return l;
+    const uint64_t cols = lig_size_mul((uint64_t)c->rows, (uint64_t)c->G);
+    return lig_fwd_f32_layout_for(c, true, chunked(c) ? lig_size_mul3(sizeof(int64_t), cols, (uint64_t)c->block) : 0);
 }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
@@ -105,9 +86,5 @@ static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32->name;
 static void configure(lig_fwd_ctx *c) { c->block = c->ks->f32->fwd_block; }
 
 const lig_fwd_engine lig_fwd_engine_quant = {
-    .kernels_name = kernels_name,
-    .configure = configure,
-    .scratch_bytes = scratch_bytes,
-    .begin_rows = begin_rows,
-    .score_block = score_block,
-};
+    .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes, .begin_rows = begin_rows,
+    .score_block = score_block};
