@@ -369,6 +369,13 @@ LIG_HD bool slot_counts(const grad_args &a, const cu_unit &x, int64_t j, int64_t
     *s = slot_index(a, x, j);
     return *s >= x.lo && *s <= x.hi;
 }
+/* Slot i of the flat (unit, slot) range, when no check failed and it counts: its unit and key. */
+LIG_HD bool flat_slot_counts(const grad_args &a, int64_t i, cu_unit *x, int64_t *s) {
+    if (failed(a.st)) return false;
+    const int64_t u = i / a.p.K;
+    *x = unit_decode(a.p, u);
+    return slot_counts(a, *x, i - u * a.p.K, s);
+}
 
 /* Non-deterministic dK: clear the fp32 accumulator, add every contribution with atomicAdd
  * (the order of the additions varies between runs), round once into d_key. */
@@ -425,11 +432,9 @@ struct k_count_clear {
 struct k_count {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
-        const int64_t u = i / a.p.K, j = i - u * a.p.K;
-        const cu_unit x = unit_decode(a.p, u);
+        cu_unit x;
         int64_t s;
-        if (slot_counts(a, x, j, &s)) atomic_inc_u64(&a.count[key_id(a, x, s) + 1]);
+        if (flat_slot_counts(a, i, &x, &s)) atomic_inc_u64(&a.count[key_id(a, x, s) + 1]);
     }
 };
 struct k_scan {
@@ -447,11 +452,9 @@ struct k_scan {
 struct k_scatter {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
-        const int64_t u = i / a.p.K, j = i - u * a.p.K;
-        const cu_unit x = unit_decode(a.p, u);
+        cu_unit x;
         int64_t s;
-        if (!slot_counts(a, x, j, &s)) return;
+        if (!flat_slot_counts(a, i, &x, &s)) return;
         const unsigned long long pos = atomic_inc_u64(&a.count[a.nkeys + 1 + key_id(a, x, s)]);
         a.entry[pos] = i;
     }
