@@ -56,16 +56,22 @@ static inline void flip_row(const int8_t *a, int64_t len, uint8_t *buf) {
     }
 }
 
+/* Each chunk's sums start in registers at 0 and are added to `sum` (on the stack) after it, so no
+ * accumulator is live across the next chunk's flip (GCC spilled all 24 when they were). */
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc, const int8_t *a, int64_t lda,
                                                        const int8_t *b, int32_t *c, int64_t ldc, bool accumulate,
                                                        __mmask16 m0, __mmask16 m1) {
-    __m512i acc[MR][2];
+    int32_t sum[MR][NR] __attribute__((aligned(64))) = {{0}};
     uint8_t buf[MR][KC];
-#pragma GCC unroll 12
-    for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
     for (int64_t k0 = 0; k0 < kc; k0 += KC) {
         const int64_t len = kc - k0 < KC ? kc - k0 : KC;
         for (int i = 0; i < mr; i++) flip_row(a + i * lda + k0, len, buf[i]);
+        __m512i acc[MR][2];
+#pragma GCC unroll 12
+        for (int i = 0; i < mr; i++) {
+            acc[i][0] = _mm512_setzero_si512();
+            acc[i][1] = _mm512_setzero_si512();
+        }
         const int8_t *bp = b + k0 * NR;
         for (int64_t q = 0; q < (len + 3) / 4; q++) {
             const __m512i b0 = _mm512_loadu_si512(bp + q * 4 * NR);
@@ -75,16 +81,24 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
                 int32_t quad;
                 memcpy(&quad, &buf[i][4 * q], sizeof quad);
                 const __m512i x = _mm512_set1_epi32(quad);
-                acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], x, b0);
-                acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], x, b1);
+                /* acc += x (u8) . b (s8), as _mm512_dpbusd_epi32(acc, x, b); in asm because GCC 12
+                 * copied every accumulator between registers around the intrinsic */
+                __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[i][0]) : "v"(x), "v"(b0));
+                __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[i][1]) : "v"(x), "v"(b1));
             }
+        }
+#pragma GCC unroll 12
+        for (int i = 0; i < mr; i++) {
+            _mm512_store_si512(sum[i], _mm512_add_epi32(_mm512_load_si512(sum[i]), acc[i][0]));
+            _mm512_store_si512(sum[i] + 16, _mm512_add_epi32(_mm512_load_si512(sum[i] + 16), acc[i][1]));
         }
     }
     const int32_t *corr = (const int32_t *)(const void *)(b + (kc + 3) / 4 * 4 * NR);
     const __m512i corr0 = _mm512_loadu_si512(corr), corr1 = _mm512_loadu_si512(corr + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < mr; i++) {
-        __m512i r0 = _mm512_sub_epi32(acc[i][0], corr0), r1 = _mm512_sub_epi32(acc[i][1], corr1);
+        __m512i r0 = _mm512_sub_epi32(_mm512_load_si512(sum[i]), corr0);
+        __m512i r1 = _mm512_sub_epi32(_mm512_load_si512(sum[i] + 16), corr1);
         if (accumulate) {
             r0 = _mm512_add_epi32(r0, _mm512_maskz_loadu_epi32(m0, c + i * ldc));
             r1 = _mm512_add_epi32(r1, _mm512_maskz_loadu_epi32(m1, c + i * ldc + 16));
