@@ -38,19 +38,28 @@ static inline void widen_row(const int8_t *a, int64_t len, int16_t *buf) {
     }
 }
 
+/* Each chunk's sums start in registers at 0 and are added to `sum` (on the stack, C's values when
+ * accumulating) after it, so no accumulator is live across the next chunk's widening (GCC spilled
+ * them when they were). */
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc, const int8_t *a, int64_t lda,
                                                        const int16_t *b, int32_t *c, int64_t ldc, bool accumulate,
                                                        __mmask16 m0, __mmask16 m1) {
-    __m512i acc[MR][2];
+    int32_t sum[MR][NR] __attribute__((aligned(64)));
     int16_t buf[MR][KC];
 #pragma GCC unroll 12
     for (int i = 0; i < mr; i++) {
-        acc[i][0] = accumulate ? _mm512_maskz_loadu_epi32(m0, c + i * ldc) : _mm512_setzero_si512();
-        acc[i][1] = accumulate ? _mm512_maskz_loadu_epi32(m1, c + i * ldc + 16) : _mm512_setzero_si512();
+        _mm512_store_si512(sum[i], accumulate ? _mm512_maskz_loadu_epi32(m0, c + i * ldc) : _mm512_setzero_si512());
+        _mm512_store_si512(sum[i] + 16, accumulate ? _mm512_maskz_loadu_epi32(m1, c + i * ldc + 16) : _mm512_setzero_si512());
     }
     for (int64_t k0 = 0; k0 < kc; k0 += KC) {
         const int64_t len = kc - k0 < KC ? kc - k0 : KC;
         for (int i = 0; i < mr; i++) widen_row(a + i * lda + k0, len, buf[i]);
+        __m512i acc[MR][2];
+#pragma GCC unroll 12
+        for (int i = 0; i < mr; i++) {
+            acc[i][0] = _mm512_setzero_si512();
+            acc[i][1] = _mm512_setzero_si512();
+        }
         const int16_t *bp = b + k0 * NR;
         for (int64_t p = 0; p < (len + 1) / 2; p++) {
             const __m512i b0 = _mm512_loadu_si512(bp + p * 2 * NR);
@@ -60,15 +69,25 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
                 int32_t pair;
                 memcpy(&pair, &buf[i][2 * p], sizeof pair);
                 const __m512i x = _mm512_set1_epi32(pair);
-                acc[i][0] = _mm512_add_epi32(acc[i][0], _mm512_madd_epi16(x, b0));
-                acc[i][1] = _mm512_add_epi32(acc[i][1], _mm512_madd_epi16(x, b1));
+                /* acc += madd(x, b), as _mm512_add_epi32(acc, _mm512_madd_epi16(x, b)); in asm, each
+                 * product next to its add, because GCC 12 issued all 24 products first and spilled */
+                __m512i t0, t1;
+                __asm__("vpmaddwd %[b], %[x], %[t]\n\tvpaddd %[t], %[acc], %[acc]"
+                        : [acc] "+v"(acc[i][0]), [t] "=&v"(t0) : [x] "v"(x), [b] "v"(b0));
+                __asm__("vpmaddwd %[b], %[x], %[t]\n\tvpaddd %[t], %[acc], %[acc]"
+                        : [acc] "+v"(acc[i][1]), [t] "=&v"(t1) : [x] "v"(x), [b] "v"(b1));
             }
+        }
+#pragma GCC unroll 12
+        for (int i = 0; i < mr; i++) {
+            _mm512_store_si512(sum[i], _mm512_add_epi32(_mm512_load_si512(sum[i]), acc[i][0]));
+            _mm512_store_si512(sum[i] + 16, _mm512_add_epi32(_mm512_load_si512(sum[i] + 16), acc[i][1]));
         }
     }
 #pragma GCC unroll 12
     for (int i = 0; i < mr; i++) {
-        _mm512_mask_storeu_epi32(c + i * ldc, m0, acc[i][0]);
-        _mm512_mask_storeu_epi32(c + i * ldc + 16, m1, acc[i][1]);
+        _mm512_mask_storeu_epi32(c + i * ldc, m0, _mm512_load_si512(sum[i]));
+        _mm512_mask_storeu_epi32(c + i * ldc + 16, m1, _mm512_load_si512(sum[i] + 16));
     }
 }
 
