@@ -8,6 +8,12 @@
  *   AVX-512 FMA   vfmadd231ps zmm  16 lanes x 2                      =    32
  *   AVX512-BF16   vdpbf16ps zmm    16 lanes x 2 bf16 pairs x 2       =    64
  *   AMX-BF16      tdpbf16ps        16 x 16 x 32 tile product x 2     = 16384
+ * and the int8 units, in int8 ops (2 per multiply-add, counted like flops):
+ *   AVX2 int16    vpmaddwd + vpaddd ymm   16 int16 products x 2      =    32
+ *   AVX-512 int16 vpmaddwd + vpaddd zmm   32 int16 products x 2      =    64
+ *   AVX512-VNNI   vpdpbusd zmm            64 u8 x s8 products x 2    =   128
+ * (vpmaddwd does not accumulate: the pair is what one step of an exact int8 GEMM without VNNI
+ * costs, so it is timed as a pair, the product feeding the add of the same chain.)
  * A unit is measured only when CPUID says the CPU has it and XGETBV says the OS saves its state
  * (for AMX, the process also asks the kernel for the tile data state once, with
  * arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)). Each loop is compiled for its ISA with a
@@ -36,12 +42,17 @@
 #define X86 0
 #endif
 
-static const char *const keys[BENCH_UNIT_COUNT] = {"avx2-fma", "avx512-fma", "avx512-bf16", "amx-bf16"};
-static const char *const labels[BENCH_UNIT_COUNT] = {"AVX2 FMA", "AVX-512 FMA", "AVX512-BF16 dot", "AMX-BF16 tiles"};
+static const char *const keys[BENCH_UNIT_COUNT] = {"avx2-fma", "avx512-fma", "avx512-bf16", "amx-bf16",
+                                                   "avx2-i16", "avx512-i16", "avx512-vnni"};
+static const char *const labels[BENCH_UNIT_COUNT] = {"AVX2 FMA", "AVX-512 FMA", "AVX512-BF16 dot", "AMX-BF16 tiles",
+                                                     "AVX2 int16 madd", "AVX-512 int16 madd", "AVX512-VNNI dot"};
 static const char *const instructions[BENCH_UNIT_COUNT] = {
     "vfmadd231ps ymm, 16 flops each", "vfmadd231ps zmm, 32 flops each",
     "vdpbf16ps zmm, 64 flops each (16 lanes x 2 bf16 pairs x 2)",
-    "tdpbf16ps 16x16x32 bf16 tiles, 16384 flops each (2*16*16*32)"};
+    "tdpbf16ps 16x16x32 bf16 tiles, 16384 flops each (2*16*16*32)",
+    "vpmaddwd + vpaddd ymm, 32 int8 ops each pair (16 int16 products x 2)",
+    "vpmaddwd + vpaddd zmm, 64 int8 ops each pair (32 int16 products x 2)",
+    "vpdpbusd zmm, 128 int8 ops each (64 u8 x s8 products x 2)"};
 
 const char *bench_unit_key(int unit) { return unit >= 0 && unit < BENCH_UNIT_COUNT ? keys[unit] : "none"; }
 const char *bench_unit_label(int unit) { return unit >= 0 && unit < BENCH_UNIT_COUNT ? labels[unit] : "none"; }
@@ -55,6 +66,14 @@ int bench_unit_for_kernel_set(const char *set) {
     if (!strcmp(set, "avx512")) return BENCH_UNIT_AVX512_FMA;
     if (!strcmp(set, "avx512bf16")) return BENCH_UNIT_AVX512_BF16;
     if (!strcmp(set, "amx-bf16")) return BENCH_UNIT_AMX_BF16;
+    return BENCH_UNIT_NONE;
+}
+
+int bench_unit_for_i8_kernels(const char *name) {
+    if (!name) return BENCH_UNIT_NONE;
+    if (!strcmp(name, "avx2")) return BENCH_UNIT_AVX2_I16;
+    if (!strcmp(name, "avx512")) return BENCH_UNIT_AVX512_I16;
+    if (!strcmp(name, "avx512vnni")) return BENCH_UNIT_AVX512_VNNI;
     return BENCH_UNIT_NONE;
 }
 
@@ -86,9 +105,10 @@ static void detect(void) {
     const uint64_t x = xcr0();
     const int ymm_state = (x & 0x6) == 0x6, zmm_state = ymm_state && (x & 0xe0) == 0xe0,
               tile_state = (x & 0x60000) == 0x60000;
-    unsigned b7 = 0, d7 = 0, a71 = 0;
+    unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         b7 = b;
+        c7 = c;
         d7 = d;
         if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
     }
@@ -97,6 +117,10 @@ static void detect(void) {
     detected[BENCH_UNIT_AVX2_FMA] = avx2 && fma && ymm_state;
     detected[BENCH_UNIT_AVX512_FMA] = avx512f && zmm_state;
     detected[BENCH_UNIT_AVX512_BF16] = avx512f && avx512bf16 && zmm_state;
+    const int avx512bw = (b7 >> 30) & 1, avx512vnni = (c7 >> 11) & 1;
+    detected[BENCH_UNIT_AVX2_I16] = avx2 && ymm_state;
+    detected[BENCH_UNIT_AVX512_I16] = avx512f && avx512bw && zmm_state;
+    detected[BENCH_UNIT_AVX512_VNNI] = avx512f && avx512vnni && zmm_state;
     if (amx_bf16 && amx_tile && tile_state) {
         /* Linux hands out the 8 KiB tile state only on request (once per process). */
         const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
@@ -156,6 +180,52 @@ __attribute__((target("avx512f,avx512bf16"))) static float avx512_bf16_loop(int6
     return _mm512_reduce_add_ps(s);
 }
 
+static volatile int operand_i = 0x00030001;
+
+/* acc += madd(acc, y): the product reads the chain it feeds, so neither can be hoisted; the
+ * values wrap harmlessly (integers). 12 chains of a 3-4 cycle madd + 1 cycle add. */
+__attribute__((target("avx2"))) static float avx2_i16_loop(int64_t iters) {
+    enum { CHAINS = 12 };
+    __m256i acc[CHAINS];
+    const __m256i y = _mm256_set1_epi32(operand_i);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_epi32(i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(acc[i], y));
+    }
+    __m256i s = acc[0];
+    for (int i = 1; i < CHAINS; i++) s = _mm256_add_epi32(s, acc[i]);
+    return (float)_mm256_extract_epi32(s, 0);
+}
+
+__attribute__((target("avx512f,avx512bw"))) static float avx512_i16_loop(int64_t iters) {
+    enum { CHAINS = 20 };
+    __m512i acc[CHAINS];
+    const __m512i y = _mm512_set1_epi32(operand_i);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_epi32(i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 20
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_add_epi32(acc[i], _mm512_madd_epi16(acc[i], y));
+    }
+    __m512i s = acc[0];
+    for (int i = 1; i < CHAINS; i++) s = _mm512_add_epi32(s, acc[i]);
+    return (float)_mm512_reduce_add_epi32(s);
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static float avx512_vnni_loop(int64_t iters) {
+    enum { CHAINS = 16 };
+    __m512i acc[CHAINS];
+    const __m512i x = _mm512_set1_epi32(operand_i), y = _mm512_set1_epi32(operand_i ^ 0x5a5a);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_epi32(i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_dpbusd_epi32(acc[i], x, y);
+    }
+    __m512i s = acc[0];
+    for (int i = 1; i < CHAINS; i++) s = _mm512_add_epi32(s, acc[i]);
+    return (float)_mm512_reduce_add_epi32(s);
+}
+
 typedef struct tile_config {
     uint8_t palette_id, start_row, reserved[14];
     uint16_t colsb[16];
@@ -207,14 +277,17 @@ static float run_unit(int unit, int64_t iters) {
     case BENCH_UNIT_AVX512_FMA: return avx512_fma_loop(iters);
     case BENCH_UNIT_AVX512_BF16: return avx512_bf16_loop(iters);
     case BENCH_UNIT_AMX_BF16: return amx_bf16_loop(iters);
+    case BENCH_UNIT_AVX2_I16: return avx2_i16_loop(iters);
+    case BENCH_UNIT_AVX512_I16: return avx512_i16_loop(iters);
+    case BENCH_UNIT_AVX512_VNNI: return avx512_vnni_loop(iters);
     default: return 0.0f;
     }
 }
 
 /* Flops per loop iteration, and iterations for about 0.1 s at 3 GHz (the count only sets how
  * long one measurement lasts). */
-static const double flops_per_iter[BENCH_UNIT_COUNT] = {12 * 16, 16 * 32, 16 * 64, 4 * 16384};
-static const int64_t iters_per_run[BENCH_UNIT_COUNT] = {40000000, 30000000, 15000000, 4000000};
+static const double flops_per_iter[BENCH_UNIT_COUNT] = {12 * 16, 16 * 32, 16 * 64, 4 * 16384, 12 * 32, 20 * 64, 16 * 128};
+static const int64_t iters_per_run[BENCH_UNIT_COUNT] = {40000000, 30000000, 15000000, 4000000, 30000000, 15000000, 15000000};
 
 #else /* not x86-64: no unit is measured */
 int bench_unit_available(int unit) {

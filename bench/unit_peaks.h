@@ -9,6 +9,10 @@ typedef enum bench_unit {
     BENCH_UNIT_AVX512_FMA,  /* vfmadd231ps zmm: 16 lanes x 2 flops = 32 flops */
     BENCH_UNIT_AVX512_BF16, /* vdpbf16ps zmm: 16 lanes x 2 bf16 pairs x 2 flops = 64 flops */
     BENCH_UNIT_AMX_BF16,    /* tdpbf16ps 16x16x32 tiles: 2*16*16*32 = 16384 flops */
+    /* int8 units, in int8 ops (2 per multiply-add, as flops are counted) */
+    BENCH_UNIT_AVX2_I16,    /* vpmaddwd + vpaddd ymm (int8 sign-extended to int16): 16 lanes x 2 = 32 ops */
+    BENCH_UNIT_AVX512_I16,  /* vpmaddwd + vpaddd zmm: 32 lanes x 2 = 64 ops */
+    BENCH_UNIT_AVX512_VNNI, /* vpdpbusd zmm: 64 u8 x s8 products x 2 = 128 ops */
     BENCH_UNIT_COUNT
 } bench_unit;
 
@@ -27,5 +31,8 @@ double bench_unit_peak_gflops(int unit, int threads, int reps);
 /* The unit the kernels of a lig kernel set use (lig_executor_kernel_set's names): scalar ->
  * none, avx2 -> AVX2 FMA, avx512 -> AVX-512 FMA, avx512bf16 -> AVX512-BF16, amx-bf16 -> AMX. */
 int bench_unit_for_kernel_set(const char *set);
+/* The unit the int8 GEMM of a set's int8 family uses (lig_i8_kernels.name): avx2 -> AVX2 int16,
+ * avx512 -> AVX-512 int16, avx512vnni -> AVX512-VNNI, else none. */
+int bench_unit_for_i8_kernels(const char *name);
 
 #endif

@@ -41,6 +41,9 @@ static const th_test all_tests[] = {
     {"kernels_rows", test_kernels_rows},
     {"kernels_bf16_gemm", test_kernels_bf16_gemm},
     {"kernels_bf16_operands", test_kernels_bf16_operands},
+    {"kernels_i8_gemm", test_kernels_i8_gemm},
+    {"kernels_fp8_all_codes", test_kernels_fp8_all_codes},
+    {"kernels_fp8_rows", test_kernels_fp8_rows},
     /* API basics */
     {"api_version", test_api_version},
     {"api_status_strings", test_api_status_strings},

@@ -171,6 +171,11 @@ void test_kernels_rows(void);
 void test_kernels_bf16_gemm(void);
 void test_kernels_bf16_operands(void);
 
+/* test_kernels_i8.c (white-box: the quantized forward's kernels) */
+void test_kernels_i8_gemm(void);
+void test_kernels_fp8_all_codes(void);
+void test_kernels_fp8_rows(void);
+
 /* test_paged.c */
 void test_paged_forward(void);
 void test_paged_errors(void);

@@ -27,3 +27,25 @@ void lig_bf16_gemm(const lig_bf16_gemm_config *cfg, int64_t M, int64_t N, int64_
                          c + m0 * ldc + n0, ldc, accumulate);
     }
 }
+
+int64_t lig_i8_panel_bytes(const lig_i8_gemm_config *cfg, int64_t K) {
+    const int64_t kp = (K + cfg->kr - 1) / cfg->kr * cfg->kr;
+    const int64_t bytes = kp * cfg->nr * cfg->b_elem_bytes + cfg->b_panel_extra;
+    return (bytes + 63) / 64 * 64;
+}
+
+int64_t lig_i8_packed_b_bytes(const lig_i8_gemm_config *cfg, int64_t K, int64_t N) {
+    return (N + cfg->nr - 1) / cfg->nr * lig_i8_panel_bytes(cfg, K);
+}
+
+void lig_i8_gemm(const lig_i8_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const int8_t *a, int64_t lda,
+                 const void *b_packed, int32_t *c, int64_t ldc, bool accumulate) {
+    const int64_t panel = lig_i8_panel_bytes(cfg, K);
+    for (int64_t n0 = 0, p = 0; n0 < N; n0 += cfg->nr, p++) {
+        const int64_t nr = N - n0 < cfg->nr ? N - n0 : cfg->nr;
+        const void *bp = (const unsigned char *)b_packed + p * panel;
+        for (int64_t m0 = 0; m0 < M; m0 += cfg->mr)
+            cfg->ukernel(M - m0 < cfg->mr ? M - m0 : cfg->mr, nr, K, a + m0 * lda, lda, bp, c + m0 * ldc + n0, ldc,
+                         accumulate);
+    }
+}

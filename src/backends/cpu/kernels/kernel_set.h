@@ -62,6 +62,32 @@ typedef struct lig_bf16_kernels {
     lig_bf16_dq_operand_fn dq_operand;
 } lig_bf16_kernels;
 
+/* The int8 GEMM of the quantized forward (see lig_i8_gemm_ukernel_fn): the packing of B is the
+ * config's business; an engine sizes it with lig_i8_packed_b_bytes, fills it with pack_b and
+ * multiplies with lig_i8_gemm, never reading the layout itself. */
+typedef struct lig_i8_gemm_config {
+    int64_t mr, nr;         /* the micro-kernel's tile: key rows x query columns (one B panel) */
+    int64_t kr;             /* the packed reduction is K rounded up to kr, zero-padded */
+    int64_t b_elem_bytes;   /* bytes per packed B element: 1 (int8) or 2 (sign-extended int16) */
+    int64_t b_panel_extra;  /* bytes after each panel's elements (vpdpbusd: NR int32 column sums) */
+    int64_t max_k;          /* the largest K whose int32 results (and every partial sum) are exact */
+    lig_i8_pack_b_fn pack_b;
+    lig_i8_gemm_ukernel_fn ukernel;
+} lig_i8_gemm_config;
+
+/* The int8 family, which every set has. */
+typedef struct lig_i8_kernels {
+    const char *name;       /* the ISA of the micro-kernel, e.g. "avx512vnni" */
+    lig_i8_gemm_config gemm;
+} lig_i8_kernels;
+
+/* The FP8 e4m3fn conversions, which every set has: into bf16 bits for the bf16 engines, into fp32
+ * for the others (a block of key rows once per block, not per query row). */
+typedef struct lig_fp8_kernels {
+    lig_fp8_to_bf16_fn to_bf16;
+    lig_fp8_to_f32_fn to_f32;
+} lig_fp8_kernels;
+
 /* A kernel set: what the CPU must have, and one configuration per kernel family. A set that
  * extends another shares that one's configurations and names only what it adds. */
 typedef struct lig_kernel_set {
@@ -70,6 +96,8 @@ typedef struct lig_kernel_set {
     bool (*cpu_supports)(void);
     const lig_f32_kernels *f32;
     const lig_bf16_kernels *bf16; /* NULL: bf16 inputs run the fp32 engines */
+    const lig_i8_kernels *i8;     /* int8 q and k (every set) */
+    const lig_fp8_kernels *fp8;   /* FP8 e4m3fn q and k (every set) */
 } lig_kernel_set;
 
 /* Every set this build has, from portable to widest; *count receives how many. */
@@ -94,5 +122,15 @@ void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t 
 /* The same for a bf16 product (see lig_bf16_gemm_ukernel_fn): K even; ldb in pair words. */
 void lig_bf16_gemm(const lig_bf16_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
                    const uint16_t *b, int64_t ldb, float *c, int64_t ldc, bool accumulate);
+
+/* Bytes of one packed B panel of a reduction of K (a multiple of 64, so panels stay aligned
+ * when the buffer is), and of all ceil(N / nr) panels of N columns. */
+int64_t lig_i8_panel_bytes(const lig_i8_gemm_config *cfg, int64_t K);
+int64_t lig_i8_packed_b_bytes(const lig_i8_gemm_config *cfg, int64_t K, int64_t N);
+
+/* C (+)= A B for int8 A (M x K, lda) and B packed by cfg->pack_b (K x N), int32 C (ldc): column
+ * panels outermost (one panel stays in L1 across the row tiles), then row tiles. K <= max_k. */
+void lig_i8_gemm(const lig_i8_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const int8_t *a, int64_t lda,
+                 const void *b_packed, int32_t *c, int64_t ldc, bool accumulate);
 
 #endif

@@ -23,8 +23,18 @@ static const lig_f32_kernels scalar_f32 = {
     .axpy_row = lig_axpy_row__scalar,
 };
 
+/* int8: panels of 4 int8 columns, kr = 1 (the reference layout) */
+static const lig_i8_kernels scalar_i8 = {
+    .name = "scalar",
+    .gemm = {.mr = 4, .nr = 4, .kr = 1, .b_elem_bytes = 1, .b_panel_extra = 0, .max_k = 65536,
+             .pack_b = lig_i8_pack_b_4x4__scalar, .ukernel = lig_i8_gemm_ukernel_4x4__scalar},
+};
+
+static const lig_fp8_kernels scalar_fp8 = {.to_bf16 = lig_fp8_to_bf16__scalar, .to_f32 = lig_fp8_to_f32__scalar};
+
 static const lig_kernel_set scalar_set = {
     .name = "scalar", .features = "nothing", .cpu_supports = always, .f32 = &scalar_f32,
+    .i8 = &scalar_i8, .fp8 = &scalar_fp8,
 };
 
 #if defined(LIG_HAVE_X86_KERNELS)
@@ -46,8 +56,18 @@ static const lig_f32_kernels avx2_f32 = {
     .axpy_row = lig_axpy_row__avx2,
 };
 
+/* int8 by sign-extension to int16 and vpmaddwd: 6 x 16, B pairs pre-widened to int16 */
+static const lig_i8_kernels avx2_i8 = {
+    .name = "avx2",
+    .gemm = {.mr = 6, .nr = 16, .kr = 2, .b_elem_bytes = 2, .b_panel_extra = 0, .max_k = 65536,
+             .pack_b = lig_i8_pack_b_6x16__avx2, .ukernel = lig_i8_gemm_ukernel_6x16__avx2},
+};
+
+static const lig_fp8_kernels avx2_fp8 = {.to_bf16 = lig_fp8_to_bf16__avx2, .to_f32 = lig_fp8_to_f32__avx2};
+
 static const lig_kernel_set avx2_set = {
     .name = "avx2", .features = "AVX2, FMA and F16C", .cpu_supports = has_avx2, .f32 = &avx2_f32,
+    .i8 = &avx2_i8, .fp8 = &avx2_fp8,
 };
 
 static bool has_avx512(void) { return lig_cpu_features_get()->avx512; }
@@ -69,14 +89,34 @@ static const lig_f32_kernels avx512_f32 = {
     .axpy_row = lig_axpy_row__avx512,
 };
 
-static const lig_kernel_set avx512_set = {
-    .name = "avx512", .features = "AVX-512 F, BW, DQ and VL", .cpu_supports = has_avx512, .f32 = &avx512_f32,
+/* int8 by 512-bit vpmaddwd: 12 x 32 (24 zmm accumulators), B pairs pre-widened to int16 */
+static const lig_i8_kernels avx512_i8 = {
+    .name = "avx512",
+    .gemm = {.mr = 12, .nr = 32, .kr = 2, .b_elem_bytes = 2, .b_panel_extra = 0, .max_k = 65536,
+             .pack_b = lig_i8_pack_b_12x32__avx512, .ukernel = lig_i8_gemm_ukernel_12x32__avx512},
 };
 
+static const lig_fp8_kernels avx512_fp8 = {.to_bf16 = lig_fp8_to_bf16__avx512, .to_f32 = lig_fp8_to_f32__avx512};
+
+static const lig_kernel_set avx512_set = {
+    .name = "avx512", .features = "AVX-512 F, BW, DQ and VL", .cpu_supports = has_avx512, .f32 = &avx512_f32,
+    .i8 = &avx512_i8, .fp8 = &avx512_fp8,
+};
+
+/* AVX512_VNNI is required too: every CPU with AVX512_BF16 (Cooper Lake, Sapphire Rapids and
+ * later, Zen 4 and 5) has it, so the set's reach is unchanged and its int8 family is vpdpbusd's. */
 static bool has_avx512bf16(void) {
     const lig_cpu_features *f = lig_cpu_features_get();
-    return f->avx512_bf16 && f->avx512_vbmi && f->gfni;
+    return f->avx512_bf16 && f->avx512_vbmi && f->gfni && f->avx512_vnni;
 }
+
+/* int8 by vpdpbusd (A + 128 as u8 times s8 B, less 128 x the column sums packed with B):
+ * 12 x 32, B in quads of int8 + 32 int32 corrections per panel */
+static const lig_i8_kernels avx512vnni_i8 = {
+    .name = "avx512vnni",
+    .gemm = {.mr = 12, .nr = 32, .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 32 * 4, .max_k = 65536,
+             .pack_b = lig_i8_pack_b_12x32__avx512vnni, .ukernel = lig_i8_gemm_ukernel_12x32__avx512vnni},
+};
 
 /* bf16 pairs into fp32 with vdpbf16ps (12 x 32 register tiles). Below 16 heads the padding to
  * 32 and the operand packing cost more than the pairs save. */
@@ -92,10 +132,12 @@ static const lig_bf16_kernels avx512bf16_bf16 = {
 /* avx512 + the bf16 family above; every other dtype runs the avx512 fp32 kernels. */
 static const lig_kernel_set avx512bf16_set = {
     .name = "avx512bf16",
-    .features = "AVX-512 F, BW, DQ, VL, AVX512_BF16, AVX512_VBMI and GFNI",
+    .features = "AVX-512 F, BW, DQ, VL, AVX512_BF16, AVX512_VBMI, GFNI and AVX512_VNNI",
     .cpu_supports = has_avx512bf16,
     .f32 = &avx512_f32,
     .bf16 = &avx512bf16_bf16,
+    .i8 = &avx512vnni_i8,
+    .fp8 = &avx512_fp8,
 };
 
 #if defined(LIG_HAVE_AMX_KERNELS)
@@ -122,6 +164,8 @@ static const lig_kernel_set amx_set = {
     .cpu_supports = has_amx,
     .f32 = &avx512_f32,
     .bf16 = &amx_bf16,
+    .i8 = &avx512vnni_i8,
+    .fp8 = &avx512_fp8,
 };
 #endif /* LIG_HAVE_AMX_KERNELS */
 #endif

@@ -88,6 +88,38 @@ typedef void lig_bf16_dq_operand_kernel(const uint64_t *open_bits, int64_t nb, i
                                         uint16_t *a_dq);
 typedef lig_bf16_dq_operand_kernel *lig_bf16_dq_operand_fn;
 
+/* int8 GEMM micro-kernel: the top-left mr x nr part (mr <= MR, nr <= NR) of one MR x NR tile,
+ *   C[i][j] (+)= sum_{k < kc} A[i][k] * B[k][j]        exactly, in int32
+ * A: int8, row-major, lda bytes per row (key rows read in place: no byte at or past column kc of
+ * a row is read). B: one panel of NR packed columns (lig_i8_pack_b_kernel, the set's layout,
+ * kc rounded up to the config's kr with zeros). C: int32, ldc per row; columns >= nr and rows >= mr
+ * are not touched. Exact while kc <= the config's max_k (and, with accumulate, the caller's
+ * total fits int32): see docs/cpu-kernels.md for the bound of each layout. */
+typedef void lig_i8_gemm_ukernel(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
+                                 const void *b_panel, int32_t *c, int64_t ldc, bool accumulate);
+typedef lig_i8_gemm_ukernel *lig_i8_gemm_ukernel_fn;
+
+/* Packs B[k][j] = src[j*ld + k] (k < K, j < N: the query columns, rows x heads, each contiguous
+ * along D) into ceil(N / NR) panels panel_bytes apart (lig_i8_panel_bytes), the last one padded
+ * with zero columns, the reduction padded with zeros to a multiple of kr; layouts per set (the
+ * micro-kernel of the same config reads them). */
+typedef void lig_i8_pack_b_kernel(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
+                                  int64_t panel_bytes);
+typedef lig_i8_pack_b_kernel *lig_i8_pack_b_fn;
+
+/* FP8 e4m3fn (OCP: bias 7, 3 mantissa bits, no infinities, S.1111.111 NaN) to bf16 bits, a block
+ * of rows: dst[r*ldd + j] = e4m3(src[r*lds + j]) for r < rows, j < n. Exact: every e4m3 value is a
+ * bf16 value (subnormal e4m3 become normal bf16); the NaN codes 0x7F / 0xFF become the quiet bf16
+ * NaN 0x7FC0 with their sign. */
+typedef void lig_fp8_to_bf16_kernel(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, uint16_t *dst,
+                                    int64_t ldd);
+typedef lig_fp8_to_bf16_kernel *lig_fp8_to_bf16_fn;
+/* The same into fp32 (the bf16 value widened: NaN 0x7FC00000 with its sign), for sets without
+ * bf16 units. */
+typedef void lig_fp8_to_f32_kernel(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, float *dst,
+                                   int64_t ldd);
+typedef lig_fp8_to_f32_kernel *lig_fp8_to_f32_fn;
+
 /* scalar: portable C, the reference every other set is tested against */
 lig_f32_gemm_ukernel lig_f32_gemm_ukernel_4x4__scalar;
 lig_grad_gate_kernel lig_grad_gate__scalar;
@@ -96,6 +128,12 @@ lig_quant_scores_kernel lig_quant_scores__scalar; /* every set's, until a set br
 lig_load_row_kernel lig_load_row__scalar;
 lig_store_row_kernel lig_store_row__scalar;
 lig_axpy_row_kernel lig_axpy_row__scalar;
+lig_i8_pack_b_kernel lig_i8_pack_b_4x4__scalar;
+lig_i8_gemm_ukernel lig_i8_gemm_ukernel_4x4__scalar;
+lig_fp8_to_bf16_kernel lig_fp8_to_bf16__scalar;
+lig_fp8_to_f32_kernel lig_fp8_to_f32__scalar;
+/* one e4m3fn code as bf16 bits (the scalar kernels' and the SIMD tails' decode) */
+uint16_t lig_fp8_e4m3_to_bf16_bits(uint8_t code);
 /* The row conversions' cases every ISA hands on: a strided row to the portable code, an fp32 row
  * to memcpy. Return whether they did the row (else it is a unit-stride 16-bit row). */
 bool lig_load_row_plain(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
@@ -115,6 +153,10 @@ lig_fwd_scores_kernel lig_fwd_scores__avx2;
 lig_load_row_kernel lig_load_row__avx2;
 lig_store_row_kernel lig_store_row__avx2;
 lig_axpy_row_kernel lig_axpy_row__avx2;
+lig_i8_pack_b_kernel lig_i8_pack_b_6x16__avx2;
+lig_i8_gemm_ukernel lig_i8_gemm_ukernel_6x16__avx2;
+lig_fp8_to_bf16_kernel lig_fp8_to_bf16__avx2;
+lig_fp8_to_f32_kernel lig_fp8_to_f32__avx2;
 
 /* avx512: AVX-512 F, BW, DQ, VL (fp32 FMA, 16 lanes) */
 lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x32__avx512;
@@ -124,8 +166,16 @@ lig_fwd_scores_kernel lig_fwd_scores__avx512;
 lig_load_row_kernel lig_load_row__avx512;
 lig_store_row_kernel lig_store_row__avx512;
 lig_axpy_row_kernel lig_axpy_row__avx512;
+lig_i8_pack_b_kernel lig_i8_pack_b_12x32__avx512;
+lig_i8_gemm_ukernel lig_i8_gemm_ukernel_12x32__avx512;
+lig_fp8_to_bf16_kernel lig_fp8_to_bf16__avx512;
+lig_fp8_to_f32_kernel lig_fp8_to_f32__avx512;
 
-/* avx512bf16: avx512 + AVX512_BF16 (vdpbf16ps) + AVX512_VBMI + GFNI */
+/* avx512vnni: AVX-512 F, BW + AVX512_VNNI (vpdpbusd zmm), the avx512bf16 set's int8 family */
+lig_i8_pack_b_kernel lig_i8_pack_b_12x32__avx512vnni;
+lig_i8_gemm_ukernel lig_i8_gemm_ukernel_12x32__avx512vnni;
+
+/* avx512bf16: avx512 + AVX512_BF16 (vdpbf16ps) + AVX512_VBMI + GFNI (+ AVX512_VNNI for its int8 family) */
 lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_12x32__avx512bf16;
 lig_bf16_pack_pairs_kernel lig_bf16_pack_pairs__avx512bf16;
 lig_bf16_gate_kernel lig_bf16_gate__avx512bf16;

@@ -51,6 +51,7 @@ static void detect(void) {
     features.avx2_fma_f16c = ymm_state && avx2 && fma && f16c;
     features.avx512 = features.avx2_fma_f16c && zmm_state && avx512;
     features.avx512_bf16 = features.avx512 && (a71 & (1u << 5));
+    features.avx512_vnni = features.avx512 && (c7 & (1u << 11));
     features.gfni = c7 & (1u << 8);
     features.avx512_vbmi = features.avx512 && (c7 & (1u << 1));
     const bool amx = (d7 & (1u << 22)) && (d7 & (1u << 24));

@@ -10,6 +10,7 @@ typedef struct lig_cpu_features {
     bool avx512;         /* AVX512 F, BW, DQ, VL with ZMM and opmask state enabled */
     bool avx512_bf16;    /* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
     bool avx512_vbmi;    /* byte permutes (vpermb, vpermt2b) */
+    bool avx512_vnni;    /* AVX512_VNNI (vpdpbusd zmm), with the avx512 state */
     bool gfni;           /* Galois-field affine bytes (used as 8x8 bit transposes) */
     bool amx_bf16;       /* AMX-TILE and AMX-BF16 with tile state enabled, and the kernel's permission
                             to use it granted to this process */
