@@ -12,7 +12,8 @@ typedef enum lig_op {
     /* "lig" + n: not values a stray pointer tends to hold */
     LIG_OP_INDEXER_GRAD = 0x6c696701,
     LIG_OP_INDEXER = 0x6c696702,
-    LIG_OP_INDEXER_KL_GRAD = 0x6c696703
+    LIG_OP_INDEXER_KL_GRAD = 0x6c696703,
+    LIG_OP_SPARSE_INDEXER_KL_LOSS = 0x6c696704
 } lig_op;
 
 struct lig_executor {
