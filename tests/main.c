@@ -126,6 +126,13 @@ static const th_test all_tests[] = {
     {"kl_determinism_threads", test_kl_determinism_threads},
     {"kl_chain_forward_kl_backward", test_kl_chain_forward_kl_backward},
     {"kl_threads_change_between_phases", test_kl_threads_change_between_phases},
+    /* the KL loss with the main attention's target */
+    {"kl_loss_ref_finite_differences", test_kl_loss_ref_finite_differences},
+    {"kl_loss_matrix", test_kl_loss_matrix},
+    {"kl_loss_sparse_statistics_targets_agree", test_kl_loss_sparse_statistics_targets_agree},
+    {"kl_loss_determinism_threads", test_kl_loss_determinism_threads},
+    {"kl_loss_errors", test_kl_loss_errors},
+    {"kl_loss_empty_index_dims", test_kl_loss_empty_index_dims},
     {"concurrent_calls_all_operators", test_concurrent_calls_all_operators},
     {"fp_mode_of_caller", test_fp_mode_of_caller},
     {"fork_after_threaded_calls", test_fork_after_threaded_calls},

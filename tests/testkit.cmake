@@ -26,4 +26,5 @@ set(LIG_TESTKIT_SOURCES
   # float64 definitions of the operators
   ${LIG_TESTKIT_DIR}/reference/indexer_ref.c
   ${LIG_TESTKIT_DIR}/reference/indexer_fwd_ref.c
+  ${LIG_TESTKIT_DIR}/reference/sparse_kl_loss_ref.c
 )
