@@ -13,6 +13,7 @@
 #include "kl_loss_case.h"
 #include "lig.h"
 #include "reference/indexer_ref.h"
+#include "tensor_buffers.h"
 #include "tests.h"
 
 #define NOBAND INT64_MAX
@@ -446,5 +447,40 @@ void test_kl_loss_empty_index_dims(void) {
     float loss;
     memcpy(&loss, c.buf[KA_LOSS], 4);
     CHECK(loss == 0.0f, "K = 0: loss %g", loss);
+    lkcase_free(&c);
+}
+
+/* dI reaches the products in fp32, never rounded to bf16: with two counted slots dQ_h is
+ * w_h dI_1 (k_1 - k_2), one product, so the bf16 output is the reference rounded once, except
+ * where the fp32 teacher's error (about 1e-5 of dI) crosses a rounding boundary. A dI rounded to
+ * bf16 (2^-9) would miss the rounded reference in about half the elements. */
+void test_kl_loss_bf16_di_not_rounded(void) {
+    lkcase_desc d = base_desc();
+    d.dtype = LIG_BFLOAT16;
+    d.K = 2;
+    d.N1 = 32; /* the bf16 engine on the sets that have one */
+    d.S1 = 16;
+    d.S2 = 16;
+    d.B = 2;
+    lkcase c;
+    lkcase_make(&c, &d, 55);
+    REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+    const int64_t nq = c.rows_q * d.N1 * d.D, ni = c.rows_q * d.N2 * d.K;
+    const ref_kl_loss_case rc = lkcase_ref(&c);
+    double *dI = calloc((size_t)ni + 1, 8);
+    ref_kl_loss(&rc, dI, NULL);
+    ref_grads g = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)(c.rows_k * d.N2 * d.D) + 1, 8),
+                   .dw = calloc((size_t)(c.rows_q * d.N1) + 1, 8)};
+    ref_backward(&c.p, c.qi, c.ki, c.w, c.idx, dI, &g);
+    int64_t nonzero = 0, exact = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        if (g.dq[i] == 0.0) continue;
+        nonzero++;
+        exact += th_load(c.buf[KA_DQ], LIG_BFLOAT16, i) == (double)lig_bfloat16_to_float(lig_float_to_bfloat16((float)g.dq[i]));
+    }
+    th_note("%lld of %lld non-zero dQ elements are the reference rounded once", (long long)exact, (long long)nonzero);
+    CHECK(nonzero > 100, "enough elements: %lld", (long long)nonzero);
+    CHECK(exact >= nonzero * 95 / 100, "dQ rounded once: %lld of %lld", (long long)exact, (long long)nonzero);
+    free(dI); free(g.dq); free(g.dk); free(g.dw);
     lkcase_free(&c);
 }

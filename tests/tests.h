@@ -124,6 +124,7 @@ void test_kl_loss_sparse_statistics_targets_agree(void);
 void test_kl_loss_determinism_threads(void);
 void test_kl_loss_errors(void);
 void test_kl_loss_empty_index_dims(void);
+void test_kl_loss_bf16_di_not_rounded(void);
 
 /* test_concurrent.c */
 void test_concurrent_calls_all_operators(void);
