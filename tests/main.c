@@ -134,6 +134,7 @@ static const th_test all_tests[] = {
     {"kl_loss_errors", test_kl_loss_errors},
     {"kl_loss_empty_index_dims", test_kl_loss_empty_index_dims},
     {"kl_loss_bf16_di_not_rounded", test_kl_loss_bf16_di_not_rounded},
+    {"devices_kl_loss_refused_on_cuda", test_devices_kl_loss_refused_on_cuda},
     {"concurrent_calls_all_operators", test_concurrent_calls_all_operators},
     {"fp_mode_of_caller", test_fp_mode_of_caller},
     {"fork_after_threaded_calls", test_fork_after_threaded_calls},

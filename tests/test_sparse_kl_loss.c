@@ -14,6 +14,7 @@
 #include "lig.h"
 #include "reference/indexer_ref.h"
 #include "tensor_buffers.h"
+#include "core/tensor.h"
 #include "tests.h"
 
 #define NOBAND INT64_MAX
@@ -482,5 +483,33 @@ void test_kl_loss_bf16_di_not_rounded(void) {
     CHECK(nonzero > 100, "enough elements: %lld", (long long)nonzero);
     CHECK(exact >= nonzero * 95 / 100, "dQ rounded once: %lld of %lld", (long long)exact, (long long)nonzero);
     free(dI); free(g.dq); free(g.dk); free(g.dw);
+    lkcase_free(&c);
+}
+
+/* CUDA tensors: a build with the CUDA backend refuses the operator by name in phase 1 (it has no
+ * CUDA form yet); a build without refuses the device. Phase 1 reads no tensor data, so host memory
+ * described as CUDA memory is enough. */
+void test_devices_kl_loss_refused_on_cuda(void) {
+    lkcase_desc d = base_desc();
+    lkcase c;
+    lkcase_make(&c, &d, 61);
+    for (int a = 0; a < KA_COUNT; a++) {
+        if (!c.t[a] || a == KA_AQ || a == KA_AK) continue; /* sequence lengths stay on the host */
+        const lig_tensor *t = c.t[a];
+        lig_tensor *on = lig_create_tensor_on(c.buf[a], t->dtype, t->ndim, t->shape, NULL, LIG_DEVICE_CUDA, 0);
+        lig_destroy_tensor(c.t[a]);
+        c.t[a] = on;
+    }
+    uint64_t ws = 0;
+    lig_executor *ex = NULL;
+    const lig_status st = lkcase_phase1(&c, &ws, &ex);
+    CHECK(st == LIG_ERR_PARAM_INVALID && ex == NULL, "CUDA tensors: status %d, expected LIG_ERR_PARAM_INVALID", (int)st);
+#ifdef LIG_TEST_HAVE_CUDA
+    const char *want = "lig_sparse_indexer_kl_loss has no CUDA form yet";
+#else
+    const char *want = "this build of lig has no CUDA backend";
+#endif
+    CHECK(strstr(lig_get_last_error(), want) != NULL && strstr(lig_get_last_error(), "query") != NULL,
+          "message \"%s\" lacks \"query\" and \"%s\"", lig_get_last_error(), want);
     lkcase_free(&c);
 }

@@ -125,6 +125,7 @@ void test_kl_loss_determinism_threads(void);
 void test_kl_loss_errors(void);
 void test_kl_loss_empty_index_dims(void);
 void test_kl_loss_bf16_di_not_rounded(void);
+void test_devices_kl_loss_refused_on_cuda(void);
 
 /* test_concurrent.c */
 void test_concurrent_calls_all_operators(void);
