@@ -200,11 +200,12 @@ static void next_block(const lig_cpu_grad_plan *p, slot_cursor *c, slot_list *b)
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     b->n = 0;
-    for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep, c->yp += c->ystep) {
+    for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep) {
         const int64_t sk = lig_load_int(pb->idx.dtype, c->ip);
         if (sk < c->x.lo || sk > c->x.hi) continue; /* padding (-1) or outside the visible range */
         b->key[b->n] = lig_k_row_ptr(&pb->k, pr, c->x.b, sk, c->x.g);
-        b->dy[b->n] = c->dy_counted ? c->dy_counted[c->counted++] : lig_load_float(pb->dy.dtype, c->yp);
+        /* the tensor's dy at slot j (its pointer is NULL with a dy source: never offset then) */
+        b->dy[b->n] = c->dy_counted ? c->dy_counted[c->counted++] : lig_load_float(pb->dy.dtype, c->yp + c->j * c->ystep);
         b->acc_row[b->n++] = c->acc_row0 + sk * pr->N2;
     }
 }
