@@ -208,6 +208,47 @@ LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
 LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size,
                                        lig_executor *executor, void *stream);
 
+/* The target distribution p of lig_sparse_indexer_kl_loss (docs/contract.md 2.4), from the main
+ * attention's probabilities P[h,j] at the counted slots of a row:
+ *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel)
+ *   LIG_KL_TARGET_L1         p[j] = sum_h P[h,j] / sum_j' sum_h P[h,j']   (DeepSeek-V3.2's paper) */
+typedef enum lig_kl_target {
+    LIG_KL_TARGET_HEAD_MEAN = 0,
+    LIG_KL_TARGET_L1 = 1
+} lig_kl_target;
+
+/*
+ * The indexer's training loss with the target taken from the main attention, fused
+ * (CANN's SparseLightningIndexerGradKLLoss, in CANN's parameter order), phase 1.
+ *   query      [B,S1,N1,Dm] | [T1,N1,Dm]      key      [B,S2,1,Dm] | [T2,1,Dm]   (the main attention)
+ *   query_index [B,S1,Nidx1,D] | [T1,Nidx1,D] key_index [B,S2,Nidx2,D] | [T2,Nidx2,D]
+ *   weights    [B,S1,Nidx1] | [T1,Nidx1]
+ *   sparse_indices [B,S1,Nidx2,K] | [T1,Nidx2,K] (or without Nidx2 when Nidx2 == 1), INT32 or INT64
+ *   softmax_max, softmax_sum  [B,1,S1,N1] | [1,T1,N1], FLOAT32: the main attention's row maxima
+ *              (of scale * scores) and sums of exponentials; both NULL when softmax_lse is given
+ *   softmax_lse  [B,1,S1,N1] | [1,T1,N1], FLOAT32, or NULL: log-sum-exp per (row, head)
+ *   query_rope [B,S1,N1,Dr], key_rope [B,S2,1,Dr] (or TND forms): both present or both NULL
+ *   scale      the main attention's score scale (e.g. 1/sqrt(Dm + Dr))
+ * Floating tensors share query_index's dtype (FLOAT32, FLOAT16 or BFLOAT16). Lengths, layout,
+ * sparse_mode and the band as for lig_indexer_grad; the slots that count are the backward's.
+ * Outputs: d_query_index, d_key_index (the dtype of query_index), d_weights (that dtype or FLOAT32),
+ * shaped like their inputs; loss FLOAT32 with one element (shape [] or [1]):
+ *   loss = sum over rows of sum_j p[j] (log p[j] - log softmax(I)[j]),  dI = softmax(I) sum(p) - p,
+ * with the gradients of lig_indexer_grad for dy = dI, dI kept in fp32.
+ */
+LIG_API lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
+    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
+    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
+    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+    lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
+    const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor);
+
+/* The indexer's fused KL training loss, phase 2. */
+LIG_API lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
+                                              void *stream);
+
 /*
  * The verdict of the checks a device's phase 2 runs on the device itself. Phase 2 of a device plan
  * (CUDA) only enqueues work on `stream`; the checks that read tensor contents (index ranges, KL

@@ -29,4 +29,5 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/reference/indexer_ref.c
   ${LIG_TESTKIT_DIR}/reference/indexer_fwd_ref.c
   ${LIG_TESTKIT_DIR}/reference/indexer_quant_ref.c
+  ${LIG_TESTKIT_DIR}/reference/sparse_kl_loss_ref.c
 )

@@ -141,6 +141,16 @@ void test_kl_chain_forward_kl_backward(void);
 void test_kl_threads_change_between_phases(void);
 void test_fwd_kl_workspace_alignment(void);
 
+/* test_sparse_kl_loss.c */
+void test_kl_loss_ref_finite_differences(void);
+void test_kl_loss_matrix(void);
+void test_kl_loss_sparse_statistics_targets_agree(void);
+void test_kl_loss_determinism_threads(void);
+void test_kl_loss_errors(void);
+void test_kl_loss_empty_index_dims(void);
+void test_kl_loss_bf16_di_not_rounded(void);
+void test_devices_kl_loss_refused_on_cuda(void);
+
 /* test_concurrent.c */
 void test_concurrent_calls_all_operators(void);
 

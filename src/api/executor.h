@@ -13,7 +13,8 @@ typedef enum lig_op {
     LIG_OP_INDEXER_GRAD = 0x6c696701,
     LIG_OP_INDEXER = 0x6c696702,
     LIG_OP_INDEXER_KL_GRAD = 0x6c696703,
-    LIG_OP_QUANT_INDEXER = 0x6c696704
+    LIG_OP_QUANT_INDEXER = 0x6c696704,
+    LIG_OP_SPARSE_INDEXER_KL_LOSS = 0x6c696705
 } lig_op;
 
 struct lig_executor {

@@ -214,4 +214,19 @@ static inline int64_t lig_slot_offset(const lig_kl_problem *p, const lig_slot_vi
     return off;
 }
 
+/* The indexer's KL loss with the main attention's target (contract 2.4): the backward's problem
+ * (query_index, key_index, weights, sparse_indices and the gradients; its dy view unused) plus the
+ * main attention. Main query rows and the statistics are addressed like the index query
+ * (lig_q_row_ptr with the head axis = the main heads), main key rows like the index keys. */
+typedef struct lig_kl_loss_problem {
+    lig_grad_problem g;
+    int64_t N1m, Dm, Dr;        /* main heads, latent and rope dims (Dr = 0 without rope) */
+    lig_view4 mq, mk, mqr, mkr; /* main query / key, their rope parts (when Dr > 0 or has_rope) */
+    bool has_rope, has_lse;
+    lig_view4 smax, ssum, lse;  /* statistics, [rows][N1m] through lig_q_row_ptr; has_lse: lse only */
+    float scale;                /* rounded once to fp32 */
+    lig_kl_target target;
+    char *loss;                 /* one FLOAT32 */
+} lig_kl_loss_problem;
+
 #endif

@@ -3,6 +3,7 @@
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "backends/cpu/operators/indexer_kl_grad_plan.h"
 #include "backends/cpu/operators/indexer_plan.h"
+#include "backends/cpu/operators/sparse_kl_loss_plan.h"
 #include "core/error.h"
 
 static lig_status check_stream(void *stream) {
@@ -17,6 +18,7 @@ const lig_backend lig_cpu_backend = {
     .plan_indexer_grad = lig_cpu_plan_indexer_grad,
     .plan_indexer = lig_cpu_plan_indexer,
     .plan_indexer_kl_grad = lig_cpu_plan_indexer_kl_grad,
+    .plan_sparse_indexer_kl_loss = lig_cpu_plan_sparse_indexer_kl_loss,
     /* host tensors have ordinal 0 only (lig_create_tensor_on) and phase 2 returns its verdict */
     .check_device = NULL,
     .workspace_status = NULL,

@@ -158,8 +158,17 @@ static lig_status cuda_check_device(int device_index) {
     return LIG_SUCCESS;
 }
 
+/* The KL loss with the main attention's target has no CUDA form yet: refused by name in phase 1,
+ * before anything is enqueued. */
+static lig_status cuda_plan_kl_loss(const lig_kl_loss_problem *, lig_backend_plan *) {
+    return lig_fail(LIG_ERR_PARAM_INVALID,
+                    "query: expected host tensors (lig_sparse_indexer_kl_loss has no CUDA form yet; the CPU "
+                    "backend runs it), got CUDA tensors");
+}
+
 extern "C" const lig_backend lig_cuda_backend = {
     "cuda", LIG_DEVICE_CUDA, cuda_check_stream, cuda_check_device, cuda_plan_grad, cuda_plan_fwd, cuda_plan_kl,
+    cuda_plan_kl_loss,
     lig_cuda_workspace_status_read, lig_cuda_status_verdict,
 };
 

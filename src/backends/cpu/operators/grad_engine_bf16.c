@@ -10,12 +10,20 @@
  * so each output is an fp32 accumulation of exact products, like the fp32 engine's, with one
  * more fp32 rounding (the scale) per dQ element and per dK contribution.
  *
+ * dy need not be a bf16 value (the KL loss hands its fp32 dI): dQ's operand open * dy is then
+ * split exactly into three bf16 parts, dy = hi + mid + lo (8 significant bits each cover fp32's
+ * 24), and T takes the mid and lo products too, so dy is never rounded; a block whose dy are all
+ * bf16 values (the backward's) has mid = lo = 0 and runs the one product as before. The other
+ * uses of dy (dW, the dK scale) are fp32 already.
+ *
  * Blocks are 64 slots; heads and D are padded to multiples of 32 with zeros (which add
  * nothing), so every product runs on whole tiles. Per unit the query heads are packed twice,
  * as Q^T pairs (pairs along D: the scores' B operand) and as Q pairs (pairs along the heads:
  * the contributions' B operand); per block the gathered key rows are copied once (the scores'
  * A operand) and interleaved in pairs (dQ's B operand), and the gate writes both coefficient
  * operands. */
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "backends/cpu/operators/bf16_operands.h"
@@ -41,7 +49,7 @@ typedef struct layout {
     uint64_t adq;    /* bf16[gp][NB]: open * dy, transposed */
     uint64_t bits;   /* uint64[gp/64 rounded up][NB]: the gate's open bits */
     uint64_t heads;  /* uint64[gp/64 rounded up]: heads open for some slot of the unit */
-    uint64_t dy16;   /* bf16[NB] */
+    uint64_t dy16;   /* bf16[3][NB]: dy's exact split hi, mid, lo */
     uint64_t dyf;    /* float[NB] */
     uint64_t total;
 } layout;
@@ -66,7 +74,7 @@ static layout layout_for(const lig_grad_ctx *c) {
     l.adq = lig_ws_take(&at, lig_size_mul(b2 * NB, gp));
     l.bits = lig_ws_take(&at, (gp + 63) / 64 * 8 * NB);
     l.heads = lig_ws_take(&at, (gp + 63) / 64 * 8);
-    l.dy16 = lig_ws_take(&at, b2 * NB);
+    l.dy16 = lig_ws_take(&at, 3 * b2 * NB);
     l.dyf = lig_ws_take(&at, f4 * NB);
     l.total = at;
     return l;
@@ -121,15 +129,25 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
     float *st = (float *)(void *)(s + L.st), *dyf = (float *)(void *)(s + L.dyf);
     uint64_t *bits = (uint64_t *)(void *)(s + L.bits);
 
+    uint16_t *dy_mid = dy16 + NB, *dy_lo = dy16 + 2 * NB;
+    bool split = false; /* some dy is not a bf16 value */
     for (int64_t n = 0; n < nb; n++) {
         lig_bf16_copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
         dyf[n] = dy[n];
-        dy16[n] = lig_f32_to_bf16(dy[n]); /* exact: dy is a bf16 value */
+        dy16[n] = lig_f32_to_bf16(dy[n]);
+        /* the residuals are exact in fp32 (a rounding's error is representable); a non-finite dy
+         * stays whole in hi, as the backward has always used it */
+        const float r = isfinite(dy[n]) ? dy[n] - lig_bf16_to_f32(dy16[n]) : 0.0f;
+        dy_mid[n] = lig_f32_to_bf16(r);
+        const float r2 = r - lig_bf16_to_f32(dy_mid[n]);
+        dy_lo[n] = lig_f32_to_bf16(r2);
+        split |= r != 0.0f;
     }
     if (nb < NB) { /* empty slots: zero keys and dy, so they add nothing */
         memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((NB - nb) * dp));
         memset(dyf + nb, 0, sizeof(float) * (size_t)(NB - nb));
-        memset(dy16 + nb, 0, sizeof(uint16_t) * (size_t)(NB - nb));
+        for (int64_t part = 0; part < 3; part++)
+            memset(dy16 + part * NB + nb, 0, sizeof(uint16_t) * (size_t)(NB - nb));
     }
     lig_prefetch_rows(next_key, next_n, c->D, 2, c->k_dim);
     ks->bf16->pack_pairs(kb, dp, NB / 2, dp, kv);
@@ -145,6 +163,10 @@ static void block(const lig_grad_ctx *c, char *s, int64_t nb, const char *const 
     }
     ks->bf16->dq_operand(bits, NB, gp, dy16, adq);
     lig_bf16_gemm(gemm, gp, dp, NB, adq, NB, kv, dp, (float *)(void *)(s + L.t), dp, true);
+    for (int64_t part = 1; split && part < 3; part++) { /* mid, then lo: T's sums in a fixed order */
+        ks->bf16->dq_operand(bits, NB, gp, dy16 + part * NB, adq);
+        lig_bf16_gemm(gemm, gp, dp, NB, adq, NB, kv, dp, (float *)(void *)(s + L.t), dp, true);
+    }
     lig_bf16_gemm(gemm, NB, dp, gp, adk, gp, (const uint16_t *)(const void *)(s + L.qh), dp, contrib, dp, false);
 }
 

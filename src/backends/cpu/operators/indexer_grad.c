@@ -16,11 +16,15 @@
  *     through the same ring.
  *   non-deterministic: each block's contributions are added straight into the accumulator
  *     under a spin lock per key row: same updates, order left to the scheduler.
+ *
+ * The walk is shared: an operator that computes dy itself (the KL loss, sparse_kl_loss.c) runs
+ * lig_cpu_grad_execute with a dy source, which gives each unit's dy in fp32 before its walk.
  */
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
+#include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/fill.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "backends/cpu/runtime/fp_mode.h"
@@ -31,6 +35,7 @@
 
 typedef struct grad_run {
     const lig_cpu_grad_plan *p;
+    const lig_grad_dy_source *source; /* NULL: dy from the tensor */
     char *ws; /* aligned workspace base */
     float *acc;
     atomic_llong next_unit;
@@ -186,6 +191,8 @@ typedef struct slot_cursor {
     const char *ip, *yp;
     int64_t j, istep, ystep, acc_row0;
     lig_unit x;
+    const float *dy_counted; /* a dy source's values, one per counted slot (NULL: the dy tensor) */
+    int64_t counted;         /* counted slots read so far */
 } slot_cursor;
 
 /* Fills b with the unit's next counted slots, up to a block. */
@@ -193,11 +200,12 @@ static void next_block(const lig_cpu_grad_plan *p, slot_cursor *c, slot_list *b)
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     b->n = 0;
-    for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep, c->yp += c->ystep) {
+    for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep) {
         const int64_t sk = lig_load_int(pb->idx.dtype, c->ip);
         if (sk < c->x.lo || sk > c->x.hi) continue; /* padding (-1) or outside the visible range */
         b->key[b->n] = lig_k_row_ptr(&pb->k, pr, c->x.b, sk, c->x.g);
-        b->dy[b->n] = lig_load_float(pb->dy.dtype, c->yp);
+        /* the tensor's dy at slot j (its pointer is NULL with a dy source: never offset then) */
+        b->dy[b->n] = c->dy_counted ? c->dy_counted[c->counted++] : lig_load_float(pb->dy.dtype, c->yp + c->j * c->ystep);
         b->acc_row[b->n++] = c->acc_row0 + sk * pr->N2;
     }
 }
@@ -210,14 +218,17 @@ static void run_unit(grad_run *r, char *s, int64_t u) {
     const lig_grad_scratch_layout *L = &p->scratch;
     const lig_unit x = lig_unit_decode(pr, u);
     const int64_t h0 = x.g * pr->G;
+    /* first the source's dy (its own products, in its scratch), then the engine's unit */
+    const float *dy_counted = r->source ? r->source->unit_dy(r->source->ctx, s + L->extra, u, &x) : NULL;
     p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
                           lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
     slot_cursor c = {.ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g),
-                     .yp = lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g),
+                     .yp = dy_counted ? NULL : lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g),
                      .istep = pb->idx.dim * (int64_t)pb->idx.esize,
                      .ystep = pb->dy.dim * (int64_t)pb->dy.esize,
                      .acc_row0 = (x.b * pr->key_batch + pr->bt.k_base[x.b]) * pr->N2 + x.g,
-                     .x = x};
+                     .x = x,
+                     .dy_counted = dy_counted};
     slot_list lists[2] = {list_of(p, s, 0), list_of(p, s, 1)};
     int64_t seq = r->chunk_base ? r->chunk_base[u] : 0;
     int cur = 0;
@@ -236,13 +247,17 @@ static void units_task(void *ctx, int tid, int n) {
     const lig_cpu_grad_plan *p = r->p;
     (void)n;
     char *s = r->ws + p->ws.scratch + (uint64_t)tid * p->ws.scratch_stride;
+    /* the engine's per-thread setup, or the set's bf16 setup for a dy source's own bf16 products */
+    const bool bf16_setup = !p->engine->thread_begin && p->extra_bf16_threads;
     if (p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
+    if (bf16_setup) lig_bf16_thread_begin(p->ctx.ks);
     for (;;) {
         const int64_t u = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
         if (u >= p->pb->pr.units) break;
         run_unit(r, s, u);
     }
     if (p->engine->thread_end) p->engine->thread_end(&p->ctx);
+    if (bf16_setup) lig_bf16_thread_end(p->ctx.ks);
     if (p->pb->deterministic) wait_committed(r, r->chunks); /* leaves only when every chunk is in */
 }
 
@@ -270,15 +285,16 @@ static void store_dk_task(void *ctx, int tid, int n) {
     }
 }
 
-static lig_status run_indexer_grad(void *plan, void *workspace, void *stream) {
-    const lig_cpu_grad_plan *p = plan;
+int lig_cpu_grad_threads(const lig_cpu_grad_plan *p, double flops) { return lig_threads_for(flops, p->threads); }
+
+lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, const lig_grad_dy_source *source,
+                                double flops) {
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
-    (void)stream;
     /* at most the threads the scratch exists for; few for a small problem */
-    const int threads = lig_threads_for(6.0 * (double)pr->units * (double)pr->K * (double)(pr->G * pr->D), p->threads);
+    const int threads = lig_cpu_grad_threads(p, flops);
 
-    grad_run r = {.p = p};
+    grad_run r = {.p = p, .source = source};
     if (p->empty) {
         lig_status st = lig_grad_index_pass(p, threads, NULL);
         if (st != LIG_SUCCESS) return st;
@@ -323,6 +339,13 @@ static lig_status run_indexer_grad(void *plan, void *workspace, void *stream) {
     (p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, units_task, &r);
     lig_parallel(threads, store_dk_task, &r);
     return LIG_SUCCESS;
+}
+
+static lig_status run_indexer_grad(void *plan, void *workspace, void *stream) {
+    const lig_cpu_grad_plan *p = plan;
+    const lig_problem *pr = &p->pb->pr;
+    (void)stream;
+    return lig_cpu_grad_execute(p, workspace, NULL, 6.0 * (double)pr->units * (double)pr->K * (double)(pr->G * pr->D));
 }
 
 lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream) {

@@ -47,6 +47,7 @@ static lig_grad_scratch_layout scratch_layout(const lig_cpu_grad_plan *p) {
     l.contrib = lig_ws_take(&at, own_contrib ? lig_size_mul3(sizeof(float), nb, (uint64_t)p->ctx.contrib_ld) : 0);
     l.scale = lig_ws_take(&at, own_contrib ? sizeof(float) * nb : 0);
     l.engine = lig_ws_take(&at, p->engine->scratch_bytes(&p->ctx));
+    l.extra = lig_ws_take(&at, p->extra_scratch);
     l.total = at;
     return l;
 }
@@ -59,7 +60,8 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
     lig_grad_workspace_layout *ws = &p->ws;
     *ws = (lig_grad_workspace_layout){0};
     p->ring_chunks = 0;
-    if (p->empty) return LIG_SUCCESS; /* only index checks and zero fills: no scratch at all */
+    const bool extras = p->extra_ws > 0 || p->extra_scratch > 0;
+    if (p->empty && !extras) return LIG_SUCCESS; /* only index checks and zero fills: no scratch at all */
 
     char detail[128], keys[128];
     snprintf(detail, sizeof detail, "%lld heads per key head, D = %lld", (long long)pr->G, (long long)pr->D);
@@ -70,6 +72,13 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
     if (st != LIG_SUCCESS) return st;
     const uint64_t acc_rows = lig_size_mul((uint64_t)pr->key_rows, (uint64_t)pr->N2), nb = (uint64_t)p->ctx.block;
     uint64_t at = 0;
+    if (p->empty) { /* an operator's own work on a problem with nothing to multiply: its regions only */
+        ws->extra = lig_ws_take(&at, p->extra_ws);
+        ws->scratch_stride = p->scratch.total;
+        ws->scratch = lig_ws_take(&at, lig_size_mul(ws->scratch_stride, (uint64_t)p->threads));
+        ws->total = lig_ws_total(at, 0, 0);
+        return lig_size_check(ws->total, "sparse_indices", "the bytes of the workspace", detail);
+    }
     ws->dk_acc = lig_ws_take(&at, lig_size_mul3(sizeof(float), acc_rows, (uint64_t)pr->D));
     if ((st = lig_size_check(at, "key", "the bytes of the fp32 dK accumulator", keys)) != LIG_SUCCESS) return st;
     if (p->pb->deterministic) {
@@ -88,6 +97,7 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
     } else {
         ws->locks = lig_ws_take(&at, lig_size_mul(sizeof(uint32_t), acc_rows));
     }
+    ws->extra = lig_ws_take(&at, p->extra_ws);
     ws->scratch_stride = p->scratch.total;
     ws->scratch = lig_ws_take(&at, lig_size_mul(ws->scratch_stride, (uint64_t)p->threads));
     ws->total = lig_ws_total(at, 0, 0); /* room to align whatever base pointer the caller passes */
@@ -96,18 +106,17 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
 
 static void free_plan(void *plan) { free(plan); }
 
-lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
-    const lig_kernel_set *ks;
-    lig_status st = lig_kernel_set_current(&ks);
-    if (st != LIG_SUCCESS) return st;
-    lig_cpu_grad_plan *p = calloc(1, sizeof *p);
-    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+lig_status lig_cpu_grad_plan_init(lig_cpu_grad_plan *p, const lig_grad_problem *pb, const lig_kernel_set *ks,
+                                  uint64_t extra_ws, uint64_t extra_scratch, bool extra_bf16_threads) {
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
+    p->extra_ws = extra_ws;
+    p->extra_scratch = extra_scratch;
+    p->extra_bf16_threads = extra_bf16_threads;
     /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32 */
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && pr->G >= ks->bf16->min_group;
     p->engine = bf16 ? &lig_grad_engine_bf16 : &lig_grad_engine_f32;
-    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
+    p->own_threads = (bf16 && ks->bf16->gemm.thread_begin != NULL) || extra_bf16_threads;
     p->ctx = (lig_grad_ctx){
         .ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype,
         .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim,
@@ -120,7 +129,16 @@ lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_pla
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     p->scratch = scratch_layout(p);
-    if ((st = size_workspace(p)) != LIG_SUCCESS) {
+    return size_workspace(p);
+}
+
+lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
+    const lig_kernel_set *ks;
+    lig_status st = lig_kernel_set_current(&ks);
+    if (st != LIG_SUCCESS) return st;
+    lig_cpu_grad_plan *p = calloc(1, sizeof *p);
+    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    if ((st = lig_cpu_grad_plan_init(p, pb, ks, 0, 0, false)) != LIG_SUCCESS) {
         free(p);
         return st;
     }

@@ -24,6 +24,7 @@ typedef struct lig_grad_workspace_layout {
     uint64_t free_stack;  /* int64[ring_chunks]: the free buffers */
     /* non-deterministic */
     uint64_t locks;       /* uint32[key_rows * N2]: per key-row spin locks */
+    uint64_t extra;       /* the operator built on the walk: its own shared region (extra_ws bytes) */
     uint64_t scratch;     /* per-thread scratch, scratch_stride bytes each */
     uint64_t scratch_stride;
     uint64_t total;       /* what phase 1 reports; 0 for an empty problem */
@@ -38,6 +39,7 @@ typedef struct lig_grad_scratch_layout {
     uint64_t contrib; /* float[block][D]: contributions (non-deterministic; the ring otherwise) */
     uint64_t scale;   /* float[block] (non-deterministic) */
     uint64_t engine;
+    uint64_t extra;   /* the operator built on the walk: extra_scratch bytes */
     uint64_t total;
 } lig_grad_scratch_layout;
 
@@ -49,11 +51,39 @@ typedef struct lig_cpu_grad_plan {
     bool own_threads;    /* the engine keeps per-thread unit state (tiles): run on lig's threads only */
     int threads;         /* thread count the scratch was sized for */
     int64_t ring_chunks; /* deterministic: chunk buffers in the commit ring */
+    /* An operator that computes dy itself (the KL loss) asks for more workspace: a shared region,
+     * per-thread scratch, and, when its own products run on bf16 units with per-thread state, the
+     * set's thread setup around every thread's units. With extras, an empty problem keeps them. */
+    uint64_t extra_ws, extra_scratch;
+    bool extra_bf16_threads;
     lig_grad_scratch_layout scratch;
     lig_grad_workspace_layout ws;
 } lig_cpu_grad_plan;
 
 lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *problem, lig_backend_plan *out);
+
+/* The backward's plan for `problem` on the set `ks`, with the extras (see above) of an operator
+ * built on it; what lig_cpu_plan_indexer_grad does before it publishes. */
+lig_status lig_cpu_grad_plan_init(lig_cpu_grad_plan *p, const lig_grad_problem *problem, const lig_kernel_set *ks,
+                                  uint64_t extra_ws, uint64_t extra_scratch, bool extra_bf16_threads);
+
+/* Where dy comes from: NULL for the backward (the dy tensor), else an operator that computes it
+ * per unit (the KL loss). unit_dy runs on the thread that then walks unit u: it returns the fp32
+ * dy of the unit's counted slots, in slot order (the slots the index pass counts), computed in
+ * the thread's extra scratch. */
+typedef struct lig_grad_dy_source {
+    void *ctx;
+    const float *(*unit_dy)(void *ctx, char *extra_scratch, int64_t u, const lig_unit *x);
+} lig_grad_dy_source;
+
+/* Phase 2 of the backward and of the operators built on it (indexer_grad.c): the index pass, the
+ * fills, the units through the engine with dy from `source`, dK through the ring or the locks.
+ * `flops` sizes the thread count. With an empty plan only the index pass and the zero fills run. */
+lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, const lig_grad_dy_source *source,
+                                double flops);
+
+/* The thread count a phase 2 of `flops` uses (at most the plan's). */
+int lig_cpu_grad_threads(const lig_cpu_grad_plan *p, double flops);
 
 /* Phase 2 (indexer_grad.c). */
 lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream);

@@ -1,0 +1,236 @@
+/* lig_sparse_indexer_kl_loss: the indexer's KL loss with the target taken from the main attention
+ * (docs/contract.md 2.4). Phase 1 validates every argument (the indexer's like the backward's, the
+ * main attention's and its statistics), builds the problem and has the backend of the tensors plan
+ * it; phase 2 runs the plan. Nothing here touches tensor data except the host sequence lengths. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "api/argument_checks.h"
+#include "api/executor.h"
+#include "api/problem_arguments.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+static void free_problem(void *p) {
+    lig_kl_loss_problem *pb = p;
+    lig_problem_free(&pb->g.pr);
+    free(pb);
+}
+
+/* The main attention's query and key (and their rope parts): rank of the layout, the index
+ * tensors' dtype, the rows of query_index / key_index, one key head, D of the query. */
+static lig_status check_main_pair(const lig_problem *pr, const lig_tensor *q, const char *qn, const lig_tensor *k,
+                                  const char *kn, const lig_tensor *like, int64_t *heads, int64_t *dims) {
+    lig_status st;
+    const int64_t rank = pr->tnd ? 3 : 4;
+    if ((st = lig_check_rank(q, qn, rank, pr->tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(k, kn, rank, pr->tnd ? "[T2,1,D]" : "[B,S2,1,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(q, qn, like, "query_index")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(k, kn, like, "query_index")) != LIG_SUCCESS) return st;
+    *heads = q->shape[rank - 2];
+    *dims = q->shape[rank - 1];
+    int64_t expect[4], n = 0;
+    if (!pr->tnd) expect[n++] = pr->B;
+    expect[n++] = pr->S1;
+    expect[n++] = *heads;
+    expect[n++] = *dims;
+    if ((st = lig_check_shape(q, qn, n, expect, "rows like query_index")) != LIG_SUCCESS) return st;
+    n = 0;
+    if (!pr->tnd) expect[n++] = pr->B;
+    expect[n++] = pr->S2;
+    expect[n++] = 1;
+    expect[n++] = *dims;
+    /* MLA: one latent key head shared by every main head */
+    return lig_check_shape(k, kn, n, expect, "rows like key_index, one head, D like the query");
+}
+
+/* A statistics tensor: FLOAT32 [B,1,S1,N1] (BSND) or [1,T1,N1] (TND), as CANN's attention writes them. */
+static lig_status check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1) {
+    if (t->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32, got %s", name, lig_dtype_name(t->dtype));
+    int64_t expect[4], n = 0;
+    if (!pr->tnd) expect[n++] = pr->B;
+    expect[n++] = 1;
+    expect[n++] = pr->S1;
+    expect[n++] = n1;
+    return lig_check_shape(t, name, n, expect, pr->tnd ? "[1,T1,N1] like query" : "[B,1,S1,N1] like query");
+}
+
+static lig_view4 statistic_view(const lig_problem *pr, const lig_tensor *t) {
+    lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
+    const int64_t at = pr->tnd ? 1 : 2; /* the S1 (T1) axis, after the unit axis of N2 = 1 */
+    v.batch = pr->tnd ? 0 : t->strides[0];
+    v.row = t->strides[at];
+    v.head = t->strides[at + 1];
+    return v;
+}
+
+/* Statistics: softmax_lse alone, or softmax_max with softmax_sum. */
+static lig_status check_statistics_present(const lig_tensor *smax, const lig_tensor *ssum, const lig_tensor *lse) {
+    if (lse) {
+        if (smax || ssum)
+            return lig_fail(LIG_ERR_PARAM_INVALID,
+                            "%s: expected NULL when softmax_lse is given (the statistics are softmax_lse, or "
+                            "softmax_max with softmax_sum), got a tensor",
+                            smax ? "softmax_max" : "softmax_sum");
+        return LIG_SUCCESS;
+    }
+    if (!smax)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "softmax_max: expected a tensor (or softmax_lse instead), got NULL");
+    if (!ssum)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "softmax_sum: expected a tensor (or softmax_lse instead), got NULL");
+    return LIG_SUCCESS;
+}
+
+lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
+    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
+    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
+    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+    lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
+    const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor) {
+    lig_status st;
+    const lig_named_tensor required[] = {
+        {query, "query"},     {key, "key"},         {query_index, "query_index"}, {key_index, "key_index"},
+        {weights, "weights"}, {sparse_indices, "sparse_indices"}, {d_query_index, "d_query_index"},
+        {d_key_index, "d_key_index"}, {d_weights, "d_weights"}, {loss, "loss"},
+    };
+    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], true, layout, workspace_size,
+                                        executor)) != LIG_SUCCESS)
+        return st;
+    if ((st = check_statistics_present(softmax_max, softmax_sum, softmax_lse)) != LIG_SUCCESS) return st;
+    if (!query_rope != !key_rope)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor (%s is given; both or neither), got NULL",
+                        query_rope ? "key_rope" : "query_rope", query_rope ? "query_rope" : "key_rope");
+
+    /* the indexer, as the backward checks it */
+    lig_problem pr;
+    if ((st = lig_problem_check_qkw(query_index, key_index, weights, layout, &pr)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_index_dtype(sparse_indices, "sparse_indices")) != LIG_SUCCESS) return st;
+    bool short_form;
+    if ((st = lig_problem_check_slots(&pr, sparse_indices, "sparse_indices", -1,
+                                      "rows like query_index, N2 like key_index", &short_form)) != LIG_SUCCESS)
+        return st;
+
+    /* the main attention */
+    int64_t n1m, dm, n1r = 0, dr = 0;
+    if ((st = check_main_pair(&pr, query, "query", key, "key", query_index, &n1m, &dm)) != LIG_SUCCESS) return st;
+    if (query_rope) {
+        if ((st = check_main_pair(&pr, query_rope, "query_rope", key_rope, "key_rope", query_index, &n1r, &dr)) !=
+            LIG_SUCCESS)
+            return st;
+        if (n1r != n1m)
+            return lig_fail(LIG_ERR_PARAM_INVALID, "query_rope: expected N1 = %lld heads (like query), got %lld",
+                            (long long)n1m, (long long)n1r);
+    }
+    const lig_named_tensor stats[] = {{softmax_max, "softmax_max"}, {softmax_sum, "softmax_sum"},
+                                      {softmax_lse, "softmax_lse"}};
+    for (size_t i = 0; i < 3; i++)
+        if (stats[i].tensor && (st = check_statistic(&pr, stats[i].tensor, stats[i].name, n1m)) != LIG_SUCCESS)
+            return st;
+
+    /* outputs */
+    if ((st = lig_check_same_dtype(d_query_index, "d_query_index", query_index, "query_index")) != LIG_SUCCESS)
+        return st;
+    if ((st = lig_check_same_dtype(d_key_index, "d_key_index", query_index, "query_index")) != LIG_SUCCESS) return st;
+    if (d_weights->dtype != query_index->dtype && d_weights->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "d_weights: expected dtype %s (like query_index) or FLOAT32, got %s",
+                        lig_dtype_name(query_index->dtype), lig_dtype_name(d_weights->dtype));
+    if ((st = lig_check_shape(d_query_index, "d_query_index", query_index->ndim, query_index->shape,
+                              "like query_index")) != LIG_SUCCESS)
+        return st;
+    if ((st = lig_check_shape(d_key_index, "d_key_index", key_index->ndim, key_index->shape, "like key_index")) !=
+        LIG_SUCCESS)
+        return st;
+    if ((st = lig_check_shape(d_weights, "d_weights", weights->ndim, weights->shape, "like weights")) != LIG_SUCCESS)
+        return st;
+    if (loss->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected dtype FLOAT32, got %s", lig_dtype_name(loss->dtype));
+    if (lig_tensor_numel(loss) != 1) {
+        char got[LIG_SHAPE_BUF];
+        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected one element (shape [] or [1]), got shape %s",
+                        lig_format_shape(got, sizeof got, loss->ndim, loss->shape));
+    }
+
+    /* scalars */
+    const float scale32 = (float)scale;
+    if (!isfinite(scale32))
+        return lig_fail(LIG_ERR_PARAM_INVALID, "scale: expected a finite value (in fp32), got %g", scale);
+    if (target != LIG_KL_TARGET_HEAD_MEAN && target != LIG_KL_TARGET_L1)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "target: expected LIG_KL_TARGET_HEAD_MEAN (0) or LIG_KL_TARGET_L1 (1), got %d", (int)target);
+    if ((st = lig_check_mask_args(sparse_mode, pre_tokens, next_tokens)) != LIG_SUCCESS) return st;
+
+    const lig_named_tensor inputs[] = {
+        {query, "query"}, {key, "key"}, {query_index, "query_index"}, {key_index, "key_index"},
+        {weights, "weights"}, {sparse_indices, "sparse_indices"}, {softmax_max, "softmax_max"},
+        {softmax_sum, "softmax_sum"}, {softmax_lse, "softmax_lse"}, {query_rope, "query_rope"},
+        {key_rope, "key_rope"}, {actual_seq_lengths_query, "actual_seq_lengths_query"},
+        {actual_seq_lengths_key, "actual_seq_lengths_key"},
+    };
+    const lig_named_tensor outputs[] = {
+        {d_query_index, "d_query_index"}, {d_key_index, "d_key_index"}, {d_weights, "d_weights"}, {loss, "loss"}};
+    if ((st = lig_check_outputs_disjoint(outputs, 4, inputs, sizeof inputs / sizeof inputs[0])) != LIG_SUCCESS)
+        return st;
+    const lig_named_tensor on_device[] = {
+        {query, "query"}, {key, "key"}, {query_index, "query_index"}, {key_index, "key_index"},
+        {weights, "weights"}, {sparse_indices, "sparse_indices"}, {softmax_max, "softmax_max"},
+        {softmax_sum, "softmax_sum"}, {softmax_lse, "softmax_lse"}, {query_rope, "query_rope"},
+        {key_rope, "key_rope"}, {d_query_index, "d_query_index"}, {d_key_index, "d_key_index"},
+        {d_weights, "d_weights"}, {loss, "loss"},
+    };
+    lig_placement placed;
+    if ((st = lig_check_backend(on_device, sizeof on_device / sizeof on_device[0], &placed)) != LIG_SUCCESS)
+        return st;
+    if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
+
+    lig_kl_loss_problem *pb = calloc(1, sizeof *pb);
+    if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    st = lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query,
+                             actual_seq_lengths_key);
+    if (st != LIG_SUCCESS) {
+        free(pb);
+        return st;
+    }
+    lig_grad_problem *g = &pb->g;
+    g->pr = pr;
+    g->deterministic = deterministic;
+    g->q = lig_problem_view(&pr, query_index, true, true);
+    g->dq = lig_problem_view(&pr, d_query_index, true, true);
+    g->w = lig_problem_view(&pr, weights, true, false);
+    g->dw = lig_problem_view(&pr, d_weights, true, false);
+    g->idx = lig_problem_view(&pr, sparse_indices, !short_form, true);
+    g->k = lig_problem_view(&pr, key_index, true, true);
+    g->dk = lig_problem_view(&pr, d_key_index, true, true);
+    g->dy = (lig_view4){.dtype = LIG_FLOAT32, .esize = 4}; /* dI is computed, never read from a tensor */
+    pb->N1m = n1m;
+    pb->Dm = dm;
+    pb->Dr = dr;
+    pb->has_rope = query_rope != NULL;
+    pb->mq = lig_problem_view(&pr, query, true, true);
+    pb->mk = lig_problem_view(&pr, key, true, true);
+    if (query_rope) {
+        pb->mqr = lig_problem_view(&pr, query_rope, true, true);
+        pb->mkr = lig_problem_view(&pr, key_rope, true, true);
+    }
+    pb->has_lse = softmax_lse != NULL;
+    if (softmax_lse) pb->lse = statistic_view(&pr, softmax_lse);
+    else {
+        pb->smax = statistic_view(&pr, softmax_max);
+        pb->ssum = statistic_view(&pr, softmax_sum);
+    }
+    pb->scale = scale32;
+    pb->target = target;
+    pb->loss = loss->data;
+
+    lig_backend_plan plan = {0};
+    st = placed.backend->plan_sparse_indexer_kl_loss(pb, &plan);
+    return lig_executor_publish(LIG_OP_SPARSE_INDEXER_KL_LOSS, placed, pb, free_problem, st, &plan, workspace_size,
+                                executor);
+}
+
+lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
+                                      void *stream) {
+    return lig_executor_run(executor, LIG_OP_SPARSE_INDEXER_KL_LOSS, workspace, workspace_size, stream);
+}

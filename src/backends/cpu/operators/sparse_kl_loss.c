@@ -1,0 +1,185 @@
+/* The KL loss with the main attention's target on the CPU (docs/contract.md 2.4). The backward's
+ * walk (indexer_grad.c) runs the units; this file is its dy source: before a unit's walk it
+ *   1. lists the unit's counted slots (the backward's rule, in slot order),
+ *   2. streams them in blocks through the teacher (teacher_engine.c): S = q . key (+ rope), then
+ *      per slot, in fp32 and head order, mass_j = sum_h exp(scale * S[h] - max_h) / sum_h
+ *      (or exp(scale * S[h] - lse_h)),
+ *   3. scores them with the forward's engine: I_j = sum_h w_h ReLU(q_index_h . key_index_j),
+ *   4. in double, per unit: the target p, the softmax y of I over the counted slots, the unit's
+ *      loss sum_j p_j (log p_j - log y_j) (terms with p_j = 0 add 0) and dI_j = y_j sum(p) - p_j,
+ *      rounded once to fp32,
+ * and the walk takes dI as dy (never rounded to the input dtype). Nothing of size rows x K x N1
+ * exists: the scratch holds one block of slots and K floats per thread. The unit losses are
+ * stored per unit and summed in unit order at the end, so the loss does not depend on the thread
+ * count or the schedule; dQ, dW and (with the ring) dK are the backward's, hence deterministic. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/operators/bf16_operands.h"
+#include "backends/cpu/operators/sparse_kl_loss_plan.h"
+#include "backends/cpu/runtime/fp_mode.h"
+#include "backends/cpu/runtime/threadpool.h"
+#include "core/dtype_convert.h"
+#include "core/workspace.h"
+
+typedef struct kl_loss_run {
+    const lig_cpu_kl_loss_plan *p;
+    double *unit_loss; /* [units] */
+} kl_loss_run;
+
+/* The main attention's mass at each counted slot: sum over heads of its probability, fp32. */
+static void teacher_mass(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
+                         float *mass) {
+    const lig_kl_loss_problem *pb = p->pb;
+    const lig_problem *pr = &pb->g.pr;
+    const lig_kl_loss_scratch *L = &p->scratch;
+    const lig_teacher_ctx *tc = &p->teacher;
+    const int64_t N1 = pb->N1m;
+    float *m = (float *)(void *)(s + L->stat_m), *z = (float *)(void *)(s + L->stat_s);
+    for (int64_t h = 0; h < N1; h++) {
+        if (pb->has_lse) {
+            m[h] = lig_load_float(LIG_FLOAT32, lig_q_row_ptr(&pb->lse, pr, x->b, x->t, h));
+            z[h] = 1.0f; /* exp(x - lse) / 1: exact */
+        } else {
+            m[h] = lig_load_float(LIG_FLOAT32, lig_q_row_ptr(&pb->smax, pr, x->b, x->t, h));
+            z[h] = lig_load_float(LIG_FLOAT32, lig_q_row_ptr(&pb->ssum, pr, x->b, x->t, h));
+        }
+    }
+    lig_teacher_begin_row(tc, s + L->teacher, lig_q_row_ptr(&pb->mq, pr, x->b, x->t, 0),
+                          pb->has_rope ? lig_q_row_ptr(&pb->mqr, pr, x->b, x->t, 0) : NULL);
+    const char **key = (const char **)(void *)(s + L->key), **rope = (const char **)(void *)(s + L->key_rope);
+    float *sc = (float *)(void *)(s + L->scores);
+    const float scale = pb->scale;
+    for (int64_t i0 = 0; i0 < n; i0 += tc->block) {
+        const int64_t nb = n - i0 < tc->block ? n - i0 : tc->block;
+        for (int64_t i = 0; i < nb; i++) {
+            key[i] = lig_k_row_ptr(&pb->mk, pr, x->b, slot[i0 + i], 0);
+            rope[i] = pb->has_rope ? lig_k_row_ptr(&pb->mkr, pr, x->b, slot[i0 + i], 0) : NULL;
+        }
+        lig_teacher_scores(tc, s + L->teacher, nb, key, rope, sc);
+        for (int64_t i = 0; i < nb; i++) {
+            const float *row = sc + i * tc->ld;
+            float acc = 0.0f;
+            for (int64_t h = 0; h < N1; h++) { /* fixed order: heads ascending, each term rounded as written */
+                const float arg = scale * row[h] - m[h];
+                acc += expf(arg) / z[h];
+            }
+            mass[i0 + i] = acc;
+        }
+    }
+}
+
+/* I at each counted slot, with the forward's engine (one row: the unit's). */
+static void index_scores(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
+                         float *value) {
+    const lig_grad_problem *g = &p->pb->g;
+    const lig_problem *pr = &g->pr;
+    if (pr->G == 0 || pr->D == 0) { /* an empty sum: every score is 0 */
+        memset(value, 0, sizeof(float) * (size_t)n);
+        return;
+    }
+    const lig_kl_loss_scratch *L = &p->scratch;
+    const int64_t h0 = x->g * pr->G;
+    const char *q = lig_q_row_ptr(&g->q, pr, x->b, x->t, h0), *w = lig_q_row_ptr(&g->w, pr, x->b, x->t, h0);
+    p->fwd->begin_rows(&p->fctx, s + L->fwd, 1, &q, &w);
+    const char **key = (const char **)(void *)(s + L->ikey);
+    float *score = (float *)(void *)(s + L->iscore);
+    for (int64_t i0 = 0; i0 < n; i0 += p->fctx.block) {
+        const int64_t nb = n - i0 < p->fctx.block ? n - i0 : p->fctx.block;
+        for (int64_t i = 0; i < nb; i++) key[i] = lig_k_row_ptr(&g->k, pr, x->b, slot[i0 + i], x->g);
+        p->fwd->score_block(&p->fctx, s + L->fwd, 1, nb, key, score);
+        memcpy(value + i0, score, sizeof(float) * (size_t)nb);
+    }
+}
+
+/* Steps 1-4 for unit u (see the top); returns dI of its counted slots and stores its loss. */
+static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
+    const kl_loss_run *r = ctx;
+    const lig_cpu_kl_loss_plan *p = r->p;
+    const lig_grad_problem *g = &p->pb->g;
+    const lig_problem *pr = &g->pr;
+    const lig_kl_loss_scratch *L = &p->scratch;
+    int64_t *slot = (int64_t *)(void *)(s + L->slot);
+    float *mass = (float *)(void *)(s + L->mass), *value = (float *)(void *)(s + L->value);
+    float *dy = (float *)(void *)(s + L->dy);
+
+    int64_t n = 0;
+    const char *ip = lig_q_row_ptr(&g->idx, pr, x->b, x->t, x->g);
+    const int64_t istep = g->idx.dim * (int64_t)g->idx.esize;
+    for (int64_t j = 0; j < pr->K; j++, ip += istep) {
+        const int64_t sk = lig_load_int(g->idx.dtype, ip);
+        if (sk >= x->lo && sk <= x->hi) slot[n++] = sk; /* the backward's counted slots; duplicates count */
+    }
+    r->unit_loss[u] = 0.0;
+    if (n == 0) return dy;
+    teacher_mass(p, s, x, n, slot, mass);
+    index_scores(p, s, x, n, slot, value);
+
+    /* the target: head mean or L1-normalised mass (a zero total gives p = 0) */
+    double norm = p->pb->target == LIG_KL_TARGET_HEAD_MEAN ? (double)p->pb->N1m : 0.0;
+    if (p->pb->target == LIG_KL_TARGET_L1)
+        for (int64_t i = 0; i < n; i++) norm += mass[i];
+    const double inv = norm != 0.0 ? 1.0 / norm : 0.0;
+    double vmax = value[0];
+    for (int64_t i = 1; i < n; i++)
+        if (value[i] > vmax) vmax = value[i];
+    double z = 0.0, total = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        z += exp((double)value[i] - vmax);
+        total += (double)mass[i] * inv;
+    }
+    const double log_z = log(z);
+    double loss = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double t = (double)mass[i] * inv, log_y = (double)value[i] - vmax - log_z;
+        if (t > 0.0) loss += t * (log(t) - log_y); /* 0 log 0 = 0 */
+        dy[i] = (float)(exp(log_y) * total - t);
+    }
+    r->unit_loss[u] = loss;
+    return dy;
+}
+
+/* A problem with nothing to multiply (no index dims or heads) still has a loss: I = 0, y uniform. */
+static void loss_only_task(void *ctx, int tid, int nthreads) {
+    kl_loss_run *r = ctx;
+    const lig_cpu_kl_loss_plan *p = r->p;
+    const lig_cpu_grad_plan *gp = &p->grad;
+    const lig_problem *pr = &p->pb->g.pr;
+    char *s = (char *)r->unit_loss - gp->ws.extra + gp->ws.scratch + (uint64_t)tid * gp->ws.scratch_stride +
+              gp->scratch.extra;
+    if (gp->extra_bf16_threads) lig_bf16_thread_begin(gp->ctx.ks);
+    for (int64_t u = pr->units * tid / nthreads; u < pr->units * (tid + 1) / nthreads; u++) {
+        const lig_unit x = lig_unit_decode(pr, u);
+        (void)unit_dy(r, s, u, &x);
+    }
+    if (gp->extra_bf16_threads) lig_bf16_thread_end(gp->ctx.ks);
+}
+
+static lig_status run_kl_loss(void *plan, void *workspace, void *stream) {
+    const lig_cpu_kl_loss_plan *p = plan;
+    const lig_kl_loss_problem *pb = p->pb;
+    const lig_problem *pr = &pb->g.pr;
+    (void)stream;
+    const bool loss_work = pr->units > 0 && pr->K > 0 && pr->key_rows > 0;
+    kl_loss_run r = {.p = p, .unit_loss = loss_work ? (double *)(void *)(lig_ws_base(workspace) + p->grad.ws.extra) : NULL};
+    const lig_grad_dy_source source = {.ctx = &r, .unit_dy = unit_dy};
+    const double per_slot = 8.0 * (double)(pr->G * pr->D) + 2.0 * (double)pb->N1m * (double)(pb->Dm + pb->Dr);
+    const double flops = (double)pr->units * (double)pr->K * per_slot;
+    /* the index checks, the walk with dI and the stores; nothing is written when the checks fail */
+    lig_status st = lig_cpu_grad_execute(&p->grad, workspace, loss_work ? &source : NULL, flops);
+    if (st != LIG_SUCCESS) return st;
+    if (loss_work && p->grad.empty) {
+        const int threads = lig_cpu_grad_threads(&p->grad, flops);
+        (p->grad.own_threads ? lig_parallel_own_threads : lig_parallel)(threads, loss_only_task, &r);
+    }
+    double total = 0.0;
+    for (int64_t u = 0; loss_work && u < pr->units; u++) total += r.unit_loss[u]; /* unit order */
+    const float out = (float)total;
+    memcpy(pb->loss, &out, sizeof out);
+    return LIG_SUCCESS;
+}
+
+lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream);
+lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream) {
+    return lig_fp_mode_run(run_kl_loss, plan, workspace, stream);
+}

@@ -1,0 +1,62 @@
+/* Problems of the KL loss with the main attention's target (lig_sparse_indexer_kl_loss) for the
+ * tests: a description, its data in the tensors' dtypes (the float64 copies hold the values the
+ * tensors hold), the reference's inputs, and the call. */
+#ifndef LIG_TESTS_KL_LOSS_CASE_H
+#define LIG_TESTS_KL_LOSS_CASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lig.h"
+#include "reference/sparse_kl_loss_ref.h"
+
+typedef struct lkcase_desc {
+    const char *name;
+    ref_layout layout;
+    int64_t B, S1, S2, N1, N2, D, K; /* the indexer (TND: S1, S2 = T1, T2) */
+    int64_t N1m, Dm, Dr;             /* the main attention (Dr = 0: no rope) */
+    lig_dtype dtype;
+    bool lse;                        /* softmax_lse instead of softmax_max / softmax_sum */
+    bool sparse_stats;               /* statistics over the counted slots of key head 0 (else all visible keys) */
+    lig_kl_target target;
+    bool lengths;                    /* BSND: pass per-batch lengths (TND always has ends) */
+    int64_t sparse_mode, pre_tokens, next_tokens;
+    bool short_form;                 /* [.., K] indices (N2 == 1) */
+    lig_dtype index_dtype;
+    lig_dtype dw_dtype;
+} lkcase_desc;
+
+enum { KA_Q, KA_K, KA_QI, KA_KI, KA_W, KA_IDX, KA_SMAX, KA_SSUM, KA_LSE, KA_QR, KA_KR, KA_AQ, KA_AK, KA_DQ, KA_DK,
+       KA_DW, KA_LOSS, KA_COUNT };
+
+typedef struct lkcase {
+    lkcase_desc d;
+    ref_problem p;
+    int64_t seq_q[8], seq_k[8];
+    int64_t rows_q, rows_k;
+    double *mq, *mk, *mqr, *mkr, *smax, *ssum, *lse, *qi, *ki, *w;
+    int64_t *idx;
+    void *buf[KA_COUNT];        /* the tensors' memory */
+    uint64_t bytes[KA_COUNT];
+    lig_tensor *t[KA_COUNT];    /* NULL where absent */
+    /* the call's scalars (error cases edit them) */
+    double scale;
+    const char *layout;
+    int64_t sparse_mode, pre_tokens, next_tokens;
+    lig_kl_target target;
+    bool deterministic;
+} lkcase;
+
+/* Makes the data (seeded), the tensors and the call's arguments. */
+void lkcase_make(lkcase *c, const lkcase_desc *d, uint64_t seed);
+void lkcase_free(lkcase *c);
+/* The reference's view of the case. */
+ref_kl_loss_case lkcase_ref(const lkcase *c);
+/* Both phases with the case's tensors and scalars; the workspace is allocated here. */
+lig_status lkcase_call(lkcase *c);
+/* Phase 1 only; *ws_size and *ex receive the results. */
+lig_status lkcase_phase1(lkcase *c, uint64_t *ws_size, lig_executor **ex);
+/* The outputs as doubles: d_query_index, d_key_index, d_weights (caller frees), and the loss. */
+void lkcase_outputs(const lkcase *c, double **dq, double **dk, double **dw, double *loss);
+
+#endif

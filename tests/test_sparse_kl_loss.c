@@ -1,0 +1,515 @@
+/* lig_sparse_indexer_kl_loss (docs/contract.md 2.4) against its float64 reference
+ * (reference/sparse_kl_loss_ref.c), the reference against central finite differences, the two
+ * targets on sparse statistics, determinism across runs, thread counts and ring capacities, and
+ * the error cases (nothing written on failure). The suite runs once per kernel set (LIG_ISA). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/operators/indexer_grad_plan.h"
+#include "error_cases.h"
+#include "framework.h"
+#include "kl_loss_case.h"
+#include "lig.h"
+#include "reference/indexer_ref.h"
+#include "tensor_buffers.h"
+#include "core/tensor.h"
+#include "tests.h"
+
+#define NOBAND INT64_MAX
+
+static lkcase_desc base_desc(void) {
+    return (lkcase_desc){.name = "base", .layout = REF_BSND, .B = 2, .S1 = 6, .S2 = 9, .N1 = 4, .N2 = 1, .D = 8,
+                         .K = 7, .N1m = 8, .Dm = 24, .Dr = 8, .dtype = LIG_FLOAT32, .target = LIG_KL_TARGET_HEAD_MEAN,
+                         .sparse_mode = 3, .pre_tokens = NOBAND, .next_tokens = NOBAND, .index_dtype = LIG_INT64,
+                         .dw_dtype = LIG_FLOAT32};
+}
+
+/* The output rounding of a dtype, relative. */
+static double out_rel(lig_dtype t) { return t == LIG_BFLOAT16 ? 1.0 / 256 : t == LIG_FLOAT16 ? 1.0 / 2048 : 1e-6; }
+
+static double maxabs(const double *v, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) m = fabs(v[i]) > m ? fabs(v[i]) : m;
+    return m;
+}
+
+/* Elements within rel * |ref| + 2e-4 * max |ref| + 4e-6 * sizes (the fp32 teacher's and dI's
+ * errors: relative to the tensor's size, and dI's absolute error, about fp32's epsilon of the
+ * target's scale, times the sizes of the terms that carry it, `sizes` = the sum of |w k|, |w q|,
+ * |q k| over the counted slots); an element with no counted term must be exactly 0. */
+static void check_close(const char *label, const char *what, const double *got, const double *ref,
+                        const double *sizes, int64_t n, double rel) {
+    const double m = maxabs(ref, n);
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 3; i++) {
+        const double bound = sizes[i] == 0.0 ? 0.0 : rel * fabs(ref[i]) + 2e-4 * m + 4e-6 * sizes[i] + 1e-30;
+        if (!(fabs(got[i] - ref[i]) <= bound)) {
+            CHECK(0, "%s: %s[%lld] = %.9g, reference %.9g (bound %.3g)", label, what, (long long)i, got[i], ref[i],
+                  bound);
+            bad++;
+        }
+    }
+}
+
+/* Runs the case and compares every output with the reference. */
+static void run_and_compare(lkcase *c, const char *label) {
+    const lkcase_desc *d = &c->d;
+    const lig_status st = lkcase_call(c);
+    if (!CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) return;
+    const int64_t nq = c->rows_q * d->N1 * d->D, nk = c->rows_k * d->N2 * d->D, nw = c->rows_q * d->N1;
+    const int64_t ni = c->rows_q * d->N2 * d->K;
+    const ref_kl_loss_case rc = lkcase_ref(c);
+    double *dI = calloc((size_t)ni + 1, sizeof(double)), abs_loss = 0.0;
+    const double loss_ref = ref_kl_loss(&rc, dI, &abs_loss);
+    ref_grads g = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8),
+                   .dq_abs = calloc((size_t)nq + 1, 8), .dk_abs = calloc((size_t)nk + 1, 8),
+                   .dw_abs = calloc((size_t)nw + 1, 8)};
+    ref_backward(&c->p, c->qi, c->ki, c->w, c->idx, dI, &g);
+    /* the sizes of the terms: the backward's with dy = 1 on every counted slot */
+    double *ones = calloc((size_t)ni + 1, sizeof(double));
+    for (int64_t row = 0; row < c->rows_q; row++) {
+        ref_row info;
+        ref_row_info(&c->p, row, &info);
+        for (int64_t j = 0; info.valid && j < d->N2 * d->K; j++)
+            ones[row * d->N2 * d->K + j] = ref_classify(&c->p, &info, c->idx[row * d->N2 * d->K + j]) == REF_SLOT_COUNTED;
+    }
+    ref_grads sz = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8),
+                    .dq_abs = calloc((size_t)nq + 1, 8), .dk_abs = calloc((size_t)nk + 1, 8),
+                    .dw_abs = calloc((size_t)nw + 1, 8)};
+    ref_backward(&c->p, c->qi, c->ki, c->w, c->idx, ones, &sz);
+    double *dq, *dk, *dw, loss;
+    lkcase_outputs(c, &dq, &dk, &dw, &loss);
+    CHECK(fabs(loss - loss_ref) <= 1e-4 * abs_loss + 1e-6 * fabs(loss_ref) + 1e-7, "%s: loss %.9g, reference %.9g",
+          label, loss, loss_ref);
+    check_close(label, "d_query_index", dq, g.dq, sz.dq_abs, nq, out_rel(d->dtype));
+    check_close(label, "d_key_index", dk, g.dk, sz.dk_abs, nk, out_rel(d->dtype));
+    check_close(label, "d_weights", dw, g.dw, sz.dw_abs, nw, out_rel(d->dw_dtype));
+    free(ones);
+    free(sz.dq); free(sz.dk); free(sz.dw); free(sz.dq_abs); free(sz.dk_abs); free(sz.dw_abs);
+    free(dq); free(dk); free(dw); free(dI);
+    free(g.dq); free(g.dk); free(g.dw); free(g.dq_abs); free(g.dk_abs); free(g.dw_abs);
+}
+
+void test_kl_loss_ref_finite_differences(void) {
+    lkcase_desc d = base_desc();
+    d.K = 5;
+    d.S1 = 4;
+    d.S2 = 6;
+    for (int target = 0; target < 2; target++) {
+        d.target = (lig_kl_target)target;
+        lkcase c;
+        lkcase_make(&c, &d, 11 + (uint64_t)target);
+        /* continuous index data: no score sits on the ReLU's kink within the step */
+        th_rng r = th_rng_make(5);
+        const int64_t nq = c.rows_q * d.N1 * d.D, nk = c.rows_k * d.N2 * d.D, nw = c.rows_q * d.N1;
+        for (int64_t i = 0; i < nq; i++) c.qi[i] = 2 * th_rng_unit(&r) - 1;
+        for (int64_t i = 0; i < nk; i++) c.ki[i] = 2 * th_rng_unit(&r) - 1;
+        for (int64_t i = 0; i < nw; i++) c.w[i] = 2 * th_rng_unit(&r) - 1;
+        ref_kl_loss_case rc = lkcase_ref(&c);
+        const int64_t ni = c.rows_q * d.N2 * d.K;
+        double *dI = calloc((size_t)ni + 1, 8);
+        ref_kl_loss(&rc, dI, NULL);
+        ref_grads g = {.dq = calloc((size_t)nq, 8), .dk = calloc((size_t)nk, 8), .dw = calloc((size_t)nw, 8)};
+        ref_backward(&c.p, c.qi, c.ki, c.w, c.idx, dI, &g);
+        double *arrays[3] = {c.qi, c.ki, c.w}, *grads[3] = {g.dq, g.dk, g.dw};
+        const int64_t counts[3] = {nq, nk, nw};
+        int checked = 0;
+        for (int a = 0; a < 3; a++)
+            for (int64_t i = 0; i < counts[a]; i++) {
+                const double keep = arrays[a][i], h = 1e-6;
+                arrays[a][i] = keep + h;
+                const double up = ref_kl_loss(&rc, NULL, NULL);
+                arrays[a][i] = keep - h;
+                const double down = ref_kl_loss(&rc, NULL, NULL);
+                arrays[a][i] = keep;
+                const double fd = (up - down) / (2 * h);
+                CHECK(fabs(fd - grads[a][i]) <= 1e-6 + 1e-5 * fabs(fd), "target %d array %d [%lld]: fd %.9g, analytic %.9g",
+                      target, a, (long long)i, fd, grads[a][i]);
+                checked++;
+            }
+        th_note("target %d: %d derivatives checked", target, checked);
+        free(dI); free(g.dq); free(g.dk); free(g.dw);
+        lkcase_free(&c);
+    }
+}
+
+/* The matrix: layouts, key heads 1 and 2, dtypes, targets, rope, lse, statistics, lengths, band. */
+void test_kl_loss_matrix(void) {
+    static const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    int n = 0;
+    for (int layout = 0; layout < 2; layout++)
+        for (int n2 = 1; n2 <= 2; n2++)
+            for (int dt = 0; dt < 3; dt++)
+                for (int variant = 0; variant < 4; variant++) {
+                    lkcase_desc d = base_desc();
+                    d.layout = layout ? REF_TND : REF_BSND;
+                    if (layout) {
+                        d.S1 = 14;
+                        d.S2 = 20;
+                    }
+                    d.N2 = n2;
+                    d.N1 = 4 * n2;
+                    d.dtype = dtypes[dt];
+                    d.dw_dtype = variant & 1 ? LIG_FLOAT32 : d.dtype;
+                    d.target = variant & 1 ? LIG_KL_TARGET_L1 : LIG_KL_TARGET_HEAD_MEAN;
+                    d.lse = variant & 2;
+                    d.Dr = variant == 2 ? 0 : 8;
+                    d.sparse_stats = variant >= 2;
+                    d.lengths = variant == 1;
+                    d.short_form = n2 == 1 && variant == 3;
+                    d.index_dtype = variant == 2 ? LIG_INT32 : LIG_INT64;
+                    if (variant == 3 && !layout) { /* the band (mode 0) */
+                        d.sparse_mode = 0;
+                        d.pre_tokens = 3;
+                        d.next_tokens = 1;
+                    }
+                    if (dt == 2 && variant == 0) { /* wide groups: the bf16 engines on the sets that have them */
+                        d.N1 = 32 * n2;
+                        d.N1m = 32;
+                        d.Dm = 64;
+                    }
+                    lkcase c;
+                    lkcase_make(&c, &d, 100 + (uint64_t)n);
+                    char label[128];
+                    snprintf(label, sizeof label, "%s N2=%d %s variant %d", layout ? "TND" : "BSND", n2,
+                             dt == 0 ? "fp32" : dt == 1 ? "fp16" : "bf16", variant);
+                    run_and_compare(&c, label);
+                    lkcase_free(&c);
+                    n++;
+                }
+    th_note("%d cases", n);
+}
+
+/* Statistics from attention over the same slots: sum_j p = 1, so both targets are the same loss. */
+void test_kl_loss_sparse_statistics_targets_agree(void) {
+    for (int dt = 0; dt < 2; dt++) {
+        lkcase_desc d = base_desc();
+        d.sparse_stats = true;
+        d.dtype = dt ? LIG_BFLOAT16 : LIG_FLOAT32;
+        double *out[2][3], loss[2];
+        int64_t counts[3] = {0, 0, 0};
+        for (int target = 0; target < 2; target++) {
+            d.target = (lig_kl_target)target;
+            lkcase c;
+            lkcase_make(&c, &d, 77);
+            REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+            lkcase_outputs(&c, &out[target][0], &out[target][1], &out[target][2], &loss[target]);
+            counts[0] = c.rows_q * d.N1 * d.D;
+            counts[1] = c.rows_k * d.N2 * d.D;
+            counts[2] = c.rows_q * d.N1;
+            lkcase_free(&c);
+        }
+        CHECK(fabs(loss[0] - loss[1]) <= 1e-4 * (fabs(loss[0]) + 1e-3), "losses %.9g and %.9g", loss[0], loss[1]);
+        for (int a = 0; a < 3; a++) {
+            const double m = maxabs(out[0][a], counts[a]);
+            for (int64_t i = 0; i < counts[a]; i++)
+                if (!CHECK(fabs(out[0][a][i] - out[1][a][i]) <= 1e-3 * m + out_rel(d.dtype) * fabs(out[0][a][i]),
+                           "output %d [%lld]: head_mean %.9g, l1 %.9g", a, (long long)i, out[0][a][i], out[1][a][i]))
+                    break;
+            free(out[0][a]);
+            free(out[1][a]);
+        }
+    }
+}
+
+static int outputs_equal(const lkcase *a, const lkcase *b) {
+    for (int k = KA_DQ; k <= KA_LOSS; k++)
+        if (memcmp(a->buf[k], b->buf[k], a->bytes[k]) != 0) return 0;
+    return 1;
+}
+
+/* deterministic = true: bitwise across runs, thread counts 1-3 and ring capacities; false: close. */
+void test_kl_loss_determinism_threads(void) {
+    for (int dt = 0; dt < 2; dt++) {
+        lkcase_desc d = base_desc();
+        d.B = 3;
+        d.S1 = 24;
+        d.S2 = 40;
+        d.K = 90; /* several blocks per unit */
+        d.N2 = 2;
+        d.N1 = 64;
+        d.N1m = 32;
+        d.dtype = dt ? LIG_BFLOAT16 : LIG_FLOAT32;
+        lkcase first;
+        lkcase_make(&first, &d, 9);
+        lig_set_num_threads(1);
+        REQUIRE(lkcase_call(&first) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+        static const int threads[] = {1, 2, 3, 2, 3};
+        static const int64_t ring[] = {0, 0, 0, 1, 3};
+        for (int i = 0; i < 5; i++) {
+            lkcase c;
+            lkcase_make(&c, &d, 9);
+            lig_set_num_threads(threads[i]);
+            lig_cpu_grad_set_ring_chunks(ring[i]);
+            REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+            CHECK(outputs_equal(&first, &c), "dtype %d: %d threads, ring %lld: outputs differ from 1 thread", dt,
+                  threads[i], (long long)ring[i]);
+            lkcase_free(&c);
+        }
+        lig_cpu_grad_set_ring_chunks(0);
+        lkcase c;
+        lkcase_make(&c, &d, 9);
+        c.deterministic = false;
+        lig_set_num_threads(3);
+        REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+        run_and_compare(&c, dt ? "bf16 deterministic=false" : "fp32 deterministic=false");
+        float l1, l2;
+        memcpy(&l1, first.buf[KA_LOSS], 4);
+        memcpy(&l2, c.buf[KA_LOSS], 4);
+        CHECK(l1 == l2, "the loss does not depend on deterministic: %.9g vs %.9g", l1, l2);
+        lig_set_num_threads(0);
+        lkcase_free(&c);
+        lkcase_free(&first);
+    }
+}
+
+/* ---- error cases ---------------------------------------------------------------------- */
+
+typedef struct kl_err_case {
+    const char *name;
+    void (*edit)(lkcase *c);
+    int phase;
+    lig_status want;
+    const char *names;
+} kl_err_case;
+
+static lig_tensor *retype(const lig_tensor *like_data, lkcase *c, int a, lig_dtype dt, int ndim, const int64_t *shape) {
+    (void)like_data;
+    lig_tensor *t = lig_create_tensor(c->buf[a], dt, ndim, shape, NULL);
+    lig_destroy_tensor(c->t[a]);
+    c->t[a] = t;
+    return t;
+}
+static void e_null_query(lkcase *c) { lig_destroy_tensor(c->t[KA_Q]); c->t[KA_Q] = NULL; }
+static void e_null_loss(lkcase *c) { lig_destroy_tensor(c->t[KA_LOSS]); c->t[KA_LOSS] = NULL; }
+static void e_null_sum(lkcase *c) { lig_destroy_tensor(c->t[KA_SSUM]); c->t[KA_SSUM] = NULL; }
+static void e_lse_and_max(lkcase *c) { /* softmax_lse next to softmax_max */
+    const int64_t s[4] = {c->d.B, 1, c->d.S1, c->d.N1m};
+    c->t[KA_LSE] = lig_create_tensor(c->buf[KA_SSUM], LIG_FLOAT32, 4, s, NULL);
+}
+static void e_half_rope(lkcase *c) { lig_destroy_tensor(c->t[KA_KR]); c->t[KA_KR] = NULL; }
+static void e_key_two_heads(lkcase *c) {
+    const int64_t s[4] = {c->d.B, c->d.S2 / 3, 2, c->d.Dm}; /* fewer rows: the data stays inside the buffer */
+    retype(NULL, c, KA_K, c->d.dtype, 4, s);
+}
+static void e_key_rows(lkcase *c) {
+    const int64_t s[4] = {c->d.B, c->d.S2 - 1, 1, c->d.Dm};
+    retype(NULL, c, KA_K, c->d.dtype, 4, s);
+}
+static void e_query_dtype(lkcase *c) {
+    const int64_t s[4] = {c->d.B, c->d.S1, c->d.N1m, c->d.Dm};
+    retype(NULL, c, KA_Q, LIG_FLOAT16, 4, s);
+}
+static void e_rope_dims(lkcase *c) {
+    const int64_t s[4] = {c->d.B, c->d.S1, c->d.N1m / 2, c->d.Dr};
+    retype(NULL, c, KA_QR, c->d.dtype, 4, s);
+}
+static void e_stat_shape(lkcase *c) {
+    const int64_t s[3] = {c->d.B, c->d.S1, c->d.N1m};
+    retype(NULL, c, KA_SMAX, LIG_FLOAT32, 3, s);
+}
+static void e_stat_dtype(lkcase *c) {
+    const int64_t s[4] = {c->d.B, 1, c->d.S1, c->d.N1m};
+    retype(NULL, c, KA_SSUM, LIG_FLOAT16, 4, s);
+}
+static void e_loss_dtype(lkcase *c) {
+    const int64_t s[1] = {1};
+    lig_tensor *t = lig_create_tensor(c->buf[KA_LOSS], LIG_FLOAT16, 1, s, NULL);
+    lig_destroy_tensor(c->t[KA_LOSS]);
+    c->t[KA_LOSS] = t;
+}
+static void e_loss_shape(lkcase *c) {
+    const int64_t s[1] = {2};
+    lig_tensor *t = lig_create_tensor(c->buf[KA_DW], LIG_FLOAT32, 1, s, NULL);
+    lig_destroy_tensor(c->t[KA_LOSS]);
+    c->t[KA_LOSS] = t;
+}
+static void e_dw_dtype(lkcase *c) {
+    const int64_t s[3] = {c->d.B, c->d.S1, c->d.N1};
+    retype(NULL, c, KA_DW, LIG_BFLOAT16, 3, s);
+}
+static void e_target(lkcase *c) { c->target = (lig_kl_target)7; }
+static void e_scale(lkcase *c) { c->scale = INFINITY; }
+static void e_scale_fp32(lkcase *c) { c->scale = 1e300; }
+static void e_mode(lkcase *c) { c->sparse_mode = 1; }
+static void e_layout(lkcase *c) { c->layout = "SBH"; }
+static void e_null_layout(lkcase *c) { c->layout = NULL; }
+static void e_overlap(lkcase *c) { /* loss inside d_weights */
+    const int64_t s[1] = {1};
+    lig_tensor *t = lig_create_tensor(c->buf[KA_DW], LIG_FLOAT32, 1, s, NULL);
+    lig_destroy_tensor(c->t[KA_LOSS]);
+    c->t[KA_LOSS] = t;
+}
+static void e_bad_index(lkcase *c) { /* a key past the batch's length in a valid row: phase 2 */
+    th_store_int(c->buf[KA_IDX], c->d.index_dtype, 0, c->d.S2);
+}
+static void e_index_minus_two(lkcase *c) { th_store_int(c->buf[KA_IDX], c->d.index_dtype, 3, -2); }
+
+static const kl_err_case err_cases[] = {
+    {"query NULL", e_null_query, 1, LIG_ERR_PARAM_NULLPTR, "query"},
+    {"loss NULL", e_null_loss, 1, LIG_ERR_PARAM_NULLPTR, "loss"},
+    {"softmax_sum NULL without lse", e_null_sum, 1, LIG_ERR_PARAM_NULLPTR, "softmax_sum"},
+    {"lse next to max/sum", e_lse_and_max, 1, LIG_ERR_PARAM_INVALID, "softmax_max"},
+    {"query_rope without key_rope", e_half_rope, 1, LIG_ERR_PARAM_NULLPTR, "key_rope"},
+    {"key with two heads", e_key_two_heads, 1, LIG_ERR_PARAM_INVALID, "key"},
+    {"key rows unlike key_index", e_key_rows, 1, LIG_ERR_PARAM_INVALID, "key"},
+    {"query dtype unlike query_index", e_query_dtype, 1, LIG_ERR_PARAM_INVALID, "query"},
+    {"query_rope heads", e_rope_dims, 1, LIG_ERR_PARAM_INVALID, "query_rope"},
+    {"softmax_max shape", e_stat_shape, 1, LIG_ERR_PARAM_INVALID, "softmax_max"},
+    {"softmax_sum dtype", e_stat_dtype, 1, LIG_ERR_PARAM_INVALID, "softmax_sum"},
+    {"loss dtype", e_loss_dtype, 1, LIG_ERR_PARAM_INVALID, "loss"},
+    {"loss two elements", e_loss_shape, 1, LIG_ERR_PARAM_INVALID, "loss"},
+    {"d_weights dtype", e_dw_dtype, 1, LIG_ERR_PARAM_INVALID, "d_weights"},
+    {"target", e_target, 1, LIG_ERR_PARAM_INVALID, "target"},
+    {"scale infinite", e_scale, 1, LIG_ERR_PARAM_INVALID, "scale"},
+    {"scale past fp32", e_scale_fp32, 1, LIG_ERR_PARAM_INVALID, "scale"},
+    {"sparse_mode 1", e_mode, 1, LIG_ERR_PARAM_INVALID, "sparse_mode"},
+    {"layout", e_layout, 1, LIG_ERR_PARAM_INVALID, "layout"},
+    {"layout NULL", e_null_layout, 1, LIG_ERR_PARAM_NULLPTR, "layout"},
+    {"loss overlaps d_weights", e_overlap, 1, LIG_ERR_PARAM_INVALID, "loss|d_weights"},
+    {"index past the keys", e_bad_index, 2, LIG_ERR_PARAM_INVALID, "sparse_indices"},
+    {"index -2", e_index_minus_two, 2, LIG_ERR_PARAM_INVALID, "sparse_indices"},
+};
+
+void test_kl_loss_errors(void) {
+    int n = 0;
+    for (size_t i = 0; i < sizeof err_cases / sizeof err_cases[0]; i++) {
+        const kl_err_case *e = &err_cases[i];
+        lkcase_desc d = base_desc();
+        d.lengths = false;
+        d.sparse_stats = false;
+        lkcase c;
+        lkcase_make(&c, &d, 31);
+        e->edit(&c);
+        unsigned char *snap[KA_COUNT];
+        for (int a = KA_DQ; a <= KA_LOSS; a++) {
+            snap[a] = malloc(c.bytes[a]);
+            memcpy(snap[a], c.buf[a], c.bytes[a]);
+        }
+        uint64_t ws_size = 0;
+        lig_executor *ex = NULL;
+        lig_status st = lkcase_phase1(&c, &ws_size, &ex);
+        if (e->phase == 2 && st == LIG_SUCCESS) {
+            void *ws = ws_size ? malloc(ws_size) : NULL;
+            st = lig_sparse_indexer_kl_loss(ws, ws_size, ex, NULL);
+            free(ws);
+        } else if (e->phase == 2) {
+            CHECK(0, "%s: phase 1 failed: %s", e->name, lig_get_last_error());
+        } else {
+            CHECK(ex == NULL, "%s: a failed phase 1 leaves no executor", e->name);
+        }
+        CHECK(st == e->want, "%s: status %d, expected %d (%s)", e->name, (int)st, (int)e->want, lig_get_last_error());
+        if (st != LIG_SUCCESS) check_error_message(e->name, lig_get_last_error(), e->names);
+        for (int a = KA_DQ; a <= KA_LOSS; a++) {
+            CHECK(memcmp(snap[a], c.buf[a], c.bytes[a]) == 0, "%s: output %d written on failure", e->name, a);
+            free(snap[a]);
+        }
+        lkcase_free(&c);
+        n++;
+    }
+    /* a workspace one byte short, and a NULL workspace */
+    lkcase_desc d = base_desc();
+    lkcase c;
+    lkcase_make(&c, &d, 32);
+    for (int mode = 0; mode < 2; mode++) {
+        uint64_t ws_size = 0;
+        lig_executor *ex = NULL;
+        REQUIRE(lkcase_phase1(&c, &ws_size, &ex) == LIG_SUCCESS, "phase 1: %s", lig_get_last_error());
+        REQUIRE(ws_size > 0, "a workspace");
+        void *ws = malloc(ws_size);
+        const lig_status st = lig_sparse_indexer_kl_loss(mode ? NULL : ws, mode ? ws_size : ws_size - 1, ex, NULL);
+        CHECK(st == (mode ? LIG_ERR_PARAM_NULLPTR : LIG_ERR_PARAM_INVALID), "workspace mode %d: status %d", mode,
+              (int)st);
+        free(ws);
+        n++;
+    }
+    lkcase_free(&c);
+    th_note("%d error cases", n);
+}
+
+/* A problem without index dims still has a loss (I = 0: y uniform) and zero gradients. */
+void test_kl_loss_empty_index_dims(void) {
+    lkcase_desc d = base_desc();
+    d.D = 0;
+    lkcase c;
+    lkcase_make(&c, &d, 41);
+    run_and_compare(&c, "D = 0");
+    lkcase_free(&c);
+    d = base_desc();
+    d.K = 0;
+    lkcase_make(&c, &d, 42);
+    uint64_t ws = 1;
+    lig_executor *ex = NULL;
+    REQUIRE(lkcase_phase1(&c, &ws, &ex) == LIG_SUCCESS, "K = 0: %s", lig_get_last_error());
+    CHECK(ws == 0, "K = 0: no workspace, got %llu", (unsigned long long)ws);
+    REQUIRE(lig_sparse_indexer_kl_loss(NULL, 0, ex, NULL) == LIG_SUCCESS, "K = 0: %s", lig_get_last_error());
+    float loss;
+    memcpy(&loss, c.buf[KA_LOSS], 4);
+    CHECK(loss == 0.0f, "K = 0: loss %g", loss);
+    lkcase_free(&c);
+}
+
+/* dI reaches the products in fp32, never rounded to bf16: with two counted slots dQ_h is
+ * w_h dI_1 (k_1 - k_2), one product, so the bf16 output is the reference rounded once, except
+ * where the fp32 teacher's error (about 1e-5 of dI) crosses a rounding boundary. A dI rounded to
+ * bf16 (2^-9) would miss the rounded reference in about half the elements. */
+void test_kl_loss_bf16_di_not_rounded(void) {
+    lkcase_desc d = base_desc();
+    d.dtype = LIG_BFLOAT16;
+    d.K = 2;
+    d.N1 = 32; /* the bf16 engine on the sets that have one */
+    d.S1 = 16;
+    d.S2 = 16;
+    d.B = 2;
+    lkcase c;
+    lkcase_make(&c, &d, 55);
+    REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+    const int64_t nq = c.rows_q * d.N1 * d.D, ni = c.rows_q * d.N2 * d.K;
+    const ref_kl_loss_case rc = lkcase_ref(&c);
+    double *dI = calloc((size_t)ni + 1, 8);
+    ref_kl_loss(&rc, dI, NULL);
+    ref_grads g = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)(c.rows_k * d.N2 * d.D) + 1, 8),
+                   .dw = calloc((size_t)(c.rows_q * d.N1) + 1, 8)};
+    ref_backward(&c.p, c.qi, c.ki, c.w, c.idx, dI, &g);
+    int64_t nonzero = 0, exact = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        if (g.dq[i] == 0.0) continue;
+        nonzero++;
+        exact += th_load(c.buf[KA_DQ], LIG_BFLOAT16, i) == (double)lig_bfloat16_to_float(lig_float_to_bfloat16((float)g.dq[i]));
+    }
+    th_note("%lld of %lld non-zero dQ elements are the reference rounded once", (long long)exact, (long long)nonzero);
+    CHECK(nonzero > 100, "enough elements: %lld", (long long)nonzero);
+    CHECK(exact >= nonzero * 95 / 100, "dQ rounded once: %lld of %lld", (long long)exact, (long long)nonzero);
+    free(dI); free(g.dq); free(g.dk); free(g.dw);
+    lkcase_free(&c);
+}
+
+/* CUDA tensors: a build with the CUDA backend refuses the operator by name in phase 1 (it has no
+ * CUDA form yet); a build without refuses the device. Phase 1 reads no tensor data, so host memory
+ * described as CUDA memory is enough. */
+void test_devices_kl_loss_refused_on_cuda(void) {
+    lkcase_desc d = base_desc();
+    lkcase c;
+    lkcase_make(&c, &d, 61);
+    for (int a = 0; a < KA_COUNT; a++) {
+        if (!c.t[a] || a == KA_AQ || a == KA_AK) continue; /* sequence lengths stay on the host */
+        const lig_tensor *t = c.t[a];
+        lig_tensor *on = lig_create_tensor_on(c.buf[a], t->dtype, t->ndim, t->shape, NULL, LIG_DEVICE_CUDA, 0);
+        lig_destroy_tensor(c.t[a]);
+        c.t[a] = on;
+    }
+    uint64_t ws = 0;
+    lig_executor *ex = NULL;
+    const lig_status st = lkcase_phase1(&c, &ws, &ex);
+    CHECK(st == LIG_ERR_PARAM_INVALID && ex == NULL, "CUDA tensors: status %d, expected LIG_ERR_PARAM_INVALID", (int)st);
+#ifdef LIG_TEST_HAVE_CUDA
+    const char *want = "lig_sparse_indexer_kl_loss has no CUDA form yet";
+#else
+    const char *want = "this build of lig has no CUDA backend";
+#endif
+    CHECK(strstr(lig_get_last_error(), want) != NULL && strstr(lig_get_last_error(), "query") != NULL,
+          "message \"%s\" lacks \"query\" and \"%s\"", lig_get_last_error(), want);
+    lkcase_free(&c);
+}
