@@ -1,4 +1,4 @@
-/* lig_sparse_indexer_kl_loss (docs/contract.md 2.4) against its float64 reference
+/* lig_sparse_indexer_kl_loss (docs/contract.md 2.5) against its float64 reference
  * (reference/sparse_kl_loss_ref.c), the reference against central finite differences, the two
  * targets on sparse statistics, determinism across runs, thread counts and ring capacities, and
  * the error cases (nothing written on failure). The suite runs once per kernel set (LIG_ISA). */

@@ -1,5 +1,5 @@
 /* lig_sparse_indexer_kl_loss: the indexer's KL loss with the target taken from the main attention
- * (docs/contract.md 2.4). Phase 1 validates every argument (the indexer's like the backward's, the
+ * (docs/contract.md 2.5). Phase 1 validates every argument (the indexer's like the backward's, the
  * main attention's and its statistics), builds the problem and has the backend of the tensors plan
  * it; phase 2 runs the plan. Nothing here touches tensor data except the host sequence lengths. */
 #include <math.h>

@@ -214,7 +214,7 @@ static inline int64_t lig_slot_offset(const lig_kl_problem *p, const lig_slot_vi
     return off;
 }
 
-/* The indexer's KL loss with the main attention's target (contract 2.4): the backward's problem
+/* The indexer's KL loss with the main attention's target (contract 2.5): the backward's problem
  * (query_index, key_index, weights, sparse_indices and the gradients; its dy view unused) plus the
  * main attention. Main query rows and the statistics are addressed like the index query
  * (lig_q_row_ptr with the head axis = the main heads), main key rows like the index keys. */

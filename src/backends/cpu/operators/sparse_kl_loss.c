@@ -1,4 +1,4 @@
-/* The KL loss with the main attention's target on the CPU (docs/contract.md 2.4). The backward's
+/* The KL loss with the main attention's target on the CPU (docs/contract.md 2.5). The backward's
  * walk (indexer_grad.c) runs the units; this file is its dy source: before a unit's walk it
  *   1. lists the unit's counted slots (the backward's rule, in slot order),
  *   2. streams them in blocks through the teacher (teacher_engine.c): S = q . key (+ rope), then
@@ -81,13 +81,13 @@ static void index_scores(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit 
     const lig_kl_loss_scratch *L = &p->scratch;
     const int64_t h0 = x->g * pr->G;
     const char *q = lig_q_row_ptr(&g->q, pr, x->b, x->t, h0), *w = lig_q_row_ptr(&g->w, pr, x->b, x->t, h0);
-    p->fwd->begin_rows(&p->fctx, s + L->fwd, 1, &q, &w);
+    p->fwd->begin_rows(&p->fctx, s + L->fwd, 1, &q, &w, NULL); /* unquantized: no scales */
     const char **key = (const char **)(void *)(s + L->ikey);
     float *score = (float *)(void *)(s + L->iscore);
     for (int64_t i0 = 0; i0 < n; i0 += p->fctx.block) {
         const int64_t nb = n - i0 < p->fctx.block ? n - i0 : p->fctx.block;
         for (int64_t i = 0; i < nb; i++) key[i] = lig_k_row_ptr(&g->k, pr, x->b, slot[i0 + i], x->g);
-        p->fwd->score_block(&p->fctx, s + L->fwd, 1, nb, key, score);
+        p->fwd->score_block(&p->fctx, s + L->fwd, 1, nb, key, NULL, score);
         memcpy(value + i0, score, sizeof(float) * (size_t)nb);
     }
 }

@@ -1,4 +1,4 @@
-/* The CPU plan of the KL loss with the main attention's target (contract 2.4): the backward's
+/* The CPU plan of the KL loss with the main attention's target (contract 2.5): the backward's
  * plan (its walk, engine, ring and workspace) with the loss's own products and scratch on top. */
 #ifndef LIG_CPU_OPERATORS_SPARSE_KL_LOSS_PLAN_H
 #define LIG_CPU_OPERATORS_SPARSE_KL_LOSS_PLAN_H
