@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/cpu/operators/plan_alloc.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "core/error.h"
 #include "core/settings.h"
@@ -104,8 +105,6 @@ static lig_status size_workspace(lig_cpu_grad_plan *p) {
     return lig_size_check(ws->total, "key", "the bytes of the workspace", keys);
 }
 
-static void free_plan(void *plan) { free(plan); }
-
 lig_status lig_cpu_grad_plan_init(lig_cpu_grad_plan *p, const lig_grad_problem *pb, const lig_kernel_set *ks,
                                   uint64_t extra_ws, uint64_t extra_scratch, bool extra_bf16_threads) {
     const lig_problem *pr = &pb->pr;
@@ -134,15 +133,15 @@ lig_status lig_cpu_grad_plan_init(lig_cpu_grad_plan *p, const lig_grad_problem *
 
 lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    lig_status st = lig_kernel_set_current(&ks);
+    void *mem;
+    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_grad_plan), &ks, &mem);
     if (st != LIG_SUCCESS) return st;
-    lig_cpu_grad_plan *p = calloc(1, sizeof *p);
-    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    lig_cpu_grad_plan *p = mem;
     if ((st = lig_cpu_grad_plan_init(p, pb, ks, 0, 0, false)) != LIG_SUCCESS) {
-        free(p);
+        lig_cpu_plan_free(p);
         return st;
     }
     *out = (lig_backend_plan){.plan = p, .workspace_size = p->ws.total, .kernel_set = p->engine->kernels_name(&p->ctx),
-                              .run = lig_cpu_run_indexer_grad, .free = free_plan};
+                              .run = lig_cpu_run_indexer_grad, .free = lig_cpu_plan_free};
     return LIG_SUCCESS;
 }

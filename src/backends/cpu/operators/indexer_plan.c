@@ -3,13 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/cpu/operators/plan_alloc.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "backends/cpu/operators/topk.h"
 #include "core/error.h"
 #include "core/settings.h"
 #include "core/workspace.h"
-
-static void free_plan(void *plan) { free(plan); }
 
 /* Each thread's scratch and the workspace. The top-k grows with K and the longest key length,
  * the engine's part with the pass's query heads; a size past 2^63 bytes names the operand that
@@ -42,10 +41,10 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
 
 lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    lig_status st = lig_kernel_set_current(&ks);
+    void *mem;
+    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_fwd_plan), &ks, &mem);
     if (st != LIG_SUCCESS) return st;
-    lig_cpu_fwd_plan *p = calloc(1, sizeof *p);
-    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    lig_cpu_fwd_plan *p = mem;
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
     int64_t longest = 0;
@@ -76,11 +75,11 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pr->paged && pr->num_blocks == 0);
     if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (contract 6.4) */
         if ((st = size_scratch(p, topk_bytes, rows)) != LIG_SUCCESS) {
-            free(p);
+            lig_cpu_plan_free(p);
             return st;
         }
     }
     *out = (lig_backend_plan){.plan = p, .workspace_size = p->workspace_size, .kernel_set = p->engine->kernels_name(&p->ctx),
-                              .run = lig_cpu_run_indexer, .free = free_plan};
+                              .run = lig_cpu_run_indexer, .free = lig_cpu_plan_free};
     return LIG_SUCCESS;
 }

@@ -3,6 +3,7 @@
  * workspace layout, the ring and the thread count are the backward's. */
 #include <stdlib.h>
 
+#include "backends/cpu/operators/plan_alloc.h"
 #include "backends/cpu/operators/sparse_kl_loss_plan.h"
 #include "core/error.h"
 #include "core/workspace.h"
@@ -30,14 +31,12 @@ static lig_kl_loss_scratch scratch_layout(const lig_cpu_kl_loss_plan *p) {
 
 lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream); /* sparse_kl_loss.c */
 
-static void free_plan(void *plan) { free(plan); }
-
 lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    lig_status st = lig_kernel_set_current(&ks);
+    void *mem;
+    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_kl_loss_plan), &ks, &mem);
     if (st != LIG_SUCCESS) return st;
-    lig_cpu_kl_loss_plan *p = calloc(1, sizeof *p);
-    if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    lig_cpu_kl_loss_plan *p = mem;
     const lig_grad_problem *g = &pb->g;
     const lig_problem *pr = &g->pr;
     p->pb = pb;
@@ -58,11 +57,11 @@ lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *pb, li
     st = lig_cpu_grad_plan_init(&p->grad, g, ks, loss_work ? lig_size_mul(sizeof(double), (uint64_t)pr->units) : 0,
                                 loss_work ? p->scratch.total : 0, bf16_threads);
     if (st != LIG_SUCCESS) {
-        free(p);
+        lig_cpu_plan_free(p);
         return st;
     }
     *out = (lig_backend_plan){.plan = p, .workspace_size = p->grad.ws.total,
                               .kernel_set = p->grad.engine->kernels_name(&p->grad.ctx),
-                              .run = lig_cpu_run_sparse_kl_loss, .free = free_plan};
+                              .run = lig_cpu_run_sparse_kl_loss, .free = lig_cpu_plan_free};
     return LIG_SUCCESS;
 }
