@@ -173,12 +173,7 @@ static void base_case(qe_base base, qcase *c)
     qspec s;
     qspec_default(&s);
     s.B = 2;
-    s.S1 = 3;
-    s.S2 = 5;
-    s.N2 = 2;
-    s.G = 2;
-    s.D = 8;
-    s.K = 3;
+    qspec_dims(&s, 3, 5, 2, 2, 8, 3);
     s.layout = base == QE_TND ? REF_TND : REF_BSND;
     s.paged = base == QE_PAGED;
     s.block_size = 2;

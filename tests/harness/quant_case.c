@@ -32,6 +32,16 @@ static double code_value(lig_dtype dt, uint8_t c)
 /* A byte that is NaN in FP8 and an absurd value in INT8: what memory nobody may read holds. */
 #define QC_POISON_CODE 0x7f
 
+void qspec_dims(qspec *s, int64_t S1, int64_t S2, int64_t N2, int64_t G, int64_t D, int64_t K)
+{
+    s->S1 = S1;
+    s->S2 = S2;
+    s->N2 = N2;
+    s->G = G;
+    s->D = D;
+    s->K = K;
+}
+
 void qspec_default(qspec *s)
 {
     memset(s, 0, sizeof *s);
@@ -45,12 +55,7 @@ void qspec_default(qspec *s)
     s->has_sq = 1;
     s->with_values = 1;
     s->B = 2;
-    s->S1 = 5;
-    s->S2 = 9;
-    s->N2 = 1;
-    s->G = 4;
-    s->D = 16;
-    s->K = 4;
+    qspec_dims(s, 5, 9, 1, 4, 16, 4);
     s->sparse_mode = 3;
     s->pre_tokens = INT64_MAX;
     s->next_tokens = INT64_MAX;
