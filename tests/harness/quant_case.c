@@ -542,10 +542,7 @@ typedef struct ranked {
 static int cmp_ranked(const void *x, const void *y)
 {
     const ranked *a = x, *b = y;
-    if (ref_fwd_better(a->score, a->key, b->score, b->key)) {
-        return -1;
-    }
-    return ref_fwd_better(b->score, b->key, a->score, a->key) ? 1 : 0;
+    return ref_fwd_order(a->score, a->key, b->score, b->key);
 }
 
 int qcase_check(const qcase *c, const int64_t *idx, const double *val, const char *label)
