@@ -42,25 +42,34 @@ void qspec_dims(qspec *s, int64_t S1, int64_t S2, int64_t N2, int64_t G, int64_t
     s->K = K;
 }
 
+/* qspec_default's spec: every field not named is 0. */
+static const qspec k_qspec_default = {
+    .layout = REF_BSND,
+    .qk = LIG_FLOAT8_E4M3FN,
+    .w_dtype = LIG_FLOAT32,
+    .sq_dtype = LIG_FLOAT32,
+    .sk_dtype = LIG_FLOAT32,
+    .idx_dtype = LIG_INT32,
+    .val_dtype = LIG_FLOAT32,
+    .has_sq = 1,
+    .with_values = 1,
+    .B = 2,
+    .S1 = 5,
+    .S2 = 9,
+    .N2 = 1,
+    .G = 4,
+    .D = 16,
+    .K = 4,
+    .sparse_mode = 3,
+    .pre_tokens = INT64_MAX,
+    .next_tokens = INT64_MAX,
+    .block_size = 4,
+    .p_dup_key = 0.1,
+};
+
 void qspec_default(qspec *s)
 {
-    memset(s, 0, sizeof *s);
-    s->layout = REF_BSND;
-    s->qk = LIG_FLOAT8_E4M3FN;
-    s->w_dtype = LIG_FLOAT32;
-    s->sq_dtype = LIG_FLOAT32;
-    s->sk_dtype = LIG_FLOAT32;
-    s->idx_dtype = LIG_INT32;
-    s->val_dtype = LIG_FLOAT32;
-    s->has_sq = 1;
-    s->with_values = 1;
-    s->B = 2;
-    qspec_dims(s, 5, 9, 1, 4, 16, 4);
-    s->sparse_mode = 3;
-    s->pre_tokens = INT64_MAX;
-    s->next_tokens = INT64_MAX;
-    s->block_size = 4;
-    s->p_dup_key = 0.1;
+    *s = k_qspec_default;
 }
 
 static double scale_value(th_rng *r, lig_dtype dt)
