@@ -1,6 +1,7 @@
 /* The quantized forward's failures (contract 6.3), table-driven as harness/error_cases.h's: a
  * valid base problem, one thing broken, the status, a message that names the parameter and says
  * what was expected and what was received, no executor, and every byte of every tensor unchanged. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +40,9 @@ static lig_tensor *fresh(qcall *call, lig_dtype dtype, int64_t ndim, const int64
     return qcall_adopt(call, lig_create_tensor(m, dtype, ndim, shape, NULL));
 }
 
-/* `t` again with another dtype (fresh memory, the same shape). */
-static lig_tensor *redtype(qcall *call, const lig_tensor *t, lig_dtype dtype, int64_t ndim, const int64_t *shape)
-{
-    (void)t;
-    return fresh(call, dtype, ndim, shape);
-}
-
-/* the base problem's shapes (BSND): B = 2, S1 = 3, S2 = 5, N1 = 4, N2 = 2, D = 8, K = 3 */
-static const int64_t QS[4] = {2, 3, 4, 8}, KS[4] = {2, 5, 2, 8}, WS[3] = {2, 3, 4}, SKS[3] = {2, 5, 2},
-                     OS[4] = {2, 3, 2, 3};
+/* the base problem (BSND): B = 2, S1 = 3, S2 = 5, N1 = 4, N2 = 2, D = 8, K = 3; its query is
+ * {2, 3, 4, 8}, key {2, 5, 2, 8}, weights and query scale {2, 3, 4}, key scale {2, 5, 2}, outputs OS */
+static const int64_t OS[4] = {2, 3, 2, 3};
 
 static void e_null_query(qcall *c, const qcase *q) { (void)q; c->query = NULL; }
 static void e_null_key(qcall *c, const qcase *q) { (void)q; c->key = NULL; }
@@ -61,69 +55,14 @@ static void e_layout_query(qcall *c, const qcase *q) { (void)q; c->layout_query 
 static void e_layout_key_other(qcall *c, const qcase *q) { (void)q; c->layout_key = "TND"; }
 static void e_layout_key_bad(qcall *c, const qcase *q) { (void)q; c->layout_key = "PA_TND"; }
 static void e_paged_without_table(qcall *c, const qcase *q) { (void)q; c->layout_key = "PA_BSND"; }
-static void e_table_without_paging(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[2] = {2, 3};
-    c->table = fresh(c, LIG_INT32, 2, s);
-}
 static void e_query_mode(qcall *c, const qcase *q) { (void)q; c->query_quant_mode = 1; }
 static void e_key_mode(qcall *c, const qcase *q) { (void)q; c->key_quant_mode = -1; }
-static void e_query_f16(qcall *c, const qcase *q) { (void)q; c->query = redtype(c, c->query, LIG_FLOAT16, 4, QS); }
-static void e_query_u8(qcall *c, const qcase *q) { (void)q; c->query = redtype(c, c->query, LIG_UINT8, 4, QS); }
-static void e_key_int8(qcall *c, const qcase *q) { (void)q; c->key = redtype(c, c->key, LIG_INT8, 4, KS); }
-static void e_weights_int8(qcall *c, const qcase *q) { (void)q; c->weights = redtype(c, c->weights, LIG_INT8, 3, WS); }
-static void e_weights_fp8(qcall *c, const qcase *q)
-{
-    (void)q;
-    c->weights = redtype(c, c->weights, LIG_FLOAT8_E4M3FN, 3, WS);
-}
-static void e_sk_bf16(qcall *c, const qcase *q) { (void)q; c->sk = redtype(c, c->sk, LIG_BFLOAT16, 3, SKS); }
-static void e_sq_int32(qcall *c, const qcase *q) { (void)q; c->sq = redtype(c, c->sq, LIG_INT32, 3, WS); }
-static void e_val_fp8(qcall *c, const qcase *q) { (void)q; c->val = redtype(c, c->val, LIG_FLOAT8_E4M3FN, 4, OS); }
-static void e_idx_f32(qcall *c, const qcase *q) { (void)q; c->idx = redtype(c, c->idx, LIG_FLOAT32, 4, OS); }
-static void e_sk_shape(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[3] = {2, 5, 3};
-    c->sk = fresh(c, LIG_FLOAT32, 3, s);
-}
-static void e_sk_rank(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[4] = {2, 5, 2, 1};
-    c->sk = fresh(c, LIG_FLOAT32, 4, s);
-}
-static void e_sq_shape(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[3] = {2, 3, 2};
-    c->sq = fresh(c, LIG_FLOAT32, 3, s);
-}
-static void e_key_d(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[4] = {2, 5, 2, 7};
-    c->key = fresh(c, LIG_FLOAT8_E4M3FN, 4, s);
-}
 static void e_key_heads(qcall *c, const qcase *q)
 {
     (void)q;
     const int64_t s[4] = {2, 5, 3, 8}, t[3] = {2, 5, 3};
     c->key = fresh(c, LIG_FLOAT8_E4M3FN, 4, s);
     c->sk = fresh(c, LIG_FLOAT32, 3, t);
-}
-static void e_weights_shape(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[3] = {2, 3, 5};
-    c->weights = fresh(c, LIG_FLOAT32, 3, s);
-}
-static void e_idx_k(qcall *c, const qcase *q)
-{
-    (void)q;
-    const int64_t s[4] = {2, 3, 2, 4};
-    c->idx = fresh(c, LIG_INT32, 4, s);
 }
 static void e_count(qcall *c, const qcase *q) { (void)q; c->sparse_count = 0; }
 static void e_mode(qcall *c, const qcase *q) { (void)q; c->sparse_mode = 1; }
@@ -178,25 +117,9 @@ static const qe_case cases[] = {
     {"layout_key unlike the query's", QE_BSND, e_layout_key_other, 1, LIG_ERR_PARAM_INVALID, "layout_key"},
     {"layout_key unknown", QE_BSND, e_layout_key_bad, 1, LIG_ERR_PARAM_INVALID, "layout_key"},
     {"PA_BSND without a table", QE_BSND, e_paged_without_table, 1, LIG_ERR_PARAM_NULLPTR, "block_table"},
-    {"a table without PA_BSND", QE_BSND, e_table_without_paging, 1, LIG_ERR_PARAM_INVALID, "block_table"},
     {"query_quant_mode 1", QE_BSND, e_query_mode, 1, LIG_ERR_PARAM_INVALID, "query_quant_mode"},
     {"key_quant_mode -1", QE_BSND, e_key_mode, 1, LIG_ERR_PARAM_INVALID, "key_quant_mode"},
-    {"query FLOAT16", QE_BSND, e_query_f16, 1, LIG_ERR_PARAM_INVALID, "query"},
-    {"query UINT8", QE_BSND, e_query_u8, 1, LIG_ERR_PARAM_INVALID, "query"},
-    {"key INT8 with an FP8 query", QE_BSND, e_key_int8, 1, LIG_ERR_PARAM_INVALID, "key"},
-    {"weights INT8", QE_BSND, e_weights_int8, 1, LIG_ERR_PARAM_INVALID, "weights"},
-    {"weights FLOAT8_E4M3FN", QE_BSND, e_weights_fp8, 1, LIG_ERR_PARAM_INVALID, "weights"},
-    {"key_dequant_scale BFLOAT16", QE_BSND, e_sk_bf16, 1, LIG_ERR_PARAM_INVALID, "key_dequant_scale"},
-    {"query_dequant_scale INT32", QE_BSND, e_sq_int32, 1, LIG_ERR_PARAM_INVALID, "query_dequant_scale"},
-    {"sparse_values FLOAT8_E4M3FN", QE_BSND, e_val_fp8, 1, LIG_ERR_PARAM_INVALID, "sparse_values"},
-    {"sparse_indices FLOAT32", QE_BSND, e_idx_f32, 1, LIG_ERR_PARAM_INVALID, "sparse_indices"},
-    {"key_dequant_scale N2 wrong", QE_BSND, e_sk_shape, 1, LIG_ERR_PARAM_INVALID, "key_dequant_scale"},
-    {"key_dequant_scale with a D axis", QE_BSND, e_sk_rank, 1, LIG_ERR_PARAM_INVALID, "key_dequant_scale"},
-    {"query_dequant_scale N1 wrong", QE_BSND, e_sq_shape, 1, LIG_ERR_PARAM_INVALID, "query_dequant_scale"},
-    {"key D unlike the query's", QE_BSND, e_key_d, 1, LIG_ERR_PARAM_INVALID, "key"},
     {"N2 that does not divide N1", QE_BSND, e_key_heads, 1, LIG_ERR_PARAM_INVALID, "key"},
-    {"weights N1 wrong", QE_BSND, e_weights_shape, 1, LIG_ERR_PARAM_INVALID, "weights"},
-    {"sparse_indices K unlike sparse_count", QE_BSND, e_idx_k, 1, LIG_ERR_PARAM_INVALID, "sparse_indices"},
     {"sparse_count 0", QE_BSND, e_count, 1, LIG_ERR_PARAM_INVALID, "sparse_count"},
     {"sparse_mode 1", QE_BSND, e_mode, 1, LIG_ERR_PARAM_INVALID, "sparse_mode"},
     {"pre_tokens -1", QE_BSND, e_pre, 1, LIG_ERR_PARAM_INVALID, "pre_tokens"},
@@ -213,6 +136,36 @@ static const qe_case cases[] = {
     {"PA_BSND block number out of range", QE_PAGED, e_paged_table_entry, 2, LIG_ERR_PARAM_INVALID, "block_table"},
 };
 
+/* The BSND base with one tensor replaced by a fresh one of a wrong dtype, shape or rank: phase 1
+ * must refuse it with LIG_ERR_PARAM_INVALID, naming `names`. */
+typedef struct qe_replace_case {
+    const char *name;
+    size_t at; /* offsetof(qcall, the tensor replaced) */
+    lig_dtype dtype;
+    int64_t ndim;
+    int64_t shape[4];
+    const char *names;
+} qe_replace_case;
+
+static const qe_replace_case replace_cases[] = {
+    {"query FLOAT16", offsetof(qcall, query), LIG_FLOAT16, 4, {2, 3, 4, 8}, "query"},
+    {"query UINT8", offsetof(qcall, query), LIG_UINT8, 4, {2, 3, 4, 8}, "query"},
+    {"key INT8 with an FP8 query", offsetof(qcall, key), LIG_INT8, 4, {2, 5, 2, 8}, "key"},
+    {"weights INT8", offsetof(qcall, weights), LIG_INT8, 3, {2, 3, 4}, "weights"},
+    {"weights FLOAT8_E4M3FN", offsetof(qcall, weights), LIG_FLOAT8_E4M3FN, 3, {2, 3, 4}, "weights"},
+    {"key_dequant_scale BFLOAT16", offsetof(qcall, sk), LIG_BFLOAT16, 3, {2, 5, 2}, "key_dequant_scale"},
+    {"query_dequant_scale INT32", offsetof(qcall, sq), LIG_INT32, 3, {2, 3, 4}, "query_dequant_scale"},
+    {"sparse_values FLOAT8_E4M3FN", offsetof(qcall, val), LIG_FLOAT8_E4M3FN, 4, {2, 3, 2, 3}, "sparse_values"},
+    {"sparse_indices FLOAT32", offsetof(qcall, idx), LIG_FLOAT32, 4, {2, 3, 2, 3}, "sparse_indices"},
+    {"a table without PA_BSND", offsetof(qcall, table), LIG_INT32, 2, {2, 3}, "block_table"},
+    {"key_dequant_scale N2 wrong", offsetof(qcall, sk), LIG_FLOAT32, 3, {2, 5, 3}, "key_dequant_scale"},
+    {"key_dequant_scale with a D axis", offsetof(qcall, sk), LIG_FLOAT32, 4, {2, 5, 2, 1}, "key_dequant_scale"},
+    {"query_dequant_scale N1 wrong", offsetof(qcall, sq), LIG_FLOAT32, 3, {2, 3, 2}, "query_dequant_scale"},
+    {"key D unlike the query's", offsetof(qcall, key), LIG_FLOAT8_E4M3FN, 4, {2, 5, 2, 7}, "key"},
+    {"weights N1 wrong", offsetof(qcall, weights), LIG_FLOAT32, 3, {2, 3, 5}, "weights"},
+    {"sparse_indices K unlike sparse_count", offsetof(qcall, idx), LIG_INT32, 4, {2, 3, 2, 4}, "sparse_indices"},
+};
+
 static void base_case(qe_base base, qcase *c)
 {
     for (uint64_t seed = 0xe55u;; seed++) {
@@ -220,12 +173,7 @@ static void base_case(qe_base base, qcase *c)
     qspec s;
     qspec_default(&s);
     s.B = 2;
-    s.S1 = 3;
-    s.S2 = 5;
-    s.N2 = 2;
-    s.G = 2;
-    s.D = 8;
-    s.K = 3;
+    qspec_dims(&s, 3, 5, 2, 2, 8, 3);
     s.layout = base == QE_TND ? REF_TND : REF_BSND;
     s.paged = base == QE_PAGED;
     s.block_size = 2;
@@ -237,53 +185,69 @@ static void base_case(qe_base base, qcase *c)
     }
 }
 
+/* Runs case e (sc: e's edit is sc's replacement instead); returns 1 when a check failed. */
+static int run_case(const qe_case *e, const qe_replace_case *sc)
+{
+    const int before = th_current_failures();
+    qcase c;
+    base_case(e->base, &c);
+    qcall call;
+    qcall_make(&c, &call);
+    g_nmem = 0;
+    if (sc != NULL) {
+        *(lig_tensor **)((char *)&call + sc->at) = fresh(&call, sc->dtype, sc->ndim, sc->shape);
+    } else {
+        e->edit(&call, &c);
+    }
+    uint64_t ws = 0;
+    lig_executor *exec = NULL;
+    lig_status st = qcall_phase1(&call, &ws, &exec);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", lig_get_last_error());
+    if (e->phase == 2) {
+        if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", e->name, (int)st, msg)) {
+            void *mem = ws ? malloc((size_t)ws) : NULL;
+            st = lig_quant_indexer(mem, ws, exec, NULL);
+            snprintf(msg, sizeof msg, "%s", lig_get_last_error());
+            free(mem);
+            exec = NULL; /* consumed */
+        }
+    }
+    CHECK(st == e->want, "%s: expected status %d, got %d (%s)", e->name, (int)e->want, (int)st, msg);
+    if (st != LIG_SUCCESS) {
+        check_error_message(e->name, msg, e->names);
+    }
+    if (getenv("LIG_TEST_SHOW_MESSAGES")) {
+        th_note("%s: %s", e->name, msg);
+    }
+    CHECK(exec == NULL, "%s: a failed phase 1 left an executor", e->name);
+    lig_destroy_executor(exec);
+    CHECK(qcall_unchanged(&call), "%s: a byte changed", e->name);
+    qcall_free(&call);
+    for (int m = 0; m < g_nmem; m++) {
+        free(g_mem[m]);
+    }
+    qcase_free(&c);
+    if (th_current_failures() != before) {
+        th_note("failed case: %s", e->name);
+        return 1;
+    }
+    return 0;
+}
+
 void test_errors_quant_table(void)
 {
     int failures = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const qe_case *e = &cases[i];
-        const int before = th_current_failures();
-        qcase c;
-        base_case(e->base, &c);
-        qcall call;
-        qcall_make(&c, &call);
-        g_nmem = 0;
-        e->edit(&call, &c);
-        uint64_t ws = 0;
-        lig_executor *exec = NULL;
-        lig_status st = qcall_phase1(&call, &ws, &exec);
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", lig_get_last_error());
-        if (e->phase == 2) {
-            if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", e->name, (int)st, msg)) {
-                void *mem = ws ? malloc((size_t)ws) : NULL;
-                st = lig_quant_indexer(mem, ws, exec, NULL);
-                snprintf(msg, sizeof msg, "%s", lig_get_last_error());
-                free(mem);
-                exec = NULL; /* consumed */
-            }
-        }
-        CHECK(st == e->want, "%s: expected status %d, got %d (%s)", e->name, (int)e->want, (int)st, msg);
-        if (st != LIG_SUCCESS) {
-            check_error_message(e->name, msg, e->names);
-        }
-        if (getenv("LIG_TEST_SHOW_MESSAGES")) {
-            th_note("%s: %s", e->name, msg);
-        }
-        CHECK(exec == NULL, "%s: a failed phase 1 left an executor", e->name);
-        lig_destroy_executor(exec);
-        CHECK(qcall_unchanged(&call), "%s: a byte changed", e->name);
-        qcall_free(&call);
-        for (int m = 0; m < g_nmem; m++) {
-            free(g_mem[m]);
-        }
-        qcase_free(&c);
-        if (th_current_failures() != before) {
-            th_note("failed case: %s", e->name);
-            failures++;
-        }
+        failures += run_case(&cases[i], NULL);
     }
-    th_note("%zu error cases, %d failed", sizeof cases / sizeof cases[0], failures);
+    for (size_t i = 0; i < sizeof replace_cases / sizeof replace_cases[0]; i++) {
+        const qe_replace_case *sc = &replace_cases[i];
+        const qe_case e = {sc->name, QE_BSND, NULL, 1, LIG_ERR_PARAM_INVALID, sc->names};
+        failures += run_case(&e, sc);
+    }
+    th_note("%zu error cases, %d failed", sizeof cases / sizeof cases[0] + sizeof replace_cases / sizeof replace_cases[0],
+            failures);
 }
 
 /* Phase 2 checks: an executor of the quantized forward is not the plain forward's (and the other

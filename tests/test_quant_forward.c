@@ -65,6 +65,81 @@ static void matrix_spec(th_rng *r, qspec *s, int qk, int kl, int has_sq, int mod
     }
 }
 
+/* The defaults, case v's code dtype (cycling) and query layout (BSND, BSND, TND, TND, ...), keys paged or not. */
+static void cycle_spec(qspec *s, int v, int paged)
+{
+    qspec_default(s);
+    s->qk = qk_dtypes[v % 2];
+    s->layout = v & 2 ? REF_TND : REF_BSND;
+    s->paged = paged;
+}
+
+/* Makes the case of spec s from a generator seeded with `seed`, runs and checks it. */
+static void run_check_seeded(uint64_t seed, const qspec *s, const char *label)
+{
+    th_rng r = th_rng_make(seed);
+    qcase c;
+    qcase_make(&r, s, &c);
+    qcase_run_check(&c, label);
+    qcase_free(&c);
+}
+
+/* Logical [rows][N2][K] outputs for case c. */
+static int64_t case_slots(const qcase *c, int64_t **idx, double **val)
+{
+    const int64_t slots = c->rows_q * c->p.N2 * c->p.K;
+    *idx = malloc((size_t)slots * sizeof(int64_t));
+    *val = malloc((size_t)slots * sizeof(double));
+    return slots;
+}
+
+/* A case run again and again (thread counts, kernel sets) whose output bytes must stay the first run's. */
+typedef struct same_bytes {
+    qcase c;
+    int64_t *idx;
+    double *val;
+    unsigned char *first; /* the first run's output bytes */
+    size_t first_bytes;
+} same_bytes;
+
+static void same_bytes_make(uint64_t seed, const qspec *s, same_bytes *b)
+{
+    th_rng r = th_rng_make(seed);
+    qcase_make(&r, s, &b->c);
+    case_slots(&b->c, &b->idx, &b->val);
+    b->first = NULL;
+    b->first_bytes = 0;
+}
+
+static void same_bytes_free(same_bytes *b)
+{
+    free(b->first);
+    free(b->idx);
+    free(b->val);
+    qcase_free(&b->c);
+}
+
+/* One run: the first is checked against the reference and kept; every later one must write its
+ * bytes. `what` names this run, `first_what` the first. */
+static void same_bytes_run(same_bytes *b, int threads, const char *label, int v, const char *what,
+                           const char *first_what)
+{
+    unsigned char *raw = NULL;
+    size_t bytes = 0;
+    int inputs_ok;
+    const lig_status st = qcase_run(&b->c, threads, b->idx, b->val, &inputs_ok, &raw, &bytes);
+    CHECK(st == LIG_SUCCESS && inputs_ok, "%s: status %d", what, (int)st);
+    if (b->first == NULL) {
+        qcase_check(&b->c, b->idx, b->val, label);
+        b->first = raw;
+        b->first_bytes = bytes;
+    } else {
+        CHECK(bytes == b->first_bytes && memcmp(raw, b->first, bytes) == 0, "case %d: %s wrote other bytes than %s", v,
+              what, first_what);
+        free(raw);
+    }
+}
+
 void test_quant_fwd_matrix(void)
 {
     qcheck_stats_reset();
@@ -104,9 +179,9 @@ void test_quant_fwd_bands(void)
                 if (mode == 1 && j > 0) {
                     continue; /* mode 3 ignores next_tokens */
                 }
-                th_rng r = th_rng_make(0xba0du + (uint64_t)v);
                 qspec s;
                 qspec_default(&s);
+                qspec_dims(&s, 8, 12, 1 + v % 2, 3, 7, 1 + v % 7);
                 s.qk = qk_dtypes[v % 2];
                 s.layout = v % 3 == 0 ? REF_TND : REF_BSND;
                 s.paged = v % 3 == 2;
@@ -114,16 +189,7 @@ void test_quant_fwd_bands(void)
                 s.pre_tokens = bands[i];
                 s.next_tokens = bands[j];
                 s.lengths = 1;
-                s.S1 = 8;
-                s.S2 = 12;
-                s.K = 1 + v % 7;
-                s.D = 7;
-                s.G = 3;
-                s.N2 = 1 + v % 2;
-                qcase c;
-                qcase_make(&r, &s, &c);
-                qcase_run_check(&c, "band");
-                qcase_free(&c);
+                run_check_seeded(0xba0du + (uint64_t)v, &s, "band");
             }
     qcheck_stats_note("quantized forward bands");
 }
@@ -134,12 +200,8 @@ void test_quant_fwd_degenerate(void)
 {
     qcheck_stats_reset();
     for (int v = 0; v < 16; v++) {
-        th_rng r = th_rng_make(0xde9u + (uint64_t)v);
         qspec s;
-        qspec_default(&s);
-        s.qk = qk_dtypes[v % 2];
-        s.layout = v & 2 ? REF_TND : REF_BSND;
-        s.paged = (v & 4) != 0;
+        cycle_spec(&s, v, (v & 4) != 0);
         s.lengths = 1;
         switch (v / 8 * 4 + v % 4) {
         case 0: s.D = 0; break;
@@ -151,10 +213,7 @@ void test_quant_fwd_degenerate(void)
         case 6: s.S2 = 1; s.K = 3; break;
         default: s.block_size = 1; s.S2 = 20; break;
         }
-        qcase c;
-        qcase_make(&r, &s, &c);
-        qcase_run_check(&c, "degenerate");
-        qcase_free(&c);
+        run_check_seeded(0xde9u + (uint64_t)v, &s, "degenerate");
     }
     qcheck_stats_note("quantized forward degenerate shapes");
 }
@@ -170,22 +229,17 @@ void test_quant_fwd_int8_long_dot(void)
             th_rng r = th_rng_make(0x1e8u + i * 3 + (uint64_t)extreme);
             qspec s;
             qspec_default(&s);
+            qspec_dims(&s, 2, 5, 1, 1, Dlong[i], 5);
             s.qk = LIG_INT8;
             s.int8_extreme = extreme;
-            s.D = Dlong[i];
-            s.G = 1;
-            s.N2 = 1;
             s.B = 1;
-            s.S1 = 2;
-            s.S2 = 5;
-            s.K = 5;
             s.has_sq = extreme ? (int)(i % 2) : 1;
             s.p_dup_key = 0;
             qcase c;
             qcase_make(&r, &s, &c);
-            const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
-            int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
-            double *val = malloc((size_t)slots * sizeof(double));
+            int64_t *idx;
+            double *val;
+            case_slots(&c, &idx, &val);
             int inputs_ok;
             const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, NULL, NULL);
             if (CHECK(st == LIG_SUCCESS, "D = %" PRId64 ": status %d: %s", s.D, (int)st, lig_get_last_error())) {
@@ -228,7 +282,6 @@ void test_quant_fwd_nan_codes(void)
 {
     qcheck_stats_reset();
     for (int v = 0; v < 8; v++) {
-        th_rng r = th_rng_make(0x7au + (uint64_t)v);
         qspec s;
         qspec_default(&s);
         s.qk = LIG_FLOAT8_E4M3FN;
@@ -239,10 +292,7 @@ void test_quant_fwd_nan_codes(void)
         s.G = 1 + v % 4;
         s.S2 = 30;
         s.K = 6;
-        qcase c;
-        qcase_make(&r, &s, &c);
-        qcase_run_check(&c, "NaN codes");
-        qcase_free(&c);
+        run_check_seeded(0x7au + (uint64_t)v, &s, "NaN codes");
     }
     qcheck_stats_note("quantized forward with NaN codes");
 }
@@ -251,48 +301,21 @@ void test_quant_fwd_nan_codes(void)
 void test_quant_fwd_determinism_threads(void)
 {
     for (int v = 0; v < 4; v++) {
-        th_rng r = th_rng_make(0xde7u + (uint64_t)v);
+        const uint64_t seed = 0xde7u + (uint64_t)v;
         qspec s;
-        qspec_default(&s);
-        s.qk = qk_dtypes[v % 2];
-        s.layout = v & 2 ? REF_TND : REF_BSND;
-        s.paged = v == 1;
+        cycle_spec(&s, v, v == 1);
+        qspec_dims(&s, 24, 300, 2, 8, 64 + v, 40);
         s.B = 3;
-        s.S1 = 24;
-        s.S2 = 300;
-        s.N2 = 2;
-        s.G = 8;
-        s.D = 64 + v;
-        s.K = 40;
         s.lengths = 1;
-        qcase c;
-        qcase_make(&r, &s, &c);
-        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
-        int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
-        double *val = malloc((size_t)slots * sizeof(double));
-        unsigned char *first = NULL;
-        size_t first_bytes = 0;
+        same_bytes b;
+        same_bytes_make(seed, &s, &b);
         static const int threads[] = {1, 2, 3, 1};
         for (int i = 0; i < 4; i++) {
-            unsigned char *raw = NULL;
-            size_t bytes = 0;
-            int inputs_ok;
-            const lig_status st = qcase_run(&c, threads[i], idx, val, &inputs_ok, &raw, &bytes);
-            CHECK(st == LIG_SUCCESS && inputs_ok, "%d threads: status %d", threads[i], (int)st);
-            if (i == 0) {
-                qcase_check(&c, idx, val, "determinism");
-                first = raw;
-                first_bytes = bytes;
-                continue;
-            }
-            CHECK(bytes == first_bytes && memcmp(raw, first, bytes) == 0,
-                  "case %d: %d threads wrote other bytes than 1 thread", v, threads[i]);
-            free(raw);
+            char what[32];
+            snprintf(what, sizeof what, "%d threads", threads[i]);
+            same_bytes_run(&b, threads[i], "determinism", v, what, "1 thread");
         }
-        free(first);
-        free(idx);
-        free(val);
-        qcase_free(&c);
+        same_bytes_free(&b);
     }
 }
 
@@ -304,14 +327,9 @@ void test_quant_fwd_matches_float_forward(void)
     th_rng r = th_rng_make(0xf10au);
     qspec s;
     qspec_default(&s);
+    qspec_dims(&s, 6, 25, 2, 2, 16, 7);
     s.qk = LIG_INT8;
     s.int8_extreme = 0;
-    s.D = 16;
-    s.G = 2;
-    s.N2 = 2;
-    s.S1 = 6;
-    s.S2 = 25;
-    s.K = 7;
     s.has_sq = 0;
     s.p_dup_key = 0.2;
     qcase c;
@@ -377,26 +395,13 @@ void test_quant_fwd_same_on_every_set(void)
     char sets[256];
     snprintf(sets, sizeof sets, "%s", lig_kernel_sets());
     for (int v = 0; v < 4; v++) {
-        th_rng r = th_rng_make(0x5e75u + (uint64_t)v);
+        const uint64_t seed = 0x5e75u + (uint64_t)v;
         qspec s;
-        qspec_default(&s);
-        s.qk = qk_dtypes[v % 2];
-        s.layout = v & 2 ? REF_TND : REF_BSND;
-        s.paged = v == 3;
-        s.S1 = 9;
-        s.S2 = 70;
-        s.N2 = 2;
-        s.G = 5;
-        s.D = 33 + 32 * v;
-        s.K = 9;
+        cycle_spec(&s, v, v == 3);
+        qspec_dims(&s, 9, 70, 2, 5, 33 + 32 * v, 9);
         s.val_dtype = LIG_FLOAT32;
-        qcase c;
-        qcase_make(&r, &s, &c);
-        const int64_t slots = c.rows_q * c.p.N2 * c.p.K;
-        int64_t *idx = malloc((size_t)slots * sizeof(int64_t));
-        double *val = malloc((size_t)slots * sizeof(double));
-        unsigned char *first = NULL;
-        size_t first_bytes = 0;
+        same_bytes b;
+        same_bytes_make(seed, &s, &b);
         int n_sets = 0;
         char list[256];
         snprintf(list, sizeof list, "%s", sets);
@@ -404,30 +409,16 @@ void test_quant_fwd_same_on_every_set(void)
             if (lig_set_kernel_set(name) != LIG_SUCCESS) {
                 continue;
             }
-            unsigned char *raw = NULL;
-            size_t bytes = 0;
-            int inputs_ok;
-            const lig_status st = qcase_run(&c, 0, idx, val, &inputs_ok, &raw, &bytes);
-            CHECK(st == LIG_SUCCESS && inputs_ok, "set %s: status %d", name, (int)st);
-            if (first == NULL) {
-                qcase_check(&c, idx, val, "every set");
-                first = raw;
-                first_bytes = bytes;
-            } else {
-                CHECK(bytes == first_bytes && memcmp(raw, first, bytes) == 0, "case %d: set %s wrote other bytes than "
-                      "the first set", v, name);
-                free(raw);
-            }
+            char what[300];
+            snprintf(what, sizeof what, "set %s", name);
+            same_bytes_run(&b, 0, "every set", v, what, "the first set");
             n_sets++;
         }
         lig_set_kernel_set(NULL);
         if (v == 0) {
             th_note("%d kernel sets compared (%s)", n_sets, sets);
         }
-        free(first);
-        free(idx);
-        free(val);
-        qcase_free(&c);
+        same_bytes_free(&b);
     }
 }
 
@@ -443,13 +434,8 @@ void test_quant_fwd_nonfinite_weights_and_scales(void)
         th_rng r = th_rng_make(0x1f1u + (uint64_t)v);
         qspec s;
         qspec_default(&s);
+        qspec_dims(&s, 6, 20, 1 + v % 2, 3, 8, 8 + v);
         s.qk = LIG_INT8;
-        s.D = 8;
-        s.G = 3;
-        s.N2 = 1 + v % 2;
-        s.S1 = 6;
-        s.S2 = 20;
-        s.K = 8 + v;
         s.layout = v & 2 ? REF_TND : REF_BSND;
         s.paged = v >= 4;
         s.has_sq = v % 3 != 0;

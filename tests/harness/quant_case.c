@@ -32,30 +32,44 @@ static double code_value(lig_dtype dt, uint8_t c)
 /* A byte that is NaN in FP8 and an absurd value in INT8: what memory nobody may read holds. */
 #define QC_POISON_CODE 0x7f
 
+void qspec_dims(qspec *s, int64_t S1, int64_t S2, int64_t N2, int64_t G, int64_t D, int64_t K)
+{
+    s->S1 = S1;
+    s->S2 = S2;
+    s->N2 = N2;
+    s->G = G;
+    s->D = D;
+    s->K = K;
+}
+
+/* qspec_default's spec: every field not named is 0. */
+static const qspec k_qspec_default = {
+    .layout = REF_BSND,
+    .qk = LIG_FLOAT8_E4M3FN,
+    .w_dtype = LIG_FLOAT32,
+    .sq_dtype = LIG_FLOAT32,
+    .sk_dtype = LIG_FLOAT32,
+    .idx_dtype = LIG_INT32,
+    .val_dtype = LIG_FLOAT32,
+    .has_sq = 1,
+    .with_values = 1,
+    .B = 2,
+    .S1 = 5,
+    .S2 = 9,
+    .N2 = 1,
+    .G = 4,
+    .D = 16,
+    .K = 4,
+    .sparse_mode = 3,
+    .pre_tokens = INT64_MAX,
+    .next_tokens = INT64_MAX,
+    .block_size = 4,
+    .p_dup_key = 0.1,
+};
+
 void qspec_default(qspec *s)
 {
-    memset(s, 0, sizeof *s);
-    s->layout = REF_BSND;
-    s->qk = LIG_FLOAT8_E4M3FN;
-    s->w_dtype = LIG_FLOAT32;
-    s->sq_dtype = LIG_FLOAT32;
-    s->sk_dtype = LIG_FLOAT32;
-    s->idx_dtype = LIG_INT32;
-    s->val_dtype = LIG_FLOAT32;
-    s->has_sq = 1;
-    s->with_values = 1;
-    s->B = 2;
-    s->S1 = 5;
-    s->S2 = 9;
-    s->N2 = 1;
-    s->G = 4;
-    s->D = 16;
-    s->K = 4;
-    s->sparse_mode = 3;
-    s->pre_tokens = INT64_MAX;
-    s->next_tokens = INT64_MAX;
-    s->block_size = 4;
-    s->p_dup_key = 0.1;
+    *s = k_qspec_default;
 }
 
 static double scale_value(th_rng *r, lig_dtype dt)
@@ -537,10 +551,7 @@ typedef struct ranked {
 static int cmp_ranked(const void *x, const void *y)
 {
     const ranked *a = x, *b = y;
-    if (ref_fwd_better(a->score, a->key, b->score, b->key)) {
-        return -1;
-    }
-    return ref_fwd_better(b->score, b->key, a->score, a->key) ? 1 : 0;
+    return ref_fwd_order(a->score, a->key, b->score, b->key);
 }
 
 int qcase_check(const qcase *c, const int64_t *idx, const double *val, const char *label)

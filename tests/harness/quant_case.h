@@ -39,6 +39,8 @@ typedef struct qspec {
 } qspec;
 
 void qspec_default(qspec *s);
+/* Sets the extents (B stays as it is; N1 = N2 * G). */
+void qspec_dims(qspec *s, int64_t S1, int64_t S2, int64_t N2, int64_t G, int64_t D, int64_t K);
 
 typedef struct qcase {
     qspec s;

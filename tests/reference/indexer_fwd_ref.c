@@ -40,6 +40,14 @@ int ref_fwd_better(double sa, int64_t ka, double sb, int64_t kb)
     return ra > rb || (ra == rb && ka < kb);
 }
 
+int ref_fwd_order(double sa, int64_t ka, double sb, int64_t kb)
+{
+    if (ref_fwd_better(sa, ka, sb, kb)) {
+        return -1;
+    }
+    return ref_fwd_better(sb, kb, sa, ka) ? 1 : 0;
+}
+
 void ref_forward_unit(const ref_problem *p, const double *q, const double *k, const double *w, int64_t row,
                       int64_t g, int64_t *idx, double *values, ref_fwd_stats *stats)
 {

@@ -27,6 +27,8 @@ double ref_fwd_score(const ref_problem *p, const double *q, const double *k, con
 /* Ranking of two candidates: 1 when (sa, ka) ranks strictly before (sb, kb): higher score
  * first, a NaN score ranks as -inf, ties to the lower key index. */
 int ref_fwd_better(double sa, int64_t ka, double sb, int64_t kb);
+/* The same ranking as a qsort comparison: -1 when (sa, ka) ranks first, 1 when (sb, kb) does, else 0. */
+int ref_fwd_order(double sa, int64_t ka, double sb, int64_t kb);
 
 /* What the reference saw, summed over the rows it processed (optional). */
 typedef struct ref_fwd_stats {

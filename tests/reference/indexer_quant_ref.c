@@ -46,10 +46,7 @@ typedef struct cand {
 static int cmp_cand(const void *a, const void *b)
 {
     const cand *x = a, *y = b;
-    if (ref_fwd_better(x->score, x->key, y->score, y->key)) {
-        return -1;
-    }
-    return ref_fwd_better(y->score, y->key, x->score, x->key) ? 1 : 0;
+    return ref_fwd_order(x->score, x->key, y->score, y->key);
 }
 
 void ref_quant_forward(const ref_problem *p, const ref_quant_data *x, int64_t *idx, double *values)
