@@ -187,6 +187,8 @@ static const th_test all_tests[] = {
 
 int main(int argc, char **argv)
 {
+    /* the suite's small problems run on every thread, as under ctest, unless the caller says otherwise */
+    setenv("LIG_MIN_FLOPS_PER_THREAD", "0", 0);
     const char *isa = getenv("LIG_ISA");
     if (lig_get_kernel_set()[0] == '\0') {
         printf("SKIPPED: LIG_ISA=%s: %s\n", isa ? isa : "", lig_get_last_error());
