@@ -1,4 +1,6 @@
-/* The macro loops over a set's GEMM micro-kernels (see kernel_set.h). */
+/* The macro loops over a set's GEMM micro-kernels (see kernel_set.h), and the int8 kernels' shared packing. */
+#include <stddef.h>
+
 #include "backends/cpu/kernels/kernel_set.h"
 
 void lig_f32_gemm(const lig_f32_gemm_config *cfg, int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
@@ -47,5 +49,19 @@ void lig_i8_gemm(const lig_i8_gemm_config *cfg, int64_t M, int64_t N, int64_t K,
         for (int64_t m0 = 0; m0 < M; m0 += cfg->mr)
             cfg->ukernel(M - m0 < cfg->mr ? M - m0 : cfg->mr, nr, K, a + m0 * lda, lda, bp, c + m0 * ldc + n0, ldc,
                          accumulate);
+    }
+}
+
+void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
+                             int64_t panel_bytes) {
+    const int64_t np = (K + 1) / 2;
+    for (int64_t n0 = 0, p = 0; n0 < N; n0 += nr, p++) {
+        int16_t *o = (int16_t *)(void *)((char *)packed + p * panel_bytes);
+        for (int64_t j = 0; j < nr; j++) {
+            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
+            for (int64_t q = 0; q < np; q++)
+                for (int64_t e = 0; e < 2; e++)
+                    o[(q * nr + j) * 2 + e] = col && 2 * q + e < K ? col[2 * q + e] : 0;
+        }
     }
 }

@@ -129,6 +129,11 @@ lig_load_row_kernel lig_load_row__scalar;
 lig_store_row_kernel lig_store_row__scalar;
 lig_axpy_row_kernel lig_axpy_row__scalar;
 lig_i8_pack_b_kernel lig_i8_pack_b_4x4__scalar;
+/* The int16-pair B layout of the vpmaddwd kernels (avx2, avx512), for panels of nr columns:
+ * panel p holds, per pair q and column j, B[2q][j] and B[2q+1][j] widened to int16 (zeros past K
+ * and past N). Plain C: packing runs once per pass, the kernels' loops are the hot part. */
+void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
+                             int64_t panel_bytes);
 lig_i8_gemm_ukernel lig_i8_gemm_ukernel_4x4__scalar;
 lig_fp8_to_bf16_kernel lig_fp8_to_bf16__scalar;
 lig_fp8_to_f32_kernel lig_fp8_to_f32__scalar;

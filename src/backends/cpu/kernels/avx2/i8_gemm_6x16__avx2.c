@@ -19,16 +19,7 @@
 
 void lig_i8_pack_b_6x16__avx2(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                               int64_t panel_bytes) {
-    const int64_t np = (K + 1) / 2;
-    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
-        int16_t *o = (int16_t *)(void *)((char *)packed + p * panel_bytes);
-        for (int64_t j = 0; j < NR; j++) {
-            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
-            for (int64_t q = 0; q < np; q++)
-                for (int64_t e = 0; e < 2; e++)
-                    o[(q * NR + j) * 2 + e] = col && 2 * q + e < K ? col[2 * q + e] : 0;
-        }
-    }
+    lig_i8_pack_int16_pairs(NR, K, N, src, ld, packed, panel_bytes);
 }
 
 /* Row i's values [k0, k0 + len) as int16 into buf (len rounded up to even with a zero). */
