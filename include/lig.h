@@ -208,13 +208,17 @@ LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
 LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size,
                                        lig_executor *executor, void *stream);
 
-/* The target distribution p of lig_sparse_indexer_kl_loss (docs/contract.md 2.4), from the main
+/* The target distribution p of lig_sparse_indexer_kl_loss (docs/contract.md 2.5), from the main
  * attention's probabilities P[h,j] at the counted slots of a row:
- *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel)
- *   LIG_KL_TARGET_L1         p[j] = sum_h P[h,j] / sum_j' sum_h P[h,j']   (DeepSeek-V3.2's paper) */
+ *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel's target)
+ *   LIG_KL_TARGET_L1         p[j] = sum_h P[h,j] / sum_j' sum_h P[h,j']   (DeepSeek-V3.2's paper)
+ *   LIG_KL_TARGET_CANN       CANN's kernel as it is: the head-mean target, the gradient
+ *                            dI = y - p (not y sum(p) - p) and a loss with p and y clamped below at
+ *                            1e-8: sum_j max(p,1e-8) (log max(p,1e-8) - log max(y,1e-8)) */
 typedef enum lig_kl_target {
     LIG_KL_TARGET_HEAD_MEAN = 0,
-    LIG_KL_TARGET_L1 = 1
+    LIG_KL_TARGET_L1 = 1,
+    LIG_KL_TARGET_CANN = 2
 } lig_kl_target;
 
 /*
@@ -234,7 +238,8 @@ typedef enum lig_kl_target {
  * Outputs: d_query_index, d_key_index (the dtype of query_index), d_weights (that dtype or FLOAT32),
  * shaped like their inputs; loss FLOAT32 with one element (shape [] or [1]):
  *   loss = sum over rows of sum_j p[j] (log p[j] - log softmax(I)[j]),  dI = softmax(I) sum(p) - p,
- * with the gradients of lig_indexer_grad for dy = dI, dI kept in fp32.
+ * with the gradients of lig_indexer_grad for dy = dI, dI kept in fp32 (LIG_KL_TARGET_CANN: CANN's
+ * dI = softmax(I) - p and its clamped loss, see lig_kl_target).
  */
 LIG_API lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,

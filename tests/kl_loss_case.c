@@ -249,7 +249,8 @@ ref_kl_loss_case lkcase_ref(const lkcase *c) {
     return (ref_kl_loss_case){.p = &c->p, .N1m = c->d.N1m, .Dm = c->d.Dm, .Dr = c->d.Dr, .mq = c->mq, .mk = c->mk,
                               .mqr = c->mqr, .mkr = c->mkr, .smax = c->d.lse ? NULL : c->smax,
                               .ssum = c->d.lse ? NULL : c->ssum, .lse = c->d.lse ? c->lse : NULL, .scale = c->scale,
-                              .l1 = c->target == LIG_KL_TARGET_L1, .qi = c->qi, .ki = c->ki, .w = c->w, .idx = c->idx};
+                              .l1 = c->target == LIG_KL_TARGET_L1,
+                              .cann = c->target == LIG_KL_TARGET_CANN, .qi = c->qi, .ki = c->ki, .w = c->w, .idx = c->idx};
 }
 
 lig_status lkcase_phase1(lkcase *c, uint64_t *ws_size, lig_executor **ex) {

@@ -153,6 +153,8 @@ static const th_test all_tests[] = {
     {"kl_loss_ref_finite_differences", test_kl_loss_ref_finite_differences},
     {"kl_loss_matrix", test_kl_loss_matrix},
     {"kl_loss_sparse_statistics_targets_agree", test_kl_loss_sparse_statistics_targets_agree},
+    {"kl_loss_cann_matrix", test_kl_loss_cann_matrix},
+    {"kl_loss_cann_clamps", test_kl_loss_cann_clamps},
     {"kl_loss_determinism_threads", test_kl_loss_determinism_threads},
     {"kl_loss_errors", test_kl_loss_errors},
     {"kl_loss_empty_index_dims", test_kl_loss_empty_index_dims},

@@ -1,7 +1,8 @@
 /* lig_sparse_indexer_kl_loss (docs/contract.md 2.5) against its float64 reference
  * (reference/sparse_kl_loss_ref.c), the reference against central finite differences, the two
- * targets on sparse statistics, determinism across runs, thread counts and ring capacities, and
- * the error cases (nothing written on failure). The suite runs once per kernel set (LIG_ISA). */
+ * targets on sparse statistics, CANN's semantics (LIG_KL_TARGET_CANN: dI = y - p, the clamped
+ * loss), determinism across runs, thread counts and ring capacities, and the error cases (nothing
+ * written on failure). The suite runs once per kernel set (LIG_ISA). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +264,105 @@ void test_kl_loss_determinism_threads(void) {
         lkcase_free(&c);
         lkcase_free(&first);
     }
+}
+
+/* ---- LIG_KL_TARGET_CANN: CANN's kernel (dI = y - p, the loss clamped at 1e-8) ------------ */
+
+/* The matrix for CANN's semantics: layouts, dtypes, statistics (dense: sum p < 1, where CANN's
+ * dI = y - p and lig's y sum(p) - p differ), lse, rope, lengths, index dtypes. */
+void test_kl_loss_cann_matrix(void) {
+    static const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    int n = 0;
+    for (int layout = 0; layout < 2; layout++)
+        for (int dt = 0; dt < 3; dt++)
+            for (int variant = 0; variant < 3; variant++) {
+                lkcase_desc d = base_desc();
+                d.target = LIG_KL_TARGET_CANN;
+                d.layout = layout ? REF_TND : REF_BSND;
+                if (layout) {
+                    d.S1 = 14;
+                    d.S2 = 20;
+                }
+                d.dtype = dtypes[dt];
+                d.lse = variant == 1;
+                d.sparse_stats = variant == 1;
+                d.Dr = variant == 1 ? 0 : 8;
+                d.lengths = variant == 2;
+                d.index_dtype = variant == 2 ? LIG_INT32 : LIG_INT64;
+                d.short_form = variant == 2;
+                d.dw_dtype = variant == 2 ? LIG_FLOAT32 : d.dtype;
+                if (dt == 2 && variant == 0) { /* wide groups: the bf16 engines on the sets that have them */
+                    d.N1 = 32;
+                    d.N1m = 32;
+                    d.Dm = 64;
+                }
+                lkcase c;
+                lkcase_make(&c, &d, 300 + (uint64_t)n);
+                char label[128];
+                snprintf(label, sizeof label, "CANN %s %s variant %d", layout ? "TND" : "BSND",
+                         dt == 0 ? "fp32" : dt == 1 ? "fp16" : "bf16", variant);
+                run_and_compare(&c, label);
+                lkcase_free(&c);
+                n++;
+            }
+    th_note("%d cases", n);
+}
+
+/* The reference's loss of the case with another target (the case is left as it was). */
+static double ref_loss_as(const lkcase *c, lig_kl_target target) {
+    ref_kl_loss_case rc = lkcase_ref(c);
+    rc.l1 = target == LIG_KL_TARGET_L1;
+    rc.cann = target == LIG_KL_TARGET_CANN;
+    return ref_kl_loss(&rc, NULL, NULL);
+}
+
+/* The clamps at 1e-8 decide the loss: (a) statistics shifted by +30 make every p about 1e-14, so
+ * each term is 1e-8 (log 1e-8 - log y); (b) weights 16 times larger make most y far below 1e-8,
+ * where log y is taken as log 1e-8. Each case is compared with the reference, and the reference
+ * with the unclamped loss, which must differ (the case exercises the clamp). On dense statistics
+ * (sum p < 1) CANN's dI = y - p must also give other gradients than lig's head_mean target. */
+void test_kl_loss_cann_clamps(void) {
+    for (int which = 0; which < 2; which++) {
+        lkcase_desc d = base_desc();
+        d.target = LIG_KL_TARGET_CANN;
+        lkcase c;
+        lkcase_make(&c, &d, 500 + (uint64_t)which);
+        const int64_t nst = c.rows_q * d.N1m, nw = c.rows_q * d.N1;
+        if (which == 0)
+            for (int64_t i = 0; i < nst; i++) {
+                th_store(c.buf[KA_SMAX], LIG_FLOAT32, i, c.smax[i] + 30.0);
+                c.smax[i] = th_load(c.buf[KA_SMAX], LIG_FLOAT32, i);
+            }
+        else
+            for (int64_t i = 0; i < nw; i++) { /* grid values: exact in every dtype */
+                th_store(c.buf[KA_W], d.dtype, i, 16.0 * c.w[i]);
+                c.w[i] = th_load(c.buf[KA_W], d.dtype, i);
+            }
+        const double cann = ref_loss_as(&c, LIG_KL_TARGET_CANN), plain = ref_loss_as(&c, LIG_KL_TARGET_HEAD_MEAN);
+        th_note("%s: CANN's loss %.6g, unclamped %.6g", which ? "y below 1e-8" : "p below 1e-8", cann, plain);
+        CHECK(fabs(cann - plain) > 0.05 * fabs(cann), "case %d: the clamp must matter: %.9g vs %.9g", which, cann,
+              plain);
+        run_and_compare(&c, which ? "CANN, y clamped" : "CANN, p clamped");
+        lkcase_free(&c);
+    }
+    /* dense statistics: CANN's gradients are not lig's head_mean gradients */
+    lkcase_desc d = base_desc();
+    double *out[2][3], loss[2];
+    int64_t nq = 0;
+    for (int t = 0; t < 2; t++) {
+        d.target = t ? LIG_KL_TARGET_CANN : LIG_KL_TARGET_HEAD_MEAN;
+        lkcase c;
+        lkcase_make(&c, &d, 77);
+        REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
+        lkcase_outputs(&c, &out[t][0], &out[t][1], &out[t][2], &loss[t]);
+        nq = c.rows_q * d.N1 * d.D;
+        lkcase_free(&c);
+    }
+    double diff = 0.0;
+    for (int64_t i = 0; i < nq; i++) diff = fmax(diff, fabs(out[0][0][i] - out[1][0][i]));
+    CHECK(diff > 1e-3 * maxabs(out[0][0], nq), "dense statistics: d_query_index must differ, max diff %.3g", diff);
+    for (int t = 0; t < 2; t++)
+        for (int a = 0; a < 3; a++) free(out[t][a]);
 }
 
 /* ---- error cases ---------------------------------------------------------------------- */

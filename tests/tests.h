@@ -145,6 +145,8 @@ void test_fwd_kl_workspace_alignment(void);
 void test_kl_loss_ref_finite_differences(void);
 void test_kl_loss_matrix(void);
 void test_kl_loss_sparse_statistics_targets_agree(void);
+void test_kl_loss_cann_matrix(void);
+void test_kl_loss_cann_clamps(void);
 void test_kl_loss_determinism_threads(void);
 void test_kl_loss_errors(void);
 void test_kl_loss_empty_index_dims(void);

@@ -157,9 +157,11 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     const float scale32 = (float)scale;
     if (!isfinite(scale32))
         return lig_fail(LIG_ERR_PARAM_INVALID, "scale: expected a finite value (in fp32), got %g", scale);
-    if (target != LIG_KL_TARGET_HEAD_MEAN && target != LIG_KL_TARGET_L1)
+    if (target != LIG_KL_TARGET_HEAD_MEAN && target != LIG_KL_TARGET_L1 && target != LIG_KL_TARGET_CANN)
         return lig_fail(LIG_ERR_PARAM_INVALID,
-                        "target: expected LIG_KL_TARGET_HEAD_MEAN (0) or LIG_KL_TARGET_L1 (1), got %d", (int)target);
+                        "target: expected LIG_KL_TARGET_HEAD_MEAN (0), LIG_KL_TARGET_L1 (1) or LIG_KL_TARGET_CANN (2), "
+                        "got %d",
+                        (int)target);
     if ((st = lig_check_mask_args(sparse_mode, pre_tokens, next_tokens)) != LIG_SUCCESS) return st;
 
     const lig_named_tensor inputs[] = {

@@ -52,6 +52,14 @@ double ref_kl_loss(const ref_kl_loss_case *c, double *dI, double *abs_loss) {
             for (int64_t j = 0; j < K; j++) {
                 if (!on[j]) continue;
                 const double t = norm != 0.0 ? mass[j] / norm : 0.0, y = exp(score[j] - vmax) / z;
+                if (c->cann) { /* CANN: max(p, eps) (log max(p, eps) - log max(y, eps)), eps = 1e-8f */
+                    const double eps = (double)1e-8f, tc = fmax(t, eps), yc = fmax(y, eps);
+                    const double term = tc * (log(tc) - log(yc));
+                    total += term;
+                    size += fabs(term);
+                    if (d) d[j] = y - t;
+                    continue;
+                }
                 if (t > 0.0) {
                     const double term = t * (log(t) - log(y));
                     total += term;

@@ -1,6 +1,6 @@
 /*
  * Float64 reference of the indexer's KL loss with the main attention's target (docs/contract.md
- * 2.4), written from the contract only: the teacher's probabilities, the target, the loss and dI
+ * 2.5), written from the contract only: the teacher's probabilities, the target, the loss and dI
  * directly from the formulas, the index scores through the reference forward (ref_fwd_score), the
  * gradients through the reference backward (ref_backward) with dy = dI.
  *
@@ -22,6 +22,8 @@ typedef struct ref_kl_loss_case {
     const double *smax, *ssum, *lse;       /* lse NULL: smax and ssum; else lse alone */
     double scale;
     int l1;                                /* 0: p = (1/N1m) sum_h P; 1: p = sum_h P / sum_j sum_h P */
+    int cann;                              /* CANN's kernel (l1 = 0): dI = y - p, and the loss with p and
+                                              y clamped below at 1e-8 on every counted slot */
     const double *qi, *ki, *w;             /* the indexer's query, key, weights */
     const int64_t *idx;
 } ref_kl_loss_case;

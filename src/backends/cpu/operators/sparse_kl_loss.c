@@ -7,7 +7,8 @@
  *   3. scores them with the forward's engine: I_j = sum_h w_h ReLU(q_index_h . key_index_j),
  *   4. in double, per unit: the target p, the softmax y of I over the counted slots, the unit's
  *      loss sum_j p_j (log p_j - log y_j) (terms with p_j = 0 add 0) and dI_j = y_j sum(p) - p_j,
- *      rounded once to fp32,
+ *      rounded once to fp32 (LIG_KL_TARGET_CANN: dI_j = y_j - p_j and the loss with p and y
+ *      clamped below at 1e-8, as CANN's kernel),
  * and the walk takes dI as dy (never rounded to the input dtype). Nothing of size rows x K x N1
  * exists: the scratch holds one block of slots and K floats per thread. The unit losses are
  * stored per unit and summed in unit order at the end, so the loss does not depend on the thread
@@ -115,9 +116,10 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     teacher_mass(p, s, x, n, slot, mass);
     index_scores(p, s, x, n, slot, value);
 
-    /* the target: head mean or L1-normalised mass (a zero total gives p = 0) */
-    double norm = p->pb->target == LIG_KL_TARGET_HEAD_MEAN ? (double)p->pb->N1m : 0.0;
-    if (p->pb->target == LIG_KL_TARGET_L1)
+    /* the target: head mean (also CANN's) or L1-normalised mass (a zero total gives p = 0) */
+    const lig_kl_target target = p->pb->target;
+    double norm = target == LIG_KL_TARGET_L1 ? 0.0 : (double)p->pb->N1m;
+    if (target == LIG_KL_TARGET_L1)
         for (int64_t i = 0; i < n; i++) norm += mass[i];
     const double inv = norm != 0.0 ? 1.0 / norm : 0.0;
     double vmax = value[0];
@@ -130,6 +132,20 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     }
     const double log_z = log(z);
     double loss = 0.0;
+    if (target == LIG_KL_TARGET_CANN) {
+        /* CANN's kernel: dI = y - p, and every slot's term with p and y clamped below at its fp32
+         * constant 1e-8f (so a slot with p = 0 still adds 1e-8 (log 1e-8 - log y)) */
+        const double floor_v = (double)1e-8f, log_floor = log(floor_v);
+        for (int64_t i = 0; i < n; i++) {
+            const double t = (double)mass[i] * inv, log_y = (double)value[i] - vmax - log_z, y = exp(log_y);
+            const double tc = t > floor_v ? t : floor_v, log_tc = t > floor_v ? log(t) : log_floor;
+            const double log_yc = y > floor_v ? log_y : log_floor;
+            loss += tc * (log_tc - log_yc);
+            dy[i] = (float)(y - t);
+        }
+        r->unit_loss[u] = loss;
+        return dy;
+    }
     for (int64_t i = 0; i < n; i++) {
         const double t = (double)mass[i] * inv, log_y = (double)value[i] - vmax - log_z;
         if (t > 0.0) loss += t * (log(t) - log_y); /* 0 log 0 = 0 */
