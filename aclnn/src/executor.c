@@ -22,10 +22,35 @@ aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *nam
     return ACLNN_SUCCESS;
 }
 
+aclnnStatus fe_args_bind_int_array(fe_args *args, const aclIntArray *array, const char *name, const char *api,
+                                   lig_tensor **lt) {
+    *lt = NULL;
+    if (!array) return ACLNN_SUCCESS;
+    if (!fe_reg_has(array, FE_KIND_INT_ARRAY))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api, "%s: %p is not a live array from aclCreateIntArray", name,
+                       (const void *)array);
+    if (args->n == FE_EXEC_MAX_ARGS || args->nowned == FE_EXEC_MAX_OWNED)
+        return fe_fail(ACLNN_ERR_INNER, api, "%s: too many array arguments", name);
+    if (array->size > (uint64_t)INT64_MAX / sizeof(int64_t) || array->size > SIZE_MAX / sizeof(int64_t) - 1)
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api, "%s: expected an array that fits in memory, got %llu values",
+                       name, (unsigned long long)array->size);
+    int64_t *copy = malloc((size_t)(array->size + 1) * sizeof(int64_t));
+    if (!copy) return fe_fail(ACLNN_ERR_RUNTIME_ERROR, api, "%s: out of memory for a copy of %llu values", name,
+                              (unsigned long long)array->size);
+    for (uint64_t i = 0; i < array->size; i++) copy[i] = array->values[i];
+    args->owned[args->nowned++] = copy;
+    const int64_t shape[1] = {(int64_t)array->size};
+    *lt = lig_create_tensor(copy, LIG_INT64, 1, shape, NULL);
+    if (!*lt) return fe_fail_lig_param(LIG_ERR_PARAM_INVALID, api, name);
+    args->b[args->n++] = (fe_bound){.lt = *lt, .lo = 0, .hi = 0, .name = name}; /* no caller bytes to re-check */
+    return ACLNN_SUCCESS;
+}
+
 void fe_args_release(fe_args *args) {
     for (int i = 0; i < args->n; i++) lig_destroy_tensor(args->b[i].lt);
     for (int i = 0; i < args->nstages; i++) fe_stage_release(&args->stages[i]);
-    args->n = args->nstages = 0;
+    for (int i = 0; i < args->nowned; i++) free(args->owned[i]);
+    args->n = args->nstages = args->nowned = 0;
 }
 
 aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
@@ -69,7 +94,9 @@ static aclnnStatus create(fe_op op, lig_executor *lig, uint64_t workspace_size, 
     for (int i = 0; i < args->n; i++) e->args[i] = args->b[i];
     e->nstages = args->nstages;
     for (int i = 0; i < args->nstages; i++) e->stages[i] = args->stages[i];
-    args->n = args->nstages = 0;
+    e->nowned = args->nowned;
+    for (int i = 0; i < args->nowned; i++) e->owned[i] = args->owned[i];
+    args->n = args->nstages = args->nowned = 0;
     *out = e;
     return ACLNN_SUCCESS;
 }
@@ -92,12 +119,28 @@ void fe_executor_release(aclOpExecutor *e) {
     if (e->lig) lig_destroy_executor(e->lig);
     for (int i = 0; i < e->nargs; i++) lig_destroy_tensor(e->args[i].lt);
     for (int i = 0; i < e->nstages; i++) fe_stage_release(&e->stages[i]);
+    for (int i = 0; i < e->nowned; i++) free(e->owned[i]);
     free(e);
 }
 
 static const char *op_name(fe_op op) {
-    return op == FE_OP_INDEXER_GRAD ? "aclnnLightningIndexerGradGetWorkspaceSize"
-                                    : "aclnnLightningIndexerGetWorkspaceSize";
+    switch (op) {
+    case FE_OP_INDEXER_GRAD: return "aclnnLightningIndexerGradGetWorkspaceSize";
+    case FE_OP_INDEXER: return "aclnnLightningIndexerGetWorkspaceSize";
+    case FE_OP_SPARSE_KL_LOSS: return "aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize";
+    }
+    return "an unknown operator";
+}
+
+/* lig's phase 2 of the operator the executor was planned for. */
+static lig_status run_lig(fe_op op, void *workspace, uint64_t workspace_size, lig_executor *lx) {
+    switch (op) {
+    case FE_OP_INDEXER_GRAD: return lig_indexer_grad(workspace, workspace_size, lx, NULL);
+    case FE_OP_INDEXER: return lig_indexer(workspace, workspace_size, lx, NULL);
+    case FE_OP_SPARSE_KL_LOSS: return lig_sparse_indexer_kl_loss(workspace, workspace_size, lx, NULL);
+    }
+    lig_destroy_executor(lx);
+    return LIG_ERR_INNER;
 }
 
 /* Everything phase 2 checks before lig runs; the executor is already out of the registry. */
@@ -146,8 +189,7 @@ aclnnStatus fe_executor_run(fe_op op, void *workspace, uint64_t workspace_size, 
             if (!e->stages[i].output) fe_stage_widen(&e->stages[i]);
         lig_executor *lx = e->lig;
         e->lig = NULL; /* lig's phase 2 consumes it, success or not */
-        lig_status ls = op == FE_OP_INDEXER_GRAD ? lig_indexer_grad(workspace, workspace_size, lx, NULL)
-                                                 : lig_indexer(workspace, workspace_size, lx, NULL);
+        lig_status ls = run_lig(op, workspace, workspace_size, lx);
         if (ls != LIG_SUCCESS) st = fe_fail_lig(ls, api);
         for (int i = 0; i < e->nstages && st == ACLNN_SUCCESS; i++)
             if (e->stages[i].output) fe_stage_narrow(&e->stages[i]);

@@ -13,10 +13,11 @@
 #include "staging.h"
 #include "tensor.h"
 
-#define FE_EXEC_MAX_ARGS 12
+#define FE_EXEC_MAX_ARGS 16
 #define FE_EXEC_MAX_STAGES 3
+#define FE_EXEC_MAX_OWNED 2 /* copies of aclIntArray arguments */
 
-typedef enum fe_op { FE_OP_INDEXER_GRAD = 1, FE_OP_INDEXER } fe_op;
+typedef enum fe_op { FE_OP_INDEXER_GRAD = 1, FE_OP_INDEXER, FE_OP_SPARSE_KL_LOSS } fe_op;
 
 struct aclOpExecutor {
     fe_op op;
@@ -26,6 +27,8 @@ struct aclOpExecutor {
     fe_bound args[FE_EXEC_MAX_ARGS];
     int nstages;
     fe_stage stages[FE_EXEC_MAX_STAGES];
+    int nowned;
+    int64_t *owned[FE_EXEC_MAX_OWNED];
 };
 
 /* An argument list being bound for phase 1; released unless handed to an executor. */
@@ -34,11 +37,18 @@ typedef struct fe_args {
     fe_bound b[FE_EXEC_MAX_ARGS];
     int nstages;
     fe_stage stages[FE_EXEC_MAX_STAGES];
+    int nowned;
+    int64_t *owned[FE_EXEC_MAX_OWNED];
 } fe_args;
 
 /* Binds `tensor` (NULL allowed when `optional`) and returns its lig tensor in *lt (NULL if absent). */
 aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool optional,
                          lig_tensor **lt);
+/* Binds `array` (NULL allowed: *lt = NULL), a live aclIntArray, as an INT64 [size] lig tensor over a
+ * copy of its values that the argument list (then the executor) owns: CANN reads such arrays in
+ * phase 1, and the caller may destroy the array before phase 2. */
+aclnnStatus fe_args_bind_int_array(fe_args *args, const aclIntArray *array, const char *name, const char *api,
+                                   lig_tensor **lt);
 void fe_args_release(fe_args *args);
 /* Stages the already-bound `tensor` (see staging.h) and returns the FLOAT32 lig tensor over its buffer. */
 aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
