@@ -1,4 +1,4 @@
-/* Every kind of bad argument to the two operators: the ACLNN_ERR_* code of lig's status, lig's
+/* Every kind of bad argument to the three operators: the ACLNN_ERR_* code of lig's status, lig's
  * message (or the front end's, for what only it checks), and nothing written on failure. */
 #include <stdint.h>
 #include <string.h>
@@ -6,6 +6,7 @@
 #include <acl/acl.h>
 #include <aclnnop/aclnn_lightning_indexer.h>
 #include <aclnnop/aclnn_lightning_indexer_grad.h>
+#include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h>
 #include <lig.h>
 
 #include "check.h"
@@ -338,6 +339,143 @@ static void test_forward_huge_staged_view(void) {
     drop(&hk), drop(&dw), drop(&di), drop(&cell);
 }
 
+/* The KL loss's arguments: fp32 BSND, the main attention with N1 heads of D dims (no rope), the
+ * indexer with N1 heads, rows selecting keys t and t-1 (or -1), statistics of every (row, head). */
+typedef struct kl_args {
+    dev q, k, qi, ki, w, idx, smax, ssum, dqi, dki, dw, loss;
+} kl_args;
+
+static const int64_t stat_shape[4] = {B, 1, S1, N1}, loss_shape[1] = {1};
+
+static kl_args kl_make(int32_t bad_index) {
+    float q[B * S1 * N1 * D], k[B * S2 * N2 * D], w[B * S1 * N1], st[B * S1 * N1], one[B * S1 * N1],
+        out[B * S2 * N1 * D];
+    int32_t idx[B * S1 * K];
+    for (int i = 0; i < B * S1 * N1 * D; i++) q[i] = (float)((i % 7) - 2) * 0.25f;
+    for (int i = 0; i < B * S2 * N2 * D; i++) k[i] = (float)((i % 5) - 1) * 0.5f;
+    for (int i = 0; i < B * S1 * N1; i++) {
+        w[i] = 0.5f + 0.125f * (float)i;
+        st[i] = 0.0f;
+        one[i] = 4.0f;
+    }
+    for (int t = 0; t < S1; t++) {
+        idx[t * K] = t;
+        idx[t * K + 1] = t - 1;
+    }
+    idx[K + 1] = bad_index ? bad_index : idx[K + 1];
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = SENTINEL;
+    kl_args a;
+    a.q = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
+    a.k = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
+    a.qi = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
+    a.ki = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
+    a.w = make(w, sizeof w, w_shape, 3, ACL_FLOAT);
+    a.idx = make(idx, sizeof idx, slot_shape, 3, ACL_INT32);
+    a.smax = make(st, sizeof st, stat_shape, 4, ACL_FLOAT);
+    a.ssum = make(one, sizeof one, stat_shape, 4, ACL_FLOAT);
+    a.dqi = make(out, sizeof q, q_shape, 4, ACL_FLOAT);
+    a.dki = make(out, sizeof k, k_shape, 4, ACL_FLOAT);
+    a.dw = make(out, sizeof w, w_shape, 3, ACL_FLOAT);
+    a.loss = make(out, sizeof(float), loss_shape, 1, ACL_FLOAT);
+    return a;
+}
+
+static void kl_drop(kl_args *a) {
+    dev *all[] = {&a->q, &a->k, &a->qi, &a->ki, &a->w, &a->idx, &a->smax, &a->ssum, &a->dqi, &a->dki, &a->dw, &a->loss};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+}
+
+static bool kl_outputs_untouched(const kl_args *a) {
+    return untouched(&a->dqi, B * S1 * N1 * D) && untouched(&a->dki, B * S2 * N2 * D) &&
+           untouched(&a->dw, B * S1 * N1) && untouched(&a->loss, 1);
+}
+
+/* Phase 1 with the arguments of `a`, a few replaced: query, queryRope, smax, loss, aq, layout, mode. */
+static aclnnStatus kl_phase1(const kl_args *a, const aclTensor *q, const aclTensor *qr, const aclTensor *smax,
+                             const aclTensor *loss, const aclIntArray *aq, const aclIntArray *ak, char *layout,
+                             int64_t mode, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize(
+        q, a->k.t, a->qi.t, a->ki.t, a->w.t, a->idx.t, smax, a->ssum.t, qr, NULL, aq, ak, 0.5, layout, mode,
+        INT64_MAX, INT64_MAX, true, a->dqi.t, a->dki.t, a->dw.t, loss, ws, e);
+}
+
+static void test_kl_loss(void) {
+    kl_args a = kl_make(0);
+    int not_an_array = 0;
+    const aclTensor *lt = a.loss.t, *mt = a.smax.t;
+    CHECK_PHASE1_FAILS(kl_phase1(&a, NULL, NULL, mt, lt, NULL, NULL, bsnd, 3, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR,
+                       "query");
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, mt, lt, NULL, NULL, NULL, 3, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR,
+                       "layout");
+    CHECK_EQ_INT(kl_phase1(&a, a.q.t, NULL, mt, lt, NULL, NULL, bsnd, 3, NULL, NULL), ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, a.q.t, mt, lt, NULL, NULL, bsnd, 3, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR,
+                       "keyRope: expected a tensor, since queryRope is given");
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, NULL, lt, NULL, NULL, bsnd, 3, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR,
+                       "softmaxMax");
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, mt, NULL, NULL, NULL, bsnd, 3, &ws_, &e_), ACLNN_ERR_PARAM_NULLPTR,
+                       "loss");
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, mt, lt, (const aclIntArray *)&not_an_array, NULL, bsnd, 3, &ws_, &e_),
+                       ACLNN_ERR_PARAM_INVALID, "actualSeqLengthsQuery: ");
+    CHECK_PHASE1_FAILS(kl_phase1(&a, (const aclTensor *)&not_an_array, NULL, mt, lt, NULL, NULL, bsnd, 3, &ws_, &e_),
+                       ACLNN_ERR_PARAM_INVALID, "query: ");
+    /* lig's checks: its status and message */
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, mt, lt, NULL, NULL, bsnd, 1, &ws_, &e_), ACLNN_ERR_PARAM_INVALID,
+                       "sparse_mode");
+    char tnd[] = "TND";
+    CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, mt, lt, NULL, NULL, tnd, 3, &ws_, &e_), ACLNN_ERR_PARAM_INVALID,
+                       "query");
+    {
+        uint16_t h[B * S1 * N1] = {0};
+        const int64_t two[1] = {2};
+        dev half_stat = make(h, sizeof h, stat_shape, 4, ACL_FLOAT16), loss2 = make(h, 8, two, 1, ACL_FLOAT);
+        CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, half_stat.t, lt, NULL, NULL, bsnd, 3, &ws_, &e_),
+                           ACLNN_ERR_PARAM_INVALID, "softmax_max");
+        CHECK_PHASE1_FAILS(kl_phase1(&a, a.q.t, NULL, mt, loss2.t, NULL, NULL, bsnd, 3, &ws_, &e_),
+                           ACLNN_ERR_PARAM_INVALID, "loss");
+        drop(&half_stat), drop(&loss2);
+    }
+    CHECK(kl_outputs_untouched(&a));
+    kl_drop(&a);
+
+    /* phase 2: an index past the keys, found before anything is written */
+    a = kl_make(S2 + 3);
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    void *work = NULL;
+    aclnnStatus st = kl_phase1(&a, a.q.t, NULL, a.smax.t, a.loss.t, NULL, NULL, bsnd, 3, &ws, &e);
+    if (st == ACLNN_SUCCESS) {
+        if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        st = aclnnSparseLightningIndexerGradKLLoss(work, ws, e, NULL);
+        if (work) aclrtFree(work);
+        work = NULL;
+    }
+    CHECK_EQ_INT(st, ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "sparse");
+    CHECK(kl_outputs_untouched(&a));
+    kl_drop(&a);
+
+    /* the KL executor handed to the backward, and the good call with lengths as int arrays that
+     * are destroyed between the phases (their values were copied in phase 1) */
+    a = kl_make(0);
+    CHECK_EQ_INT(kl_phase1(&a, a.q.t, NULL, a.smax.t, a.loss.t, NULL, NULL, bsnd, 3, &ws, &e), ACLNN_SUCCESS);
+    if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclnnLightningIndexerGrad(work, ws, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize");
+    if (work) CHECK_EQ_INT(aclrtFree(work), ACL_SUCCESS);
+    work = NULL;
+    const int64_t lq[1] = {S1}, lk[1] = {S2};
+    aclIntArray *aq = aclCreateIntArray(lq, 1), *ak = aclCreateIntArray(lk, 1);
+    CHECK(aq != NULL && ak != NULL);
+    CHECK_EQ_INT(kl_phase1(&a, a.q.t, NULL, a.smax.t, a.loss.t, aq, ak, bsnd, 3, &ws, &e), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclDestroyIntArray(aq), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclDestroyIntArray(ak), ACLNN_SUCCESS);
+    if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclnnSparseLightningIndexerGradKLLoss(work, ws, e, NULL), ACLNN_SUCCESS);
+    CHECK(!untouched(&a.dqi, B * S1 * N1 * D) && !untouched(&a.loss, 1));
+    if (work) CHECK_EQ_INT(aclrtFree(work), ACL_SUCCESS);
+    kl_drop(&a);
+}
+
 int main(void) {
     CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
@@ -345,6 +483,7 @@ int main(void) {
     test_grad_phase2();
     test_forward_phase1();
     test_forward_huge_staged_view();
+    test_kl_loss();
     CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
     return check_report("aclnn-op-errors");
