@@ -119,13 +119,7 @@ int RunAclnn(const FwdCase &c, std::vector<uint16_t> &q, std::vector<uint16_t> &
                    {qAddr, kAddr, wAddr, idxAddr, valAddr, aqAddr, akAddr, workspaceAddr}, stream, nullptr, deviceId);
 }
 
-float Widen(uint16_t h, aclDataType dtype) {
-    if (dtype == ACL_FLOAT16) return aclFloat16ToFloat(h);
-    uint32_t x = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &x, sizeof f);
-    return f;
-}
+float Widen(uint16_t h, aclDataType dtype) { return HalfToFloat(h, dtype); }
 
 // lig's own API on the same data: in the case's dtype, or, with FLOAT32 weights, in FLOAT32 on the
 // widened query and key with the scores rounded to the query's dtype afterwards.

@@ -74,17 +74,9 @@ Shapes ShapesOf(const KlCase &c) {
     return s;
 }
 
-float FromHalf(uint16_t h, aclDataType dtype) {
-    if (dtype == ACL_FLOAT16) return aclFloat16ToFloat(h);
-    uint32_t x = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &x, sizeof f);
-    return f;
-}
-
 std::vector<double> Widen(const std::vector<uint16_t> &v, aclDataType dtype) {
     std::vector<double> out(v.size());
-    for (size_t i = 0; i < v.size(); i++) out[i] = FromHalf(v[i], dtype);
+    for (size_t i = 0; i < v.size(); i++) out[i] = HalfToFloat(v[i], dtype);
     return out;
 }
 
@@ -220,12 +212,12 @@ struct Outputs {
 };
 
 int RunAclnn(const KlCase &c, const Inputs &in, double scale, Outputs &out) {
-    Shapes sh = ShapesOf(c);
     int32_t deviceId = 0;
     aclrtContext context = nullptr;
     aclrtStream stream = nullptr;
     auto ret = Init(deviceId, &context, &stream);
     CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("Init acl failed. ERROR: %d\n", ret); return ret);
+    Shapes sh = ShapesOf(c);
 
     void *qAddr = nullptr, *kAddr = nullptr, *qrAddr = nullptr, *krAddr = nullptr, *qiAddr = nullptr,
          *kiAddr = nullptr, *wAddr = nullptr, *idxAddr = nullptr, *smaxAddr = nullptr, *ssumAddr = nullptr;
@@ -334,7 +326,7 @@ int64_t CountFar(const char *what, const std::vector<uint16_t> &got, const std::
     int64_t bad = 0;
     bool nonzero = false;
     for (size_t i = 0; i < got.size(); i++) {
-        double g = FromHalf(got[i], dtype);
+        double g = HalfToFloat(got[i], dtype);
         nonzero = nonzero || g != 0.0;
         if (!(std::fabs(g - want[i]) <= rel * std::fabs(want[i]) + 2e-3 * top)) {
             if (bad == 0) LOG_PRINT("%s: element %zu is %.6g, the float64 computation %.6g\n", what, i, g, want[i]);

@@ -132,6 +132,15 @@ inline uint16_t ToBf16(float f) {
     return static_cast<uint16_t>(x >> 16);
 }
 
+// The value of a FLOAT16 or BFLOAT16 bit pattern.
+inline float HalfToFloat(uint16_t h, aclDataType dtype) {
+    if (dtype == ACL_FLOAT16) return aclFloat16ToFloat(h);
+    uint32_t x = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+
 // Random half-precision values: fp16 through aclFloatToFloat16, bf16 by rounding.
 inline std::vector<uint16_t> RandomHalf(Lcg &rng, int64_t n, aclDataType dtype, float lo = -1.0f, float hi = 1.0f) {
     std::vector<uint16_t> v(static_cast<size_t>(n));

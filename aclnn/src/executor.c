@@ -22,6 +22,14 @@ aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *nam
     return ACLNN_SUCCESS;
 }
 
+aclnnStatus fe_args_bind_list(fe_args *args, const fe_arg_spec *spec, int n, const char *api) {
+    for (int i = 0; i < n; i++) {
+        aclnnStatus st = fe_args_bind(args, spec[i].tensor, spec[i].name, api, spec[i].optional, spec[i].lt);
+        if (st != ACLNN_SUCCESS) return st;
+    }
+    return ACLNN_SUCCESS;
+}
+
 aclnnStatus fe_args_bind_int_array(fe_args *args, const aclIntArray *array, const char *name, const char *api,
                                    lig_tensor **lt) {
     *lt = NULL;

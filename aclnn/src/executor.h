@@ -44,6 +44,15 @@ typedef struct fe_args {
 /* Binds `tensor` (NULL allowed when `optional`) and returns its lig tensor in *lt (NULL if absent). */
 aclnnStatus fe_args_bind(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool optional,
                          lig_tensor **lt);
+/* One tensor argument for fe_args_bind_list. */
+typedef struct fe_arg_spec {
+    const aclTensor *tensor;
+    const char *name;
+    bool optional;
+    lig_tensor **lt;
+} fe_arg_spec;
+/* fe_args_bind for each of `n` arguments in order; the first failure's status. */
+aclnnStatus fe_args_bind_list(fe_args *args, const fe_arg_spec *spec, int n, const char *api);
 /* Binds `array` (NULL allowed: *lt = NULL), a live aclIntArray, as an INT64 [size] lig tensor over a
  * copy of its values that the argument list (then the executor) owns: CANN reads such arrays in
  * phase 1, and the caller may destroy the array before phase 2. */

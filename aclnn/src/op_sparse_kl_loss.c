@@ -28,25 +28,25 @@ aclnnStatus aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize(
                        queryRope ? "keyRope" : "queryRope", queryRope ? "queryRope" : "keyRope");
 
     fe_args args = {0};
-    lig_tensor *q, *k, *qi, *ki, *w, *idx, *smax, *ssum, *qr, *kr, *aq, *ak, *dqi, *dki, *dw, *ls_t;
+    lig_tensor *q = NULL, *k = NULL, *qi = NULL, *ki = NULL, *w = NULL, *idx = NULL, *smax = NULL, *ssum = NULL;
+    lig_tensor *qr = NULL, *kr = NULL, *aq = NULL, *ak = NULL, *dqi = NULL, *dki = NULL, *dw = NULL, *ls_t = NULL;
+    const fe_arg_spec inputs[] = {
+        {query, "query", false, &q},           {key, "key", false, &k},
+        {queryIndex, "queryIndex", false, &qi}, {keyIndex, "keyIndex", false, &ki},
+        {weights, "weights", false, &w},       {sparseIndices, "sparseIndices", false, &idx},
+        {softmaxMax, "softmaxMax", false, &smax}, {softmaxSum, "softmaxSum", false, &ssum},
+        {queryRope, "queryRope", true, &qr},   {keyRope, "keyRope", true, &kr},
+    };
+    const fe_arg_spec outputs[] = {
+        {dQueryIndex, "dQueryIndex", false, &dqi}, {dKeyIndex, "dKeyIndex", false, &dki},
+        {dWeights, "dWeights", false, &dw},        {loss, "loss", false, &ls_t},
+    };
     aclnnStatus st;
-    if ((st = fe_args_bind(&args, query, "query", API, false, &q)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, key, "key", API, false, &k)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, queryIndex, "queryIndex", API, false, &qi)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, keyIndex, "keyIndex", API, false, &ki)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, weights, "weights", API, false, &w)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, sparseIndices, "sparseIndices", API, false, &idx)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, softmaxMax, "softmaxMax", API, false, &smax)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, softmaxSum, "softmaxSum", API, false, &ssum)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, queryRope, "queryRope", API, true, &qr)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, keyRope, "keyRope", API, true, &kr)) != ACLNN_SUCCESS ||
+    if ((st = fe_args_bind_list(&args, inputs, (int)(sizeof inputs / sizeof inputs[0]), API)) != ACLNN_SUCCESS ||
         (st = fe_args_bind_int_array(&args, actualSeqLengthsQuery, "actualSeqLengthsQuery", API, &aq)) !=
             ACLNN_SUCCESS ||
         (st = fe_args_bind_int_array(&args, actualSeqLengthsKey, "actualSeqLengthsKey", API, &ak)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, dQueryIndex, "dQueryIndex", API, false, &dqi)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, dKeyIndex, "dKeyIndex", API, false, &dki)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, dWeights, "dWeights", API, false, &dw)) != ACLNN_SUCCESS ||
-        (st = fe_args_bind(&args, loss, "loss", API, false, &ls_t)) != ACLNN_SUCCESS) {
+        (st = fe_args_bind_list(&args, outputs, (int)(sizeof outputs / sizeof outputs[0]), API)) != ACLNN_SUCCESS) {
         fe_args_release(&args);
         return st;
     }

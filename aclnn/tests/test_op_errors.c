@@ -35,6 +35,20 @@ static void drop(dev *d) {
     d->mem = NULL;
 }
 
+/* The inputs both operators' cases share: query and key patterns, weights, every row selecting
+ * keys t and t-1 (or -1; row 1's second slot `bad_index` when not 0), outputs set to the sentinel. */
+static void fill_inputs(float *q, float *k, float *w, int32_t *idx, float *out, size_t nout, int32_t bad_index) {
+    for (int i = 0; i < B * S1 * N1 * D; i++) q[i] = (float)((i % 7) - 2) * 0.25f;
+    for (int i = 0; i < B * S2 * N2 * D; i++) k[i] = (float)((i % 5) - 1) * 0.5f;
+    for (int i = 0; i < B * S1 * N1; i++) w[i] = 0.5f + 0.125f * (float)i;
+    for (int t = 0; t < S1; t++) {
+        idx[t * K] = t;
+        idx[t * K + 1] = t - 1;
+    }
+    idx[K + 1] = bad_index ? bad_index : idx[K + 1];
+    for (size_t i = 0; i < nout; i++) out[i] = SENTINEL;
+}
+
 /* The backward's arguments: fp32 BSND, every row selecting keys t and t-1 (or -1). */
 typedef struct grad_args {
     dev q, k, dy, idx, w, dq, dk, dw;
@@ -46,17 +60,11 @@ static const int64_t q_shape[4] = {B, S1, N1, D}, k_shape[4] = {B, S2, N2, D}, s
 static grad_args grad_make(int32_t bad_index) {
     float q[B * S1 * N1 * D], k[B * S2 * N2 * D], dy[B * S1 * K], w[B * S1 * N1], out[B * S2 * N1 * D];
     int32_t idx[B * S1 * K];
-    for (int i = 0; i < B * S1 * N1 * D; i++) q[i] = (float)((i % 7) - 2) * 0.25f;
-    for (int i = 0; i < B * S2 * N2 * D; i++) k[i] = (float)((i % 5) - 1) * 0.5f;
-    for (int i = 0; i < B * S1 * N1; i++) w[i] = 0.5f + 0.125f * (float)i;
+    fill_inputs(q, k, w, idx, out, sizeof out / sizeof out[0], bad_index);
     for (int t = 0; t < S1; t++) {
-        idx[t * K] = t;
-        idx[t * K + 1] = t - 1;
         dy[t * K] = 1.0f;
         dy[t * K + 1] = -0.5f;
     }
-    idx[K + 1] = bad_index ? bad_index : idx[K + 1];
-    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = SENTINEL;
     grad_args a;
     a.q = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
     a.k = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
@@ -159,6 +167,18 @@ static void test_grad_phase1(void) {
     grad_drop(&a);
 }
 
+/* Phase 2 of a plan whose phase 1 returned `planned` (a failure is passed on), in a workspace from
+ * aclrtMalloc that is freed afterwards. Call it after phase 1 has set ws and e, not around it. */
+static aclnnStatus run_planned(aclnnStatus planned, uint64_t ws, aclOpExecutor *e,
+                               aclnnStatus (*run)(void *, uint64_t, aclOpExecutor *, aclrtStream)) {
+    if (planned != ACLNN_SUCCESS) return planned;
+    void *work = NULL;
+    if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    aclnnStatus st = run(work, ws, e, NULL);
+    if (work) aclrtFree(work);
+    return st;
+}
+
 /* Runs phase 1 (which must succeed) and returns the executor. */
 static aclOpExecutor *grad_plan(const grad_args *a, uint64_t *ws) {
     aclOpExecutor *e = NULL;
@@ -173,12 +193,7 @@ static void test_grad_phase2(void) {
     aclOpExecutor *e = NULL;
     void *work = NULL;
     aclnnStatus st = grad_phase1(&a, a.q.t, a.k.t, bsnd, &ws, &e);
-    if (st == ACLNN_SUCCESS) {
-        if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-        st = aclnnLightningIndexerGrad(work, ws, e, NULL);
-        if (work) aclrtFree(work);
-        work = NULL;
-    }
+    st = run_planned(st, ws, e, aclnnLightningIndexerGrad);
     CHECK_EQ_INT(st, ACLNN_ERR_PARAM_INVALID);
     CHECK_MSG_HAS(aclGetRecentErrMsg(), "sparse");
     CHECK(grad_outputs_untouched(&a));
@@ -351,19 +366,11 @@ static kl_args kl_make(int32_t bad_index) {
     float q[B * S1 * N1 * D], k[B * S2 * N2 * D], w[B * S1 * N1], st[B * S1 * N1], one[B * S1 * N1],
         out[B * S2 * N1 * D];
     int32_t idx[B * S1 * K];
-    for (int i = 0; i < B * S1 * N1 * D; i++) q[i] = (float)((i % 7) - 2) * 0.25f;
-    for (int i = 0; i < B * S2 * N2 * D; i++) k[i] = (float)((i % 5) - 1) * 0.5f;
+    fill_inputs(q, k, w, idx, out, sizeof out / sizeof out[0], bad_index);
     for (int i = 0; i < B * S1 * N1; i++) {
-        w[i] = 0.5f + 0.125f * (float)i;
         st[i] = 0.0f;
         one[i] = 4.0f;
     }
-    for (int t = 0; t < S1; t++) {
-        idx[t * K] = t;
-        idx[t * K + 1] = t - 1;
-    }
-    idx[K + 1] = bad_index ? bad_index : idx[K + 1];
-    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = SENTINEL;
     kl_args a;
     a.q = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
     a.k = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
@@ -441,18 +448,12 @@ static void test_kl_loss(void) {
     a = kl_make(S2 + 3);
     uint64_t ws = 0;
     aclOpExecutor *e = NULL;
-    void *work = NULL;
-    aclnnStatus st = kl_phase1(&a, a.q.t, NULL, a.smax.t, a.loss.t, NULL, NULL, bsnd, 3, &ws, &e);
-    if (st == ACLNN_SUCCESS) {
-        if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-        st = aclnnSparseLightningIndexerGradKLLoss(work, ws, e, NULL);
-        if (work) aclrtFree(work);
-        work = NULL;
-    }
-    CHECK_EQ_INT(st, ACLNN_ERR_PARAM_INVALID);
+    const aclnnStatus planned = kl_phase1(&a, a.q.t, NULL, a.smax.t, a.loss.t, NULL, NULL, bsnd, 3, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnSparseLightningIndexerGradKLLoss), ACLNN_ERR_PARAM_INVALID);
     CHECK_MSG_HAS(aclGetRecentErrMsg(), "sparse");
     CHECK(kl_outputs_untouched(&a));
     kl_drop(&a);
+    void *work = NULL;
 
     /* the KL executor handed to the backward, and the good call with lengths as int arrays that
      * are destroyed between the phases (their values were copied in phase 1) */
