@@ -22,7 +22,6 @@ element, the first-order propagation of fp32's roundings (Higham 3.1), doubled:
 A wrong formula (a missing 1/N1, y - p for the gradient, a slot counted twice or not at all) is off
 by far more than this; the tests also check that the gradients are not trivially small.
 """
-import contextlib
 import dataclasses
 import math
 import shutil
@@ -35,6 +34,7 @@ import torch
 import lig
 from _reference import INT64_MAX, as_rows, counted_mask, geometry, sparse_scores, visible
 from _tol import C_ACC, U32, accumulated, assert_within, element_bound, reference_grad_bounds, score_steps
+from test_kernel_sets import forced
 
 SETS = lig.kernel_sets()
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -79,12 +79,11 @@ class Problem:
         return kw
 
     def op_args(self, target="head_mean", deterministic=True, with_lse=False):
-        """The arguments of torch.ops.lig.sparse_indexer_kl_loss."""
+        """The arguments of torch.ops.lig.sparse_indexer_kl_loss (the C operator's order)."""
         lengths = [None if a is None else torch.tensor(a, dtype=torch.int64) for a in (self.aq, self.ak)]
-        stats = (None, None) if with_lse else (self.smax, self.ssum)
-        return (self.qi, self.ki, self.w, self.idx, self.q, self.k, *stats, self.scale, self.qr, self.kr,
-                self.lse if with_lse else None, *lengths, self.layout, self.mode, self.pre, self.nxt, target,
-                deterministic)
+        stats = (None, None, self.lse) if with_lse else (self.smax, self.ssum, None)
+        return (self.q, self.k, self.qi, self.ki, self.w, self.idx, *stats, self.qr, self.kr, *lengths, self.scale,
+                self.layout, self.mode, self.pre, self.nxt, target, deterministic)
 
     def leaves(self):
         """Copies of query_index, key_index, weights that require grad."""
@@ -310,15 +309,6 @@ def lig_loss_and_grads(p: Problem, target="head_mean", with_lse=False, scale_by=
     return loss.detach(), [qi.grad, ki.grad, w.grad]
 
 
-@contextlib.contextmanager
-def forced(name):
-    lig.set_kernel_set(name)
-    try:
-        yield
-    finally:
-        lig.set_kernel_set(None)
-
-
 # ---- against the reference ----------------------------------------------------------------------
 
 
@@ -495,8 +485,8 @@ def test_several_main_tensors_requiring_grad_are_all_named():
         lig.sparse_indexer_kl_loss(p.qi, p.ki, p.w, p.idx, q, k, p.smax, p.ssum, p.scale, **p.kwargs())
     # the op itself, called directly, refuses in its backward
     args = list(p.op_args())
-    args[0] = p.qi.clone().requires_grad_(True)
-    args[4] = q
+    args[2] = p.qi.clone().requires_grad_(True)
+    args[0] = q
     loss = torch.ops.lig.sparse_indexer_kl_loss(*args)[0]
     with pytest.raises(RuntimeError, match="query requires grad"):
         loss.backward()
@@ -512,18 +502,16 @@ def test_no_second_derivative():
         g.sum().backward()
     # a gradient reaching the op's gradient outputs is refused too (only the op returns them)
     args = list(p.op_args())
-    args[0] = p.qi.clone().requires_grad_(True)
+    args[2] = p.qi.clone().requires_grad_(True)
     outs = torch.ops.lig.sparse_indexer_kl_loss(*args)
     with pytest.raises(RuntimeError, match="no second-order derivative"):
         (outs[0] + outs[1].sum()).backward()
 
 
-@pytest.mark.parametrize(
-    "backend",
-    ["aot_eager", pytest.param("inductor", marks=pytest.mark.skipif(
-        shutil.which("g++") is None and shutil.which("c++") is None, reason="inductor needs a C++ compiler"))],
-)
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_torch_compile_fullgraph(backend):
+    if backend == "inductor" and not (shutil.which("g++") or shutil.which("c++")):
+        pytest.skip("inductor needs a C++ compiler")
     torch._dynamo.reset()
     p = make_problem(91, torch.float32, stats="dense")
     rest, kw = p.args()[3:], p.kwargs(target="l1")
@@ -550,7 +538,7 @@ def test_opcheck():
     utils = ("test_schema", "test_autograd_registration", "test_faketensor")
     p = make_problem(92, torch.float32)
     args = list(p.op_args())
-    args[0] = p.qi.clone().requires_grad_(True)
+    args[2] = p.qi.clone().requires_grad_(True)
     torch.library.opcheck(torch.ops.lig.sparse_indexer_kl_loss.default, tuple(args), test_utils=utils)
     torch.library.opcheck(torch.ops.lig.sparse_indexer_kl_loss.default, tuple(p.op_args("l1", with_lse=True)),
                           test_utils=utils)
@@ -583,6 +571,12 @@ PYTHON_ERRORS = [
     (dict(query_rope=None), lig.LigValueError, "query_rope: expected a tensor \\(key_rope is given"),
     (dict(layout="SBH"), lig.LigValueError, 'layout: expected "BSND" or "TND"'),
     (dict(layout="TND"), lig.LigValueError, "query_index: expected rank 3"),
+    (dict(key_index=torch.zeros(1, 11, 1, 16)), lig.LigValueError,
+     "key_index: expected shape \\[2,11,1,16\\] \\(batch and D like query_index\\)"),
+    (dict(key_index=torch.zeros(2, 11, 3, 16)), lig.LigValueError, "key_index: expected a head count N2 that divides"),
+    (dict(key_index=torch.zeros(2, 11, 1, 16, dtype=torch.bfloat16)), lig.LigValueError,
+     "key_index: expected dtype float32 \\(like query_index\\), got bfloat16"),
+    (dict(weights=torch.zeros(2, 9, 3)), lig.LigValueError, "weights: expected shape \\[2,9,4\\]"),
     (dict(target="kl"), lig.LigValueError, 'target: expected "head_mean" or "l1", got "kl"'),
     (dict(target=1), TypeError, "target: expected a str"),
     (dict(scale=True), TypeError, "scale: expected a float"),

@@ -17,7 +17,7 @@ from ._registry import LengthsLike, op, optional_tensor, run, tensors
 # The main attention's tensors: inputs of the loss, never differentiated (contract 2.5).
 MAIN_ATTENTION = ("query", "key", "softmax_max", "softmax_sum", "query_rope", "key_rope", "softmax_lse")
 # their positions among the op's inputs
-_MAIN_POSITIONS = (4, 5, 6, 7, 9, 10, 11)
+_MAIN_POSITIONS = (0, 1, 6, 7, 9, 10, 8)
 
 
 def _null(message: str) -> LigValueError:
@@ -49,27 +49,55 @@ def _check(query_index, key_index, weights, sparse_indices, query, key, softmax_
         given, missing = ("query_rope", "key_rope") if key_rope is None else ("key_rope", "query_rope")
         raise _null(f"{missing}: expected a tensor ({given} is given; both or neither), got None")
     _args.layout(layout, query_index, key_index, names=("query_index", "key_index"))
+    _check_indexer(query_index, key_index, weights, layout)
     _args.string(target, "target")
     if target not in _lib.LIG_KL_TARGETS:
         raise _args.invalid(f'target: expected "head_mean" or "l1", got "{target}"')
 
 
+def _check_indexer(query_index: Tensor, key_index: Tensor, weights: Tensor, layout: str) -> None:
+    """The indexer's three tensors against each other, by their own names. (The library checks
+    them too, but with the backward's checks, whose messages say "query" and "key": names that in
+    this operator belong to the main attention.)"""
+    for t, name in ((key_index, "key_index"), (weights, "weights")):
+        if t.dtype != query_index.dtype:
+            raise _args.invalid(f"{name}: expected dtype {str(query_index.dtype).replace('torch.', '')} (like "
+                                f"query_index), got {str(t.dtype).replace('torch.', '')}")
+    lead = 2 if layout == "BSND" else 1  # [B,S] | [T]
+    qs, ks = tuple(query_index.shape), tuple(key_index.shape)
+    expect = qs[: lead - 1] + ks[lead - 1: lead + 1] + qs[-1:]
+    if ks != expect:
+        raise _args.invalid(f"key_index: expected shape {_shape(expect)} (batch and D like query_index), got "
+                            f"{_shape(ks)}")
+    n1, n2 = qs[-2], ks[-2]
+    if n2 == 0 and n1 != 0 or n2 != 0 and n1 % n2 != 0:
+        raise _args.invalid(f"key_index: expected a head count N2 that divides query_index's N1 = {n1}, got "
+                            f"N2 = {n2}")
+    if tuple(weights.shape) != qs[:-1]:
+        raise _args.invalid(f"weights: expected shape {_shape(qs[:-1])} (like query_index without D), got "
+                            f"{_shape(weights.shape)}")
+
+
+def _shape(dims) -> str:
+    return "[" + ",".join(str(int(n)) for n in dims) + "]"
+
+
 @op("sparse_indexer_kl_loss")
-def _sparse_indexer_kl_loss_op(
+def _sparse_indexer_kl_loss_op(  # the C operator's (CANN's) argument order
+    query: Tensor,
+    key: Tensor,
     query_index: Tensor,
     key_index: Tensor,
     weights: Tensor,
     sparse_indices: Tensor,
-    query: Tensor,
-    key: Tensor,
     softmax_max: Optional[Tensor],
     softmax_sum: Optional[Tensor],
-    scale: float,
+    softmax_lse: Optional[Tensor],
     query_rope: Optional[Tensor],
     key_rope: Optional[Tensor],
-    softmax_lse: Optional[Tensor],
     actual_seq_lengths_query: Optional[Tensor],
     actual_seq_lengths_key: Optional[Tensor],
+    scale: float,
     layout: str,
     sparse_mode: int,
     pre_tokens: int,
@@ -110,8 +138,8 @@ def _sparse_indexer_kl_loss_op(
 
 
 @_sparse_indexer_kl_loss_op.register_fake
-def _(query_index, key_index, weights, sparse_indices, query, key, softmax_max, softmax_sum, scale, query_rope,
-      key_rope, softmax_lse, aq, ak, layout, sparse_mode, pre_tokens, next_tokens, target, deterministic):
+def _(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, softmax_lse, query_rope,
+      key_rope, aq, ak, scale, layout, sparse_mode, pre_tokens, next_tokens, target, deterministic):
     _check(query_index, key_index, weights, sparse_indices, query, key, softmax_max, softmax_sum, query_rope,
            key_rope, softmax_lse, aq, ak, layout, target)
     return (query_index.new_empty((), dtype=torch.float32), query_index.new_empty(query_index.shape),
@@ -186,7 +214,7 @@ def _backward(ctx, grad_loss, grad_dq, grad_dk, grad_dw):
     gq, gk, gw = torch.ops.lig.sparse_indexer_kl_loss_backward(grad_loss, d_query_index, d_key_index, d_weights,
                                                                grad_dq, grad_dk, grad_dw)
     need = ctx.needs_input_grad
-    return (gq if need[0] else None, gk if need[1] else None, gw if need[2] else None) + (None,) * 17
+    return (None, None, gq if need[2] else None, gk if need[3] else None, gw if need[4] else None) + (None,) * 15
 
 
 _sparse_indexer_kl_loss_op.register_autograd(_backward, setup_context=_setup_context)
@@ -258,7 +286,7 @@ def sparse_indexer_kl_loss(
     ak = _args.lengths(actual_seq_lengths_key, "actual_seq_lengths_key")
     layout, sparse_mode, pre_tokens, next_tokens = _args.band(layout, sparse_mode, pre_tokens, next_tokens)
     return torch.ops.lig.sparse_indexer_kl_loss(
-        query_index, key_index, weights, sparse_indices, query, key, softmax_max, softmax_sum,
-        _args.real(scale, "scale"), query_rope, key_rope, softmax_lse, aq, ak, layout, sparse_mode, pre_tokens,
-        next_tokens, _args.string(target, "target"), _args.flag(deterministic, "deterministic"),
+        query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, softmax_lse,
+        query_rope, key_rope, aq, ak, _args.real(scale, "scale"), layout, sparse_mode, pre_tokens, next_tokens,
+        _args.string(target, "target"), _args.flag(deterministic, "deterministic"),
     )[0]
