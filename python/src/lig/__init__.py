@@ -15,6 +15,7 @@ kernel set is the widest the processor supports unless forced with :func:`set_ke
     indices, values = lig.indexer(q, k, w, top_k)               # the forward operator
     indices, values = lig.indexer_paged(q, key_cache, block_table, w, top_k, key_lengths)  # paged keys
     loss, dy = lig.indexer_kl_grad(values, p, indices)          # the fused KL step
+    loss = lig.sparse_indexer_kl_loss(q_idx, k_idx, w, indices, q, kv, m, z, scale)  # target from the attention
 """
 from ._lib import (
     INT64_MAX,
@@ -35,6 +36,7 @@ from ._op_indexer import indexer, lightning_indexer
 from ._op_indexer_grad import indexer_grad
 from ._op_indexer_kl_grad import indexer_kl_grad, indexer_kl_loss
 from ._op_indexer_paged import indexer_paged
+from ._op_sparse_indexer_kl_loss import sparse_indexer_kl_loss
 
 __version__ = _version()
 
@@ -59,6 +61,7 @@ __all__ = [
     "indexer_kl_grad",
     "indexer_kl_loss",
     "lightning_indexer",
+    "sparse_indexer_kl_loss",
     "set_num_threads",
     "get_num_threads",
     "kernel_sets",

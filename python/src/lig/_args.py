@@ -11,6 +11,7 @@ and dtypes raise ``TypeError``.
 """
 from __future__ import annotations
 
+import numbers
 import operator
 from typing import Iterable, Optional, Sequence
 
@@ -62,6 +63,13 @@ def flag(x, name: str) -> bool:
     raise TypeError(f"lig: {name}: expected a bool, got {type(x).__name__} {x!r}")
 
 
+def real(x, name: str) -> float:
+    """A Python float or int (or a numpy float); bools are refused rather than read as 0 / 1."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"lig: {name}: expected a float, got {type(x).__name__} {x!r}")
+    return float(x)
+
+
 def string(x, name: str) -> str:
     if not isinstance(x, str):
         raise TypeError(f"lig: {name}: expected a str, got {type(x).__name__}")
@@ -109,13 +117,13 @@ def band(layout_value, sparse_mode, pre_tokens, next_tokens) -> tuple:
             integer(next_tokens, "next_tokens"))
 
 
-def layout(value, query: torch.Tensor, key: torch.Tensor) -> None:
+def layout(value, query: torch.Tensor, key: torch.Tensor, names: Sequence[str] = ("query", "key")) -> None:
     """The layout string, and the ranks of query and key it implies (the forward's output shape
-    is derived from them)."""
+    is derived from them); `names` are the two tensors' parameter names."""
     string(value, "layout")
     if value not in _RANKS:
         raise invalid(f'layout: expected "BSND" or "TND", got "{value}"')
-    for t, name, (rank, dims) in zip((query, key), ("query", "key"), _RANKS[value]):
+    for t, name, (rank, dims) in zip((query, key), names, _RANKS[value]):
         if t.dim() != rank:
             raise invalid(f"{name}: expected rank {rank} ({dims}, layout {value}), got rank {t.dim()} "
                           f"shape {_shape(t)}")

@@ -132,6 +132,17 @@ lig_indexer_kl_grad_get_workspace_size = _sig(
     "lig_indexer_kl_grad_get_workspace_size", ctypes.c_int, [_c_void_p] * 5 + [_pu64, _pvoid]
 )
 lig_indexer_kl_grad = _sig("lig_indexer_kl_grad", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
+lig_sparse_indexer_kl_loss_get_workspace_size = _sig(
+    "lig_sparse_indexer_kl_loss_get_workspace_size",
+    ctypes.c_int,
+    [_c_void_p] * 13
+    + [ctypes.c_double, ctypes.c_char_p, _i64, _i64, _i64, ctypes.c_int, ctypes.c_bool]
+    + [_c_void_p] * 4
+    + [_pu64, _pvoid],
+)
+lig_sparse_indexer_kl_loss = _sig("lig_sparse_indexer_kl_loss", ctypes.c_int,
+                                  [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
+LIG_KL_TARGETS = {"head_mean": 0, "l1": 1}  # lig_kl_target
 lig_destroy_executor = _sig("lig_destroy_executor", ctypes.c_int, [_c_void_p])
 lig_set_num_threads = _sig("lig_set_num_threads", None, [ctypes.c_int])
 lig_get_num_threads = _sig("lig_get_num_threads", ctypes.c_int, [])

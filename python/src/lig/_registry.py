@@ -1,9 +1,9 @@
 """How lig's operators are registered with torch.library, and what every operator module shares.
 
 Each operator lives in a module of its own (``_op_indexer``, ``_op_indexer_paged``,
-``_op_indexer_grad``, ``_op_indexer_kl_grad``): the op (one call into lig's two-phase C API), its
-fake rule for torch.compile, its autograd rule and the public function that normalises arguments
-and calls it, so that every public function runs under ``torch.compile(fullgraph=True)``.
+``_op_indexer_grad``, ``_op_indexer_kl_grad``, ``_op_sparse_indexer_kl_loss``): the op (one call
+into lig's two-phase C API), its fake rule for torch.compile, its autograd rule and the public
+function that normalises arguments and calls it, so that every public function runs under ``torch.compile(fullgraph=True)``.
 """
 from __future__ import annotations
 
