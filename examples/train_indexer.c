@@ -264,7 +264,7 @@ int main(int argc, char **argv) {
 
     double first_recall = -1, last_recall = 0, first_mass = 0, last_mass = 0, total_time = 0;
     double loss_time = 0, loss_flops = 0, first_loss = 0, top_mass_sum = 0;
-    const double chance = (double)K / ((double)S - (double)Lq / 2.0);
+    const double chance = fmin(1.0, (double)K / ((double)S - (double)Lq / 2.0));
     int kernels_printed = 0;
     for (int64_t step = 1; step <= c.steps; step++) {
         const double t0 = now();
