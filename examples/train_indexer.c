@@ -20,10 +20,10 @@
  * from its q, key latent, rope parts and statistics, and gives the loss and dQ, dK, dW of the
  * indexer, which the chain rule takes to Wq, Wk and u. Every --every steps the demo computes the
  * main attention densely and reports the recall of its true top-k keys (by dense probability, mean
- * over the heads) within the indexer's top-k (chance is k / visible keys), and the share of the
- * dense attention's mass the selection holds (the loss printed is the mean over the queries of
- * the KL over the stage's selection: every visible key in the warm-up, the top-k after). It exits
- * non-zero when the recall did not rise.
+ * over the heads) within the indexer's top-k (chance is k / visible keys), the same for its top
+ * k/8 keys, and the share of the dense attention's mass the selection holds (the loss printed is
+ * the mean over the queries of the KL over the stage's selection: every visible key in the
+ * warm-up, the top-k after). It exits non-zero when the recall did not rise.
  *
  *   lig-train-indexer [--keys S] [--queries Lq] [--heads N1] [--dim D] [--topk K] [--feat F]
  *                     [--rank r] [--main-heads N1m] [--latent Dm] [--rope Dr] [--steps N]
