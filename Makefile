@@ -132,7 +132,8 @@ bench: build venv
 bench-full:
 	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768 BENCH_SETS=all,-scalar
 
-# The main job: train an indexer from scratch (forward -> KL step -> backward -> Adam). Only the
+# The main job: train an indexer from scratch on a small main attention (forward -> the main
+# attention's statistics over the selection -> fused KL loss -> Adam). Only the
 # library and the demo are built (same build tree as `make build`, other targets left alone).
 demo:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release

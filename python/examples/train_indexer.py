@@ -1,6 +1,7 @@
 """Trains a lightning indexer from scratch with lig, the way a PyTorch user would.
 
-The Python twin of examples/train_indexer.c. Each step draws a fresh sequence of S tokens with
+The Python twin of the C demo's earlier form (examples/train_indexer.c now learns a main
+attention through lig_sparse_indexer_kl_loss; this one keeps the hidden teacher). Each step draws a fresh sequence of S tokens with
 random features x_s (F dims). A hidden teacher (standing in for the main attention) scores key s
 for query t as T(t, s) = (A x_t) . (B x_s) / tau. The last Lq tokens are queries aligned to the end
 of the keys (sparse_mode 3). The indexer (an nn.Module) has DeepSeek-V3.2's head shape (N1 heads,
