@@ -3,8 +3,9 @@
  * (so the peak RSS is this configuration's own), and measures the unit peaks for the report.
  *
  *   lig-kl-bench --data DIR --seq S --heads N1 --dm Dm --dr Dr --idx-heads Nidx1 --dim D --topk K
- *                --scale SCALE --threads T --det 0|1 --reps R [--dump]
+ *                --scale SCALE --threads T --det 0|1|2 --reps R [--dump]
  *   lig-kl-bench --peaks 1,2
+ *   lig-kl-bench --workspace-sweep --threads T [shape]
  *
  * Problem: B = 1, BSND, bf16, sparse_mode 3 (causal), Nidx2 = 1, INT32 indices, softmax_max and
  * softmax_sum [1,1,S,N1] FLOAT32, target head_mean, d_weights in bf16. DIR holds the raw
@@ -13,16 +14,21 @@
  * fp32), written by run_kl_bench.py from a causal top-k and the main attention's own statistics.
  *
  * Timing: phase 1 and the workspace (allocated and touched) are outside; one warm-up, then R timed
- * phase-2 runs. Printed, one JSON object on stdout: the kernel set the plan runs, the times, the
+ * phase-2 runs, each by the wall clock and by the process's CPU time (all threads; on a machine
+ * shared with other work the wall clock also counts the time other processes hold the cores). Printed, one JSON object on stdout: the kernel set the plan runs, the times, the
  * workspace size, the process's peak RSS (read after the timings), the loss, the counted slots and
  * flops (2*N1*(Dm+Dr) + 2*Nidx1*D + 6*Nidx1*D per counted slot), and an FNV-1a hash of the
  * outputs (loss, dQ, dK, dW) so the driver can compare runs and thread counts bitwise. --dump
  * writes the outputs to DIR/lig_dq.bin, lig_dk.bin, lig_dw.bin for the driver's checks.
- * --peaks prints the measured peaks of every unit (unit_peaks.c), per thread count, best of 3. */
+ * --det 2 interleaves: every rep runs the non-deterministic plan, then the deterministic one (medians
+ * of both, "median_s" and "median_nondet_s"; the workspace is the larger), so their ratio is measured
+ * under the same load. --workspace-sweep prints phase 1's workspace for N1 in {16, 128}, K in
+ * {512, 2048} and S in {1024, 4096}, deterministic and not (phase 1 only). --peaks prints the measured peaks of every unit (unit_peaks.c), per thread count, best of 3. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <lig.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,15 +44,18 @@ typedef struct options {
     const char *data;
     int64_t S, N1, Dm, Dr, Ni, D, K;
     double scale;
-    int threads, det, reps, dump;
+    int threads, det, reps, dump, sweep;
     const char *peaks;
 } options;
 
-static double now(void) {
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU seconds of all the process's threads: on a shared machine, what a run costs while it runs */
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -99,6 +108,13 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The median of n values; sorted receives them in ascending order. */
+static double median_of(const double *v, int n, double *sorted) {
+    memcpy(sorted, v, sizeof(double) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
 static lig_tensor *tensor(void *data, lig_dtype dt, int64_t ndim, const int64_t *shape) {
     lig_tensor *t = lig_create_tensor(data, dt, ndim, shape, NULL);
     if (!t) {
@@ -123,8 +139,9 @@ static int run_peaks(const char *list) {
         const int threads = atoi(p);
         for (int u = 0; u < BENCH_UNIT_COUNT; u++) {
             if (!bench_unit_available(u)) continue;
-            printf("%s{\"unit\": \"%s\", \"label\": \"%s\", \"threads\": %d, \"gflops\": %.2f}", first ? "" : ", ",
-                   bench_unit_key(u), bench_unit_label(u), threads, bench_unit_peak_gflops(u, threads, 3));
+            printf("%s{\"unit\": \"%s\", \"label\": \"%s\", \"threads\": %d, \"gflops\": %.2f, \"gflops_cpu_time\": %.2f}",
+                   first ? "" : ", ", bench_unit_key(u), bench_unit_label(u), threads, bench_unit_peak_gflops(u, threads, 3),
+                   bench_unit_peak_gflops_cpu_time(u, 3));
             first = 0;
             fflush(stdout);
         }
@@ -132,6 +149,65 @@ static int run_peaks(const char *list) {
         if (!p) break;
         p++;
     }
+    printf("]}\n");
+    return 0;
+}
+
+/* Phase 1 alone for the shape in o (buffers allocated, never touched: phase 1 reads no contents):
+ * the workspace it asks for at o->threads threads, deterministic or not. */
+static uint64_t workspace_for(const options *o, bool det) {
+    const int64_t S = o->S, N1 = o->N1, Dm = o->Dm, Dr = o->Dr, Ni = o->Ni, D = o->D, K = o->K;
+    const int64_t sq[] = {1, S, N1, Dm}, sk[] = {1, S, 1, Dm}, sqr[] = {1, S, N1, Dr}, skr[] = {1, S, 1, Dr};
+    const int64_t sqi[] = {1, S, Ni, D}, ski[] = {1, S, 1, D}, sw[] = {1, S, Ni}, si[] = {1, S, 1, K};
+    const int64_t sst[] = {1, 1, S, N1}, sl[] = {1};
+    const int64_t *shapes[] = {sq, sk, sqr, skr, sqi, ski, sw, si, sst, sst, sqi, ski, sw, sl};
+    const int64_t ndims[] = {4, 4, 4, 4, 4, 4, 3, 4, 4, 4, 4, 4, 3, 1};
+    const lig_dtype types[] = {LIG_BFLOAT16, LIG_BFLOAT16, LIG_BFLOAT16, LIG_BFLOAT16, LIG_BFLOAT16,
+                               LIG_BFLOAT16, LIG_BFLOAT16, LIG_INT32,    LIG_FLOAT32,  LIG_FLOAT32,
+                               LIG_BFLOAT16, LIG_BFLOAT16, LIG_BFLOAT16, LIG_FLOAT32};
+    enum { NT = 14 };
+    lig_tensor *t[NT];
+    void *buf[NT];
+    for (int i = 0; i < NT; i++) {
+        size_t n = types[i] == LIG_BFLOAT16 ? 2 : 4;
+        for (int d = 0; d < ndims[i]; d++) n *= (size_t)shapes[i][d];
+        buf[i] = xmalloc(n);
+        t[i] = tensor(buf[i], types[i], ndims[i], shapes[i]);
+    }
+    lig_set_num_threads(o->threads);
+    uint64_t ws = 0;
+    lig_executor *ex = NULL;
+    check(lig_sparse_indexer_kl_loss_get_workspace_size(t[0], t[1], t[4], t[5], t[6], t[7], t[8], t[9], NULL, t[2], t[3],
+                                                        NULL, NULL, 0.04, "BSND", 3, INT64_MAX, INT64_MAX,
+                                                        LIG_KL_TARGET_HEAD_MEAN, det, t[10], t[11], t[12], t[13], &ws,
+                                                        &ex),
+          "lig_sparse_indexer_kl_loss_get_workspace_size");
+    lig_destroy_executor(ex);
+    for (int i = 0; i < NT; i++) {
+        lig_destroy_tensor(t[i]);
+        free(buf[i]);
+    }
+    return ws;
+}
+
+/* --workspace-sweep: the workspace for N1 in {16, 128}, K in {512, 2048}, S in {1024, 4096} (the
+ * other dims as given), deterministic and not: it must not grow with N1 x K x S. */
+static int run_workspace_sweep(options o) {
+    const int64_t n1s[] = {16, 128}, ks[] = {512, 2048}, ss[] = {1024, 4096};
+    printf("{\"workspace\": [");
+    int first = 1;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 2; c++) {
+                o.N1 = n1s[a];
+                o.K = ks[b];
+                o.S = ss[c];
+                printf("%s{\"heads\": %lld, \"topk\": %lld, \"seq\": %lld, \"threads\": %d, \"det\": %llu, "
+                       "\"nondet\": %llu}",
+                       first ? "" : ", ", (long long)o.N1, (long long)o.K, (long long)o.S, o.threads,
+                       (unsigned long long)workspace_for(&o, true), (unsigned long long)workspace_for(&o, false));
+                first = 0;
+            }
     printf("]}\n");
     return 0;
 }
@@ -166,38 +242,41 @@ static int run_bench(const options *o) {
     const double flops = (double)counted * (2.0 * (double)(N1 * (Dm + Dr)) + 8.0 * (double)(Ni * D));
 
     lig_set_num_threads(o->threads);
-    double times[MAX_REPS];
-    uint64_t ws_max = 0, ws_size = 0;
+    /* --det 2: each rep runs non-deterministic then deterministic, so both see the same load (the
+     * ratio of interleaved medians); the last run, whose outputs are hashed, is deterministic. */
+    double times[MAX_REPS], times_nd[MAX_REPS], cpu[MAX_REPS], cpu_nd[MAX_REPS];
+    uint64_t ws_max = 0;
     char *ws = NULL;
-    const char *set = "";
+    static char set[64];
     for (int r = -1; r < o->reps; r++) { /* r = -1: the warm-up */
-        lig_executor *ex = NULL;
-        check(lig_sparse_indexer_kl_loss_get_workspace_size(tq, tk, tqi, tki, tw, ti, tmax, tsum, NULL, tqr, tkr, NULL,
-                                                            NULL, o->scale, "BSND", 3, INT64_MAX, INT64_MAX,
-                                                            LIG_KL_TARGET_HEAD_MEAN, o->det != 0, tdq, tdk, tdw, tl,
-                                                            &ws_size, &ex),
-              "lig_sparse_indexer_kl_loss_get_workspace_size");
-        set = lig_executor_kernel_set(ex);
-        if (ws_size > ws_max) {
-            free(ws);
-            ws = xmalloc((size_t)ws_size);
-            memset(ws, 0, (size_t)ws_size); /* touched: page faults stay outside the timing */
-            ws_max = ws_size;
+        for (int pass = o->det == 2 ? 0 : 1; pass < 2; pass++) {
+            const bool det = o->det == 2 ? pass == 1 : o->det != 0;
+            lig_executor *ex = NULL;
+            uint64_t ws_size = 0;
+            check(lig_sparse_indexer_kl_loss_get_workspace_size(
+                      tq, tk, tqi, tki, tw, ti, tmax, tsum, NULL, tqr, tkr, NULL, NULL, o->scale, "BSND", 3, INT64_MAX,
+                      INT64_MAX, LIG_KL_TARGET_HEAD_MEAN, det, tdq, tdk, tdw, tl, &ws_size, &ex),
+                  "lig_sparse_indexer_kl_loss_get_workspace_size");
+            snprintf(set, sizeof set, "%s", lig_executor_kernel_set(ex));
+            if (ws_size > ws_max) {
+                free(ws);
+                ws = xmalloc((size_t)ws_size);
+                memset(ws, 0, (size_t)ws_size); /* touched: page faults stay outside the timing */
+                ws_max = ws_size;
+            }
+            const double t0 = now(), c0 = cpu_now();
+            check(lig_sparse_indexer_kl_loss(ws, ws_size, ex, NULL), "lig_sparse_indexer_kl_loss");
+            const double t1 = now(), c1 = cpu_now();
+            if (r >= 0) {
+                (o->det == 2 && pass == 0 ? times_nd : times)[r] = t1 - t0;
+                (o->det == 2 && pass == 0 ? cpu_nd : cpu)[r] = c1 - c0;
+            }
         }
-        static char set_copy[64];
-        snprintf(set_copy, sizeof set_copy, "%s", set);
-        set = set_copy;
-        const double t0 = now();
-        check(lig_sparse_indexer_kl_loss(ws, ws_size, ex, NULL), "lig_sparse_indexer_kl_loss");
-        const double t1 = now();
-        if (r >= 0) times[r] = t1 - t0;
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double sorted[MAX_REPS];
-    memcpy(sorted, times, sizeof(double) * (size_t)o->reps);
-    qsort(sorted, (size_t)o->reps, sizeof(double), cmp_double);
-    const double median = o->reps % 2 ? sorted[o->reps / 2] : 0.5 * (sorted[o->reps / 2 - 1] + sorted[o->reps / 2]);
+    const double median = median_of(times, o->reps, sorted);
 
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv1a(h, &loss, sizeof loss);
@@ -213,6 +292,15 @@ static int run_bench(const options *o) {
            "\"times\": [",
            set, o->threads, o->det, o->reps, median, sorted[0]);
     for (int r = 0; r < o->reps; r++) printf("%s%.6f", r ? ", " : "", times[r]);
+    double scratch[MAX_REPS];
+    printf("], \"median_cpu_s\": %.6f, \"cpu_times\": [", median_of(cpu, o->reps, scratch));
+    for (int r = 0; r < o->reps; r++) printf("%s%.6f", r ? ", " : "", cpu[r]);
+    if (o->det == 2) {
+        printf("], \"median_nondet_s\": %.6f, \"times_nondet\": [", median_of(times_nd, o->reps, scratch));
+        for (int r = 0; r < o->reps; r++) printf("%s%.6f", r ? ", " : "", times_nd[r]);
+        printf("], \"median_nondet_cpu_s\": %.6f, \"cpu_times_nondet\": [", median_of(cpu_nd, o->reps, scratch));
+        for (int r = 0; r < o->reps; r++) printf("%s%.6f", r ? ", " : "", cpu_nd[r]);
+    }
     printf("], \"workspace_bytes\": %llu, \"peak_rss_kib\": %ld, \"loss\": %.9g, \"counted_slots\": %lld, "
            "\"flops\": %.6g, \"gflops\": %.3f, \"hash\": \"%016llx\"}\n",
            (unsigned long long)ws_max, ru.ru_maxrss, (double)loss, (long long)counted, flops, flops / median * 1e-9,
@@ -238,8 +326,8 @@ int main(int argc, char **argv) {
                          : !strcmp(a, "--dim")       ? &o.D
                          : !strcmp(a, "--topk")      ? &o.K
                                                      : NULL;
-        if (!strcmp(a, "--dump")) {
-            o.dump = 1;
+        if (!strcmp(a, "--dump") || !strcmp(a, "--workspace-sweep")) {
+            *(a[2] == 'd' ? &o.dump : &o.sweep) = 1;
             continue;
         }
         if (!v) {
@@ -260,6 +348,7 @@ int main(int argc, char **argv) {
         }
     }
     if (o.peaks) return run_peaks(o.peaks);
+    if (o.sweep) return run_workspace_sweep(o);
     if (!o.data || o.reps < 1 || o.reps > MAX_REPS || o.threads < 1 || o.scale <= 0.0) {
         fprintf(stderr, "lig-kl-bench: needs --data DIR, --scale > 0, --threads >= 1, 1 <= --reps <= %d\n", MAX_REPS);
         return 2;

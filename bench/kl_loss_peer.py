@@ -29,7 +29,8 @@ The peer (peer), timed from the input tensors to the three gradients, in blocks 
   are its own leaves; dK accumulates in an fp32 leaf across blocks, exact).
   --dtype bf16: the products in bf16 (torch's bf16 GEMMs, fp32 sums), the softmax and KL in fp32;
   --dtype fp32: every input converted to fp32 inside the timed region.
-  One warm-up, then --reps runs; prints one JSON object (median, times, loss, peak RSS).
+  One warm-up, then --reps runs, by the wall clock and by the process's CPU time; prints one JSON
+  object (medians, times, loss, peak RSS).
 reference: float64 autograd of the same loss for the sample rows (dQ, dW rows and each row's loss
 term), independent of both lig and the peer's blocking.
 """
@@ -202,13 +203,14 @@ def peer(a):
     x = load_inputs(a)
     cd = {"bf16": torch.bfloat16, "fp32": torch.float32}[a.dtype]
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    times = []
+    times, cpu = [], []
     for r in range(a.reps + 1):  # r = 0: the warm-up
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss, dq, dk, dw = peer_step(a, x, cd)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         if r:
             times.append(t1 - t0)
+            cpu.append(c1 - c0)  # CPU seconds of all threads (a shared machine's wall clock counts others)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if a.dump:
         tag = "peer_" + a.dtype
@@ -216,7 +218,8 @@ def peer(a):
         dk.float().numpy().tofile(os.path.join(a.data, tag + "_dk.bin"))
         dw.float().numpy().tofile(os.path.join(a.data, tag + "_dw.bin"))
     print(json.dumps({"dtype": a.dtype, "threads": a.threads, "reps": a.reps, "median_s": statistics.median(times),
-                      "min_s": min(times), "times": times, "loss": loss, "peak_rss_kib": rss,
+                      "min_s": min(times), "times": times,
+                      "median_cpu_s": statistics.median(cpu), "cpu_times": cpu, "loss": loss, "peak_rss_kib": rss,
                       "rss_before_kib": rss_before, "rows_per_block": rows_per_block(a, 2 if a.dtype == "bf16" else 4),
                       "torch": torch.__version__}))
 

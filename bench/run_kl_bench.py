@@ -6,11 +6,14 @@
 Steps (bench/README.md has the method):
   1. kl_loss_peer.py prepare: the inputs (causal top-K selection, the main attention's own softmax
      statistics over the selected slots), raw files in --data (reused when the shape matches);
-  2. lig-kl-bench --peaks: the measured peak of every unit, per thread count;
-  3. lig-kl-bench per (threads, deterministic), each its own process: median of --reps phase-2 runs,
-     workspace, peak RSS, loss, an output hash (deterministic runs must agree bitwise across thread
-     counts; the loss must be the same in every run);
-  4. kl_loss_peer.py peer per (dtype, threads): the PyTorch formulation, median of --peer-reps;
+  2. lig-kl-bench --peaks: the measured peak of every unit, per thread count; --workspace-sweep:
+     phase 1's workspace for N1 in {16, 128}, K in {512, 2048}, S in {1024, 4096};
+  3. lig-kl-bench per thread count, its own process (--det 2): each of --reps rounds runs the
+     non-deterministic plan then the deterministic one (their ratio under one load), by the wall
+     clock and by CPU time; workspace, peak RSS, loss, an output hash (the deterministic outputs
+     must agree bitwise across thread counts; the loss must be the same in every run);
+  4. kl_loss_peer.py peer per (dtype, threads): the PyTorch formulation, median of --peer-reps, by
+     the wall clock and by CPU time (with --overlap, lig, the bf16 peer and the fp32 peer run at once);
   5. checks: lig's loss against the peers' losses, lig's dQ and dW of sample rows against a float64
      autograd reference (kl_loss_peer.py reference), lig's dK of sample keys against the fp32 peer's
      (fp32 accumulation); a failed check makes the exit status non-zero;
@@ -22,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -39,7 +43,9 @@ def shape_flags(sh):
 def run_json(cmd, env=None):
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, env=env, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    line = out.strip().splitlines()[-1]
+    print(line[:2000], file=sys.stderr, flush=True)  # each result as it comes (long runs, shared machines)
+    return json.loads(line)
 
 
 def bf16_file(path, shape):
@@ -61,8 +67,12 @@ def main():
         ap.add_argument("--" + k.replace("_", "-"), type=int)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=5, help="lig's timed runs per configuration")
+    ap.add_argument("--overlap", action="store_true",
+                    help="run lig, the bf16 peer and the fp32 peer at the same time (on a machine loaded by others"
+                         " anyway; compare their CPU times)")
     ap.add_argument("--peer-reps", type=int, default=3)
     ap.add_argument("--peer-dtypes", default="bf16,fp32")
+    ap.add_argument("--peer-fp32-reps", type=int, default=None, help="timed runs of the fp32 peer (default --peer-reps)")
     ap.add_argument("--peer-fp32-threads", default=None,
                     help="thread counts for the fp32 peer (default: --threads); fp32 is several times slower")
     ap.add_argument("--data", default=None, help="input directory (default /tmp/lig-kl-bench-<S>-<N1>-<K>)")
@@ -87,28 +97,42 @@ def main():
         json.dump(sh, open(stamp, "w"))
 
     peaks = run_json([a.lig_kl_bench, "--peaks", a.threads])["peaks"]
+    sweep = [w for t in threads for w in run_json([a.lig_kl_bench, "--workspace-sweep", "--threads", str(t)]
+                                                   + shape_flags(sh))["workspace"]]
     peak = {(p["unit"], p["threads"]): p for p in peaks}
 
     lig_flags = ["--data", data, "--scale", repr(scale)] + shape_flags(sh)
-    lig = []
-    for t in threads:
-        for det in (1, 0):
-            dump = ["--dump"] if (t == threads[0] and det == 1) else []
-            lig.append(run_json([a.lig_kl_bench] + lig_flags + ["--threads", str(t), "--det", str(det),
-                                                                 "--reps", str(a.reps)] + dump))
-    det_hashes = {r["hash"] for r in lig if r["det"] == 1}
+    fp32_threads = [int(t) for t in (a.peer_fp32_threads or a.threads).split(",")]
+    # three job lists: lig (per thread count, one process interleaving deterministic and
+    # non-deterministic runs), the bf16 peer, the fp32 peer; sequential unless --overlap
+    jobs = {"lig": [[a.lig_kl_bench] + lig_flags + ["--threads", str(t), "--det", "2", "--reps", str(a.reps)]
+                    + (["--dump"] if t == threads[0] else []) for t in threads]}
+    for dt in a.peer_dtypes.split(","):
+        ts = fp32_threads if dt == "fp32" else threads
+        reps = a.peer_fp32_reps if dt == "fp32" and a.peer_fp32_reps else a.peer_reps
+        jobs[dt] = [[py, peer_py, "peer", "--data", data, "--dtype", dt, "--threads", str(t), "--reps", str(reps)]
+                    + (["--dump"] if t == ts[0] else []) + shape_flags(sh) for t in ts]
+    results = {}
+    def run_list(name):
+        results[name] = [run_json(c) for c in jobs[name]]
+    if a.overlap:
+        workers = [threading.Thread(target=run_list, args=(n,)) for n in jobs]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        if set(results) != set(jobs):
+            sys.exit("a job list failed: %s" % sorted(set(jobs) - set(results)))
+    else:
+        for n in jobs:
+            run_list(n)
+    lig = results["lig"]
+    peers = [p for n in jobs if n != "lig" for p in results[n]]
+    det_hashes = {r["hash"] for r in lig}
     if len(det_hashes) != 1:
         failures.append("deterministic outputs differ across thread counts: %s" % sorted(det_hashes))
     if len({r["loss"] for r in lig}) != 1:
         failures.append("the loss differs between runs: %s" % [r["loss"] for r in lig])
-
-    peers = []
-    fp32_threads = [int(t) for t in (a.peer_fp32_threads or a.threads).split(",")]
-    for dt in a.peer_dtypes.split(","):
-        for t in (fp32_threads if dt == "fp32" else threads):
-            dump = ["--dump"] if t == (fp32_threads if dt == "fp32" else threads)[0] else []
-            peers.append(run_json([py, peer_py, "peer", "--data", data, "--dtype", dt, "--threads", str(t),
-                                   "--reps", str(a.peer_reps)] + dump + shape_flags(sh)))
 
     # ---- checks ----
     loss = lig[0]["loss"]
@@ -140,8 +164,6 @@ def main():
     counted, flops = lig[0]["counted_slots"], lig[0]["flops"]
     set_ = lig[0]["kernel_set"]
     unit = UNIT_OF_SET.get(set_)
-    best_peer = {t: min((p for p in peers if p["threads"] == t), key=lambda p: p["median_s"], default=None)
-                 for t in threads}
     out = []
     out.append("Shape: B = 1, S = %d, N1 = %d, Dm = %d, Dr = %d, Nidx1 = %d, Nidx2 = 1, D = %d, K = %d, causal "
                "(sparse_mode 3), bf16, target head_mean; %d counted slots, %.4g GFLOP per call "
@@ -149,47 +171,71 @@ def main():
                    S, N1, Dm, Dr, Ni, D, K, counted, flops / 1e9, counted * 2.0 * N1 * (Dm + Dr) / 1e9,
                    counted * 2.0 * Ni * D / 1e9, counted * 6.0 * Ni * D / 1e9))
     out.append("")
-    out.append("| threads | deterministic | lig median (s) | runs (s) | GFLOP/s | unit peak (GFLOP/s) | % of peak "
-               "| workspace (MiB) | peak RSS (MiB) |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    ws_nd = {w["threads"]: w["nondet"] for w in sweep if (w["heads"], w["topk"], w["seq"]) == (N1, K, S)}
+    pk1 = peak.get((unit, 1))
+    cpu_peak = pk1["gflops_cpu_time"] if pk1 else 0.0
+    out.append("Unit peaks measured in this run (%s): %s." % (pk1["label"] if pk1 else "none", ", ".join(
+        "%d thread(s) %.1f GFLOP/s by the wall clock" % (p["threads"], p["gflops"]) for p in peaks if p["unit"] == unit)
+        + (", 1 thread %.1f GFLOP/s by its CPU time" % cpu_peak if pk1 else "")))
+    out.append("")
+    out.append("| threads | plan | wall median (s) | wall runs (s) | CPU median (s, all threads) | GFLOP/s (wall) "
+               "| GFLOP/s per CPU-second | % of the unit peak (CPU time) | workspace (MiB) | peak RSS (MiB) |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in lig:
-        pk = peak.get((unit, r["threads"]))
-        frac = "%.1f%%" % (100.0 * r["gflops"] / pk["gflops"]) if pk else "n/a"
-        out.append("| %d | %s | %.3f | %s | %.1f | %s %.0f | %s | %.2f | %.0f |" % (
-            r["threads"], "yes" if r["det"] else "no", r["median_s"], ", ".join("%.3f" % x for x in r["times"]),
-            r["gflops"], pk["label"] if pk else "none", pk["gflops"] if pk else 0.0, frac,
-            r["workspace_bytes"] / 2**20, r["peak_rss_kib"] / 1024))
+        for det in (True, False):
+            w = r["median_s"] if det else r["median_nondet_s"]
+            c = r["median_cpu_s"] if det else r["median_nondet_cpu_s"]
+            runs = r["times"] if det else r["times_nondet"]
+            ws = r["workspace_bytes"] if det else ws_nd.get(r["threads"], 0)
+            out.append("| %d | %s | %.3f | %s | %.3f | %.1f | %.1f | %s | %.2f | %s |" % (
+                r["threads"], "deterministic" if det else "non-deterministic", w, ", ".join("%.2f" % x for x in runs),
+                c, flops / w / 1e9, flops / c / 1e9, "%.1f%%" % (100.0 * flops / c / 1e9 / cpu_peak) if cpu_peak else "n/a",
+                ws / 2**20, "%.0f" % (r["peak_rss_kib"] / 1024) if det else "(same process)"))
     out.append("")
-    out.append("| threads | det / non-det time |")
-    out.append("|---|---|")
-    for t in threads:
-        d1 = next(r for r in lig if r["threads"] == t and r["det"] == 1)
-        d0 = next(r for r in lig if r["threads"] == t and r["det"] == 0)
-        out.append("| %d | %.3f |" % (t, d1["median_s"] / d0["median_s"]))
+    out.append("| threads | det / non-det, wall (interleaved) | det / non-det, CPU time |")
+    out.append("|---|---|---|")
+    for r in lig:
+        out.append("| %d | %.3f | %.3f |" % (r["threads"], r["median_s"] / r["median_nondet_s"],
+                                           r["median_cpu_s"] / r["median_nondet_cpu_s"]))
     out.append("")
-    out.append("| peer | threads | median (s) | runs (s) | GFLOP/s (lig's count) | peak RSS (MiB) | loss |")
+    out.append("Workspace (phase 1 alone) against N1, K and S, other dims as above: no N1 x K x S term.")
+    out.append("")
+    out.append("| N1 | K | S | threads | deterministic (MiB) | non-deterministic (MiB) | N1 x K x S fp32 (MiB) |")
     out.append("|---|---|---|---|---|---|---|")
-    for p in peers:
-        out.append("| PyTorch %s | %d | %.3f | %s | %.1f | %.0f | %.6g |" % (
-            p["dtype"], p["threads"], p["median_s"], ", ".join("%.2f" % x for x in p["times"]),
-            flops / p["median_s"] / 1e9, p["peak_rss_kib"] / 1024, p["loss"]))
+    for w in sweep:
+        out.append("| %d | %d | %d | %d | %.2f | %.2f | %.0f |" % (
+            w["heads"], w["topk"], w["seq"], w["threads"], w["det"] / 2**20, w["nondet"] / 2**20,
+            4.0 * w["heads"] * w["topk"] * w["seq"] / 2**20))
     out.append("")
-    out.append("| threads | lig deterministic (s) | fastest peer (s) | speedup | lig RSS / peer RSS |")
-    out.append("|---|---|---|---|---|")
-    for t in threads:
-        d1 = next(r for r in lig if r["threads"] == t and r["det"] == 1)
-        bp = best_peer[t]
-        if bp:
-            out.append("| %d | %.3f | %.3f (%s) | %.2fx | %.2f |" % (
-                t, d1["median_s"], bp["median_s"], bp["dtype"], bp["median_s"] / d1["median_s"],
-                d1["peak_rss_kib"] / bp["peak_rss_kib"]))
+    out.append("| peer | threads | wall median (s) | wall runs (s) | CPU median (s) | GFLOP/s per CPU-second "
+               "(lig's count) | peak RSS (MiB) | loss |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    for p in peers:
+        out.append("| PyTorch %s | %d | %.2f | %s | %.2f | %.1f | %.0f | %.7g |" % (
+            p["dtype"], p["threads"], p["median_s"], ", ".join("%.2f" % x for x in p["times"]), p["median_cpu_s"],
+            flops / p["median_cpu_s"] / 1e9, p["peak_rss_kib"] / 1024, p["loss"]))
+    out.append("")
+    out.append("| threads | lig deterministic, wall / CPU (s) | fastest peer, wall / CPU (s) | speedup, wall | speedup, CPU "
+               "| lig RSS / peer RSS |")
+    out.append("|---|---|---|---|---|---|")
+    for r in lig:
+        t = r["threads"]
+        cands = [p for p in peers if p["threads"] == t]
+        if not cands:
+            continue
+        bw = min(cands, key=lambda p: p["median_s"])
+        bc = min(cands, key=lambda p: p["median_cpu_s"])
+        out.append("| %d | %.2f / %.2f | %.2f (%s) / %.2f (%s) | %.2fx | %.2fx | %.2f |" % (
+            t, r["median_s"], r["median_cpu_s"], bw["median_s"], bw["dtype"], bc["median_cpu_s"], bc["dtype"],
+            bw["median_s"] / r["median_s"], bc["median_cpu_s"] / r["median_cpu_s"],
+            r["peak_rss_kib"] / min(p["peak_rss_kib"] for p in cands)))
     out.append("")
     out.append("Checks (error = max |lig - ref| / max |ref|): " + "; ".join(
         "%s %.2g (tol %.0e)" % c for c in checks) + ". lig loss %.7g; float64 row losses %s." % (
         loss, ", ".join("%d: %.6g" % kv for kv in ref_row_loss.items())))
     print("\n".join(out))
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
-    json.dump({"shape": sh, "scale": scale, "peaks": peaks, "lig": lig, "peers": peers,
+    json.dump({"shape": sh, "scale": scale, "peaks": peaks, "lig": lig, "workspace_sweep": sweep, "peers": peers,
                "checks": [{"name": n, "error": e, "tol": t} for n, e, t in checks], "failures": failures,
                "reference_rows": {t: {"loss": ref[str(t)]["loss"], "sum_p": ref[str(t)]["sum_p"]} for t in rows}},
               open(a.json, "w"), indent=1)
