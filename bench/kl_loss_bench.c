@@ -190,18 +190,19 @@ static uint64_t workspace_for(const options *o, bool det) {
     return ws;
 }
 
-/* --workspace-sweep: the workspace for N1 in {16, 128}, K in {512, 2048}, S in {1024, 4096} (the
- * other dims as given), deterministic and not: it must not grow with N1 x K x S. */
+/* --workspace-sweep: the workspace for the shape given, then for N1 in {16, 128}, K in {512, 2048},
+ * S in {1024, 4096} (the other dims as given), deterministic and not: it must not grow with N1 x K x S. */
 static int run_workspace_sweep(options o) {
     const int64_t n1s[] = {16, 128}, ks[] = {512, 2048}, ss[] = {1024, 4096};
+    const int64_t own[3] = {o.N1, o.K, o.S};
     printf("{\"workspace\": [");
     int first = 1;
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++)
-            for (int c = 0; c < 2; c++) {
-                o.N1 = n1s[a];
-                o.K = ks[b];
-                o.S = ss[c];
+    for (int a = -1; a < 2; a++) /* a = -1: the shape given */
+        for (int b = a < 0 ? 1 : 0; b < 2; b++)
+            for (int c = a < 0 ? 1 : 0; c < 2; c++) {
+                o.N1 = a < 0 ? own[0] : n1s[a];
+                o.K = a < 0 ? own[1] : ks[b];
+                o.S = a < 0 ? own[2] : ss[c];
                 printf("%s{\"heads\": %lld, \"topk\": %lld, \"seq\": %lld, \"threads\": %d, \"det\": %llu, "
                        "\"nondet\": %llu}",
                        first ? "" : ", ", (long long)o.N1, (long long)o.K, (long long)o.S, o.threads,

@@ -29,7 +29,7 @@ The peer (peer), timed from the input tensors to the three gradients, in blocks 
   are its own leaves; dK accumulates in an fp32 leaf across blocks, exact).
   --dtype bf16: the products in bf16 (torch's bf16 GEMMs, fp32 sums), the softmax and KL in fp32;
   --dtype fp32: every input converted to fp32 inside the timed region.
-  One warm-up, then --reps runs, by the wall clock and by the process's CPU time; prints one JSON
+  One warm-up (the whole problem, or the first --warmup-rows rows), then --reps runs, by the wall clock and by the process's CPU time; prints one JSON
   object (medians, times, loss, peak RSS).
 reference: float64 autograd of the same loss for the sample rows (dQ, dW rows and each row's loss
 term), independent of both lig and the peer's blocking.
@@ -160,9 +160,10 @@ def prepare(a):
 
 # ---- the peer --------------------------------------------------------------------------------
 
-def peer_step(a, x, cd):
-    """One full loss + backward from the input tensors; returns (loss, dq, dk, dw)."""
-    S, K = a.seq, a.topk
+def peer_step(a, x, cd, rows_limit=None):
+    """One full loss + backward from the input tensors (the first rows_limit rows only when given:
+    the warm-up); returns (loss, dq, dk, dw)."""
+    S, K = min(a.seq, rows_limit or a.seq), a.topk
     scale = scale_of(a)
     f32 = torch.float32
     kf = torch.cat([x["k"], x["kr"]], 1).to(cd)
@@ -206,7 +207,7 @@ def peer(a):
     times, cpu = [], []
     for r in range(a.reps + 1):  # r = 0: the warm-up
         t0, c0 = time.perf_counter(), time.process_time()
-        loss, dq, dk, dw = peer_step(a, x, cd)
+        loss, dq, dk, dw = peer_step(a, x, cd, None if r else a.warmup_rows)
         t1, c1 = time.perf_counter(), time.process_time()
         if r:
             times.append(t1 - t0)
@@ -264,6 +265,8 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--block-mib", type=int, default=256)
     p.add_argument("--dump", action="store_true")
+    p.add_argument("--warmup-rows", type=int, default=None,
+                   help="the warm-up runs the first rows only (torch's first-call costs), not the whole problem")
     shape_args(p)
     p = sub.add_parser("reference")
     p.add_argument("--data", required=True)

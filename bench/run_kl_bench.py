@@ -44,7 +44,7 @@ def run_json(cmd, env=None):
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, env=env, text=True).stdout
     line = out.strip().splitlines()[-1]
-    print(line[:2000], file=sys.stderr, flush=True)  # each result as it comes (long runs, shared machines)
+    print(line[:4000], file=sys.stderr, flush=True)  # each result as it comes (long runs, shared machines)
     return json.loads(line)
 
 
@@ -68,15 +68,19 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=5, help="lig's timed runs per configuration")
     ap.add_argument("--overlap", action="store_true",
-                    help="run lig, the bf16 peer and the fp32 peer at the same time (on a machine loaded by others"
+                    help="run lig (one job per thread count), the bf16 peer and the fp32 peer at the same time (on a machine loaded by others"
                          " anyway; compare their CPU times)")
     ap.add_argument("--peer-reps", type=int, default=3)
     ap.add_argument("--peer-dtypes", default="bf16,fp32")
+    ap.add_argument("--peer-warmup-rows", type=int, default=None,
+                    help="the peer's warm-up runs only the first rows (default: the whole problem)")
     ap.add_argument("--peer-fp32-reps", type=int, default=None, help="timed runs of the fp32 peer (default --peer-reps)")
     ap.add_argument("--peer-fp32-threads", default=None,
                     help="thread counts for the fp32 peer (default: --threads); fp32 is several times slower")
     ap.add_argument("--data", default=None, help="input directory (default /tmp/lig-kl-bench-<S>-<N1>-<K>)")
     ap.add_argument("--lig-kl-bench", default=os.path.join(HERE, "..", "build", "bench", "lig-kl-bench"))
+    ap.add_argument("--from-log", default=None,
+                    help="make the checks and tables from the result lines of an earlier run's stderr instead of running")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "kl_loss.json"))
     a = ap.parse_args()
     sh = dict(QUICK if a.quick else FULL)
@@ -92,42 +96,61 @@ def main():
     failures = []
 
     stamp = os.path.join(data, "shape.json")
-    if not (os.path.exists(stamp) and json.load(open(stamp)) == sh):
+    if not a.from_log and not (os.path.exists(stamp) and json.load(open(stamp)) == sh):
         run_json([py, peer_py, "prepare", "--out", data] + shape_flags(sh))
         json.dump(sh, open(stamp, "w"))
 
-    peaks = run_json([a.lig_kl_bench, "--peaks", a.threads])["peaks"]
-    sweep = [w for t in threads for w in run_json([a.lig_kl_bench, "--workspace-sweep", "--threads", str(t)]
-                                                   + shape_flags(sh))["workspace"]]
-    peak = {(p["unit"], p["threads"]): p for p in peaks}
-
-    lig_flags = ["--data", data, "--scale", repr(scale)] + shape_flags(sh)
-    fp32_threads = [int(t) for t in (a.peer_fp32_threads or a.threads).split(",")]
-    # three job lists: lig (per thread count, one process interleaving deterministic and
-    # non-deterministic runs), the bf16 peer, the fp32 peer; sequential unless --overlap
-    jobs = {"lig": [[a.lig_kl_bench] + lig_flags + ["--threads", str(t), "--det", "2", "--reps", str(a.reps)]
-                    + (["--dump"] if t == threads[0] else []) for t in threads]}
-    for dt in a.peer_dtypes.split(","):
-        ts = fp32_threads if dt == "fp32" else threads
-        reps = a.peer_fp32_reps if dt == "fp32" and a.peer_fp32_reps else a.peer_reps
-        jobs[dt] = [[py, peer_py, "peer", "--data", data, "--dtype", dt, "--threads", str(t), "--reps", str(reps)]
-                    + (["--dump"] if t == ts[0] else []) + shape_flags(sh) for t in ts]
-    results = {}
-    def run_list(name):
-        results[name] = [run_json(c) for c in jobs[name]]
-    if a.overlap:
-        workers = [threading.Thread(target=run_list, args=(n,)) for n in jobs]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        if set(results) != set(jobs):
-            sys.exit("a job list failed: %s" % sorted(set(jobs) - set(results)))
+    if a.from_log:
+        # the tables and checks from the result lines of an earlier run's stderr (one JSON object per
+        # line, as run_json echoes them): for a run whose last jobs were cut short
+        logged = []
+        for line in open(a.from_log):
+            try:
+                logged.append(json.loads(line))
+            except ValueError:  # a command line, or an echo cut at 2000 characters (the reference's)
+                pass
+        peaks = next(r["peaks"] for r in logged if "peaks" in r)
+        sweep = [w for r in logged if "workspace" in r for w in r["workspace"]]
+        lig = sorted((r for r in logged if "kernel_set" in r), key=lambda r: r["threads"])
+        peers = [r for r in logged if "dtype" in r]
+        peak = {(p["unit"], p["threads"]): p for p in peaks}
+        threads = [r["threads"] for r in lig]
+        print("from %s: %d lig runs, peers %s" % (a.from_log, len(lig), [(p["dtype"], p["threads"]) for p in peers]),
+              file=sys.stderr)
     else:
-        for n in jobs:
-            run_list(n)
-    lig = results["lig"]
-    peers = [p for n in jobs if n != "lig" for p in results[n]]
+        peaks = run_json([a.lig_kl_bench, "--peaks", a.threads])["peaks"]
+        sweep = [w for t in threads for w in run_json([a.lig_kl_bench, "--workspace-sweep", "--threads", str(t)]
+                                                       + shape_flags(sh))["workspace"]]
+        peak = {(p["unit"], p["threads"]): p for p in peaks}
+
+        lig_flags = ["--data", data, "--scale", repr(scale)] + shape_flags(sh)
+        fp32_threads = [int(t) for t in (a.peer_fp32_threads or a.threads).split(",")]
+        # three job lists: lig (per thread count, one process interleaving deterministic and
+        # non-deterministic runs), the bf16 peer, the fp32 peer; sequential unless --overlap
+        jobs = {"lig-%d" % t: [[a.lig_kl_bench] + lig_flags + ["--threads", str(t), "--det", "2", "--reps", str(a.reps)]
+                               + (["--dump"] if t == threads[0] else [])] for t in threads}
+        warmup = ["--warmup-rows", str(a.peer_warmup_rows)] if a.peer_warmup_rows else []
+        for dt in a.peer_dtypes.split(","):
+            ts = fp32_threads if dt == "fp32" else threads
+            reps = a.peer_fp32_reps if dt == "fp32" and a.peer_fp32_reps else a.peer_reps
+            jobs[dt] = [[py, peer_py, "peer", "--data", data, "--dtype", dt, "--threads", str(t), "--reps", str(reps)]
+                        + (["--dump"] if t == ts[0] else []) + warmup + shape_flags(sh) for t in ts]
+        results = {}
+        def run_list(name):
+            results[name] = [run_json(c) for c in jobs[name]]
+        if a.overlap:
+            workers = [threading.Thread(target=run_list, args=(n,)) for n in jobs]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            if set(results) != set(jobs):
+                sys.exit("a job list failed: %s" % sorted(set(jobs) - set(results)))
+        else:
+            for n in jobs:
+                run_list(n)
+        lig = [r for t in threads for r in results["lig-%d" % t]]
+        peers = [p for n in jobs if not n.startswith("lig") for p in results[n]]
     det_hashes = {r["hash"] for r in lig}
     if len(det_hashes) != 1:
         failures.append("deterministic outputs differ across thread counts: %s" % sorted(det_hashes))
@@ -151,7 +174,8 @@ def main():
         r = ref[str(t)]
         checks.append(("dQ row %d vs float64" % t, rel_err(dq[t], np.array(r["dq"])), 1e-2))
         checks.append(("dW row %d vs float64" % t, rel_err(dw[t], np.array(r["dw"])), 1e-2))
-    dk_src = "peer_fp32" if "fp32" in a.peer_dtypes.split(",") else "peer_bf16"
+    # the fp32 peer's dK (fp32 products and sums) when it ran, else the bf16 peer's (fp32 accumulation)
+    dk_src = "peer_fp32" if any(p["dtype"] == "fp32" for p in peers) else "peer_bf16"
     pdk = np.fromfile(os.path.join(data, dk_src + "_dk.bin"), dtype=np.float32).reshape(S, D).astype(np.float64)
     for s in sorted({0, S // 3, 2 * S // 3, S - 1}):
         checks.append(("dK key %d vs %s" % (s, dk_src), rel_err(dk[s], pdk[s]), 2e-2))
@@ -186,11 +210,11 @@ def main():
             w = r["median_s"] if det else r["median_nondet_s"]
             c = r["median_cpu_s"] if det else r["median_nondet_cpu_s"]
             runs = r["times"] if det else r["times_nondet"]
-            ws = r["workspace_bytes"] if det else ws_nd.get(r["threads"], 0)
-            out.append("| %d | %s | %.3f | %s | %.3f | %.1f | %.1f | %s | %.2f | %s |" % (
+            ws = r["workspace_bytes"] if det else ws_nd.get(r["threads"])
+            out.append("| %d | %s | %.3f | %s | %.3f | %.1f | %.1f | %s | %s | %s |" % (
                 r["threads"], "deterministic" if det else "non-deterministic", w, ", ".join("%.2f" % x for x in runs),
                 c, flops / w / 1e9, flops / c / 1e9, "%.1f%%" % (100.0 * flops / c / 1e9 / cpu_peak) if cpu_peak else "n/a",
-                ws / 2**20, "%.0f" % (r["peak_rss_kib"] / 1024) if det else "(same process)"))
+                "%.2f" % (ws / 2**20) if ws is not None else "n/a", "%.0f" % (r["peak_rss_kib"] / 1024) if det else "(same process)"))
     out.append("")
     out.append("| threads | det / non-det, wall (interleaved) | det / non-det, CPU time |")
     out.append("|---|---|---|")
