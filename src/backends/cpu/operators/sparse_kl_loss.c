@@ -58,15 +58,12 @@ static void teacher_mass(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit 
         }
         lig_teacher_scores(tc, s + L->teacher, nb, key, rope, sc);
         for (int64_t i = 0; i < nb; i++) {
-            /* Each term exp(scale * S[h] - m[h]) / z[h], rounded as written, then their sum in head
-             * order. In separate passes over the row (in place) so the arithmetic vectorizes and the
-             * expf calls no longer wait on the running sum: the same operations, bitwise the same. */
-            float *row = sc + i * tc->ld;
-            for (int64_t h = 0; h < N1; h++) row[h] = scale * row[h] - m[h];
-            for (int64_t h = 0; h < N1; h++) row[h] = expf(row[h]);
-            for (int64_t h = 0; h < N1; h++) row[h] = row[h] / z[h];
+            const float *row = sc + i * tc->ld;
             float acc = 0.0f;
-            for (int64_t h = 0; h < N1; h++) acc += row[h]; /* fixed order: heads ascending */
+            for (int64_t h = 0; h < N1; h++) { /* fixed order: heads ascending, each term rounded as written */
+                const float arg = scale * row[h] - m[h];
+                acc += expf(arg) / z[h];
+            }
             mass[i0 + i] = acc;
         }
     }
