@@ -133,12 +133,13 @@ bench-full:
 	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768 BENCH_SETS=all,-scalar
 
 # The fused KL loss (issue 19, lig_sparse_indexer_kl_loss) and its PyTorch peer: bench-kl at
-# DeepSeek-V3.2's training shape (S = 4096, N1 = 128, K = 2048: about half an hour on 2 cores,
-# mostly the peer), bench-kl-quick at a small shape (under a minute). Tables on stdout,
-# bench/results/kl_loss.json.
+# DeepSeek-V3.2's training shape (S = 4096, N1 = 128, K = 2048: about 15-20 minutes on 2 quiet
+# cores, mostly the peer), bench-kl-quick at a small shape (about a minute). Tables on stdout,
+# bench/results/kl_loss.json (BENCHMARKS.md, bench/README.md).
 bench-kl: build venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy
-	$(VENV)/bin/python bench/run_kl_bench.py --threads $(BENCH_THREADS) --lig-kl-bench $(BUILD)/bench/lig-kl-bench
+	$(VENV)/bin/python bench/run_kl_bench.py --threads $(BENCH_THREADS) --peer-warmup-rows 256 \
+	  --lig-kl-bench $(BUILD)/bench/lig-kl-bench
 
 bench-kl-quick: build venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy

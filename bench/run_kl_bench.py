@@ -17,7 +17,8 @@ Steps (bench/README.md has the method):
   5. checks: lig's loss against the peers' losses, lig's dQ and dW of sample rows against a float64
      autograd reference (kl_loss_peer.py reference), lig's dK of sample keys against the fp32 peer's
      (fp32 accumulation); a failed check makes the exit status non-zero;
-  6. the tables (markdown, for BENCHMARKS.md) and --json (default bench/results/kl_loss.json).
+  6. the tables (markdown, for BENCHMARKS.md) and --json (default bench/results/kl_loss.json, or
+     kl_loss_quick.json with --quick).
 """
 import argparse
 import json
@@ -81,9 +82,11 @@ def main():
     ap.add_argument("--lig-kl-bench", default=os.path.join(HERE, "..", "build", "bench", "lig-kl-bench"))
     ap.add_argument("--from-log", default=None,
                     help="make the checks and tables from the result lines of an earlier run's stderr instead of running")
-    ap.add_argument("--json", default=os.path.join(HERE, "results", "kl_loss.json"))
+    ap.add_argument("--json", default=None,
+                    help="default bench/results/kl_loss.json (kl_loss_quick.json with --quick)")
     a = ap.parse_args()
     sh = dict(QUICK if a.quick else FULL)
+    a.json = a.json or os.path.join(HERE, "results", "kl_loss_quick.json" if a.quick else "kl_loss.json")
     for k in SHAPE:
         if getattr(a, k) is not None:
             sh[k] = getattr(a, k)
