@@ -46,14 +46,13 @@ import numpy as np
 import torch
 
 
+# the shape flags and their defaults (DeepSeek-V3.2's training shape)
+SHAPE_DEFAULTS = {"seq": 4096, "heads": 128, "dm": 512, "dr": 64, "idx_heads": 64, "dim": 128, "topk": 2048}
+
+
 def shape_args(ap):
-    ap.add_argument("--seq", type=int, default=4096)
-    ap.add_argument("--heads", type=int, default=128)
-    ap.add_argument("--dm", type=int, default=512)
-    ap.add_argument("--dr", type=int, default=64)
-    ap.add_argument("--idx-heads", type=int, default=64)
-    ap.add_argument("--dim", type=int, default=128)
-    ap.add_argument("--topk", type=int, default=2048)
+    for name, default in SHAPE_DEFAULTS.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=default)
 
 
 def scale_of(a):
