@@ -20,7 +20,7 @@ FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long
 FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-aclnn
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full bench-kl bench-kl-quick demo demo-grad install clean
 
 all: build
 
@@ -131,6 +131,20 @@ bench: build venv
 
 bench-full:
 	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768 BENCH_SETS=all,-scalar
+
+# The fused KL loss (issue 19, lig_sparse_indexer_kl_loss) and its PyTorch peer: bench-kl at
+# DeepSeek-V3.2's training shape (S = 4096, N1 = 128, K = 2048: about 15-20 minutes on 2 quiet
+# cores, mostly the peer), bench-kl-quick at a small shape (about a minute). Tables on stdout,
+# bench/results/kl_loss.json (BENCHMARKS.md, bench/README.md).
+bench-kl: build venv
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy
+	$(VENV)/bin/python bench/run_kl_bench.py --threads $(BENCH_THREADS) --peer-warmup-rows 256 \
+	  --lig-kl-bench $(BUILD)/bench/lig-kl-bench
+
+bench-kl-quick: build venv
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy
+	$(VENV)/bin/python bench/run_kl_bench.py --quick --reps 3 --peer-reps 2 --threads $(BENCH_THREADS) \
+	  --lig-kl-bench $(BUILD)/bench/lig-kl-bench
 
 # The main job: train an indexer from scratch on a small main attention (forward -> the main
 # attention's statistics over the selection -> fused KL loss -> Adam). Only the

@@ -342,3 +342,20 @@ double bench_unit_peak_gflops(int unit, int threads, int reps) {
     }
     return best;
 }
+
+double bench_unit_peak_gflops_cpu_time(int unit, int reps) {
+    if (!bench_unit_available(unit)) return 0.0;
+    if (reps < 1) reps = 1;
+    sink = run_unit(unit, iters_per_run[unit] / 20);
+    double best = 0.0;
+    for (int rep = 0; rep < reps; rep++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+        sink = sink + run_unit(unit, iters_per_run[unit]);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+        const double dt = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+        const double gf = flops_per_iter[unit] * (double)iters_per_run[unit] / dt * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return best;
+}

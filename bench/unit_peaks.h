@@ -28,6 +28,9 @@ int bench_unit_available(int unit);
 /* Best of `reps` runs of `threads` threads running the unit's instruction at once, GFLOP/s;
  * 0 when the unit is not available. */
 double bench_unit_peak_gflops(int unit, int threads, int reps);
+/* The same for one thread, timed by the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of the
+ * wall clock: on a machine shared with other work, the rate while the thread runs. */
+double bench_unit_peak_gflops_cpu_time(int unit, int reps);
 /* The unit the kernels of a lig kernel set use (lig_executor_kernel_set's names): scalar ->
  * none, avx2 -> AVX2 FMA, avx512 -> AVX-512 FMA, avx512bf16 -> AVX512-BF16, amx-bf16 -> AMX. */
 int bench_unit_for_kernel_set(const char *set);
