@@ -79,9 +79,13 @@ int bench_unit_for_i8_kernels(const char *name) {
 
 static volatile float sink;
 
+static int use_cpu_time; /* bench_unit_use_cpu_time */
+
+void bench_unit_use_cpu_time(int on) { use_cpu_time = on; }
+
 static double seconds(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(use_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
