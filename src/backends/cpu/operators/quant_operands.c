@@ -2,6 +2,7 @@
 #include "backends/cpu/operators/quant_operands.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "core/dtype_convert.h"
 #include "core/tensor.h"
@@ -18,7 +19,10 @@ void lig_quant_load_weights(const lig_fwd_ctx *c, int64_t rows, const char *cons
 }
 
 void lig_quant_load_key_scales(const lig_fwd_ctx *c, int64_t n, const char *const *key_scale, float *sk) {
-    for (int64_t i = 0; i < n; i++) sk[i] = lig_load_float(c->sk_dtype, key_scale[i]);
+    if (c->sk_dtype == LIG_FLOAT32) /* the usual dtype: a copy per key, no conversion */
+        for (int64_t i = 0; i < n; i++) memcpy(sk + i, key_scale[i], sizeof(float));
+    else
+        for (int64_t i = 0; i < n; i++) sk[i] = lig_load_float(c->sk_dtype, key_scale[i]);
 }
 
 int64_t lig_quant_rows_stride(int64_t n, const char *const *key) {
