@@ -39,16 +39,6 @@ static double seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 typedef struct rng {
     uint64_t s;
 } rng;
@@ -246,7 +236,7 @@ static measured time_forward(problem *P, int bf16, int runs) {
         }
     }
     free(ws);
-    m.gops = median(rates, runs);
+    m.gops = bench_median(rates, runs);
     m.ok = check(P, bf16, m.msg, sizeof m.msg);
     return m;
 }
@@ -289,19 +279,8 @@ int main(int argc, char **argv) {
     }
     lig_set_num_threads(threads);
     bench_unit_use_cpu_time(use_cpu_time);
-    char cpu[128] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                const char *p = strchr(line, ':');
-                if (p) snprintf(cpu, sizeof cpu, "%s", p + 2);
-                cpu[strcspn(cpu, "\n")] = 0;
-                break;
-            }
-        fclose(f);
-    }
+    char cpu[128];
+    bench_cpu_model(cpu, sizeof cpu);
     printf("CPU: %s | %d thread(s) | prefill S = %lld (last %lld rows), N1 = %d, N2 = 1, D = %d, K = %d, causal | "
            "median of %d runs | %s time\n",
            cpu, threads, (long long)S, (long long)rows, N1, D, K, runs, use_cpu_time ? "process CPU" : "wall-clock");

@@ -20,14 +20,8 @@
 #include "rng.h"
 #include "tests.h"
 
-static int supported(const lig_kernel_set **out) {
-    int n, m = 0;
-    const lig_kernel_set *const *t = lig_kernel_set_table(&n);
-    for (int i = 0; i < n; i++) {
-        if (t[i]->cpu_supports()) out[m++] = t[i];
-        else th_note("kernel set %s: skipped, this CPU lacks %s", t[i]->name, t[i]->features);
-    }
-    return m;
+static void free_each(void *const *p, int n) {
+    for (int i = 0; i < n; i++) free(p[i]);
 }
 
 /* equal bits, or both NaN (a NaN's payload is not part of the contract) */
@@ -44,8 +38,8 @@ static float wild(th_rng *r, double p_special) {
 }
 
 void test_quant_engines_scores(void) {
-    const lig_kernel_set *sets[8];
-    const int n_sets = supported(sets);
+    const lig_kernel_set *sets[16];
+    const int n_sets = supported_sets(sets);
     static const int64_t nbs[6] = {1, 5, 16, 17, 33, 96}, Gs[8] = {1, 3, 8, 15, 16, 17, 64, 70};
     th_rng r = th_rng_make(0x5c0e5u);
     int64_t cases = 0, bad = 0;
@@ -87,14 +81,8 @@ void test_quant_engines_scores(void) {
                 cases++;
             }
         }
-        free(st);
-        free(sti);
-        free(sk);
-        free(sq);
-        free(w);
-        free(want);
-        free(wanti);
-        free(got);
+        void *const bufs[] = {st, sti, sk, sq, w, want, wanti, got};
+        free_each(bufs, 8);
     }
     th_note("%lld kernel runs compared over %d sets", (long long)cases, n_sets);
     CHECK(bad == 0, "%lld scores differ from the portable kernel's", (long long)bad);
@@ -122,8 +110,8 @@ static void engine_scores(const lig_fwd_engine *e, lig_fwd_ctx c, int64_t rows, 
 }
 
 void test_quant_engines_int8_same_as_portable(void) {
-    const lig_kernel_set *sets[8];
-    const int n_sets = supported(sets);
+    const lig_kernel_set *sets[16];
+    const int n_sets = supported_sets(sets);
     static const int64_t Ds[6] = {1, 7, 64, 128, 129, 300}, Gs[5] = {1, 3, 5, 16, 64};
     th_rng r = th_rng_make(0x18e9u);
     int64_t cases = 0, bad = 0;
@@ -180,11 +168,8 @@ void test_quant_engines_int8_same_as_portable(void) {
                 free(p);
             }
         }
-        free(qd);
-        free(kd);
-        free(wd);
-        free(sqd);
-        free(skd);
+        void *const bufs[] = {qd, kd, wd, sqd, skd};
+        free_each(bufs, 5);
     }
     th_note("%lld blocks compared over %d sets", (long long)cases, n_sets);
     CHECK(bad == 0, "%lld INT8 scores differ from the portable engine's", (long long)bad);

@@ -187,6 +187,9 @@ void test_quant_engines_scores(void);
 void test_quant_engines_int8_same_as_portable(void);
 
 /* test_kernels_i8.c (white-box: the quantized forward's kernels) */
+struct lig_kernel_set;
+/* Every kernel set the CPU supports (scalar first) into out (room for all); reports the others. */
+int supported_sets(const struct lig_kernel_set **out);
 void test_kernels_i8_gemm(void);
 void test_kernels_fp8_all_codes(void);
 void test_kernels_fp8_rows(void);
