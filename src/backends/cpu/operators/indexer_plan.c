@@ -53,7 +53,7 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->heap_cap = pr->K < longest ? pr->K : longest;
     /* rows per pass: each keeps its own top-k, so a very large K takes fewer rows at a time */
     const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
-    int64_t rows = lig_fwd_rows_for(pr->G);
+    int64_t rows = pb->quant ? lig_fwd_quant_rows_for(pr->G) : lig_fwd_rows_for(pr->G);
     while (rows > 1 && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)rows) rows--;
     /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
      * heads) are wide enough; everything else is fp32 */
