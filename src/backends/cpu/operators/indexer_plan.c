@@ -60,7 +60,9 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
                       lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
     /* FP8 / INT8 inputs (the quantized forward) take the engine the set's kernels call for */
-    p->engine = pb->quant ? lig_fwd_quant_engine_for(ks, pb->q.dtype, pr->D) : bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
+    p->engine = pb->quant ? lig_fwd_quant_engine_for(ks, pb->q.dtype, pr->D)
+                : bf16    ? &lig_fwd_engine_bf16
+                          : &lig_fwd_engine_f32;
     p->own_threads = (bf16 || p->engine == &lig_fwd_engine_fp8) && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
