@@ -24,16 +24,6 @@ static double seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static volatile int32_t sink;
 
 /* median GOP/s of the set's int8 GEMM on an M x N x D block */
@@ -64,7 +54,7 @@ static double time_i8(const lig_i8_kernels *i8, int64_t M, int64_t N, int64_t D,
     free(q);
     free(packed);
     free(c);
-    return median(rates, runs);
+    return bench_median(rates, runs);
 }
 
 /* median G values/s of one fp8 conversion over a block of rows x n */
@@ -87,7 +77,7 @@ static double time_fp8(const lig_fp8_kernels *fp8, int to_f32, int64_t rows, int
     sink = ((volatile uint8_t *)dst)[0];
     free(src);
     free(dst);
-    return median(rates, runs);
+    return bench_median(rates, runs);
 }
 
 int main(int argc, char **argv) {
@@ -107,19 +97,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--m, --n, --d and --runs must be positive\n");
         return 2;
     }
-    char cpu[128] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                const char *p = strchr(line, ':');
-                if (p) snprintf(cpu, sizeof cpu, "%s", p + 2);
-                cpu[strcspn(cpu, "\n")] = 0;
-                break;
-            }
-        fclose(f);
-    }
+    char cpu[128];
+    bench_cpu_model(cpu, sizeof cpu);
     printf("CPU: %s | 1 thread | int8 GEMM M=%lld keys, N=%lld columns, D=%lld | median of %d runs\n", cpu,
            (long long)M, (long long)N, (long long)D, runs);
     printf("measured int8 unit peaks, GOP/s (2 ops per multiply-add; best of 3):\n");

@@ -28,6 +28,8 @@
 #include "unit_peaks.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -79,9 +81,38 @@ int bench_unit_for_i8_kernels(const char *name) {
 
 static volatile float sink;
 
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_cpu_model(char *out, unsigned long size) {
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            const char *p = strchr(line, ':');
+            if (p) snprintf(out, size, "%s", p + 2);
+            out[strcspn(out, "\n")] = 0;
+            break;
+        }
+    fclose(f);
+}
+
+static int use_cpu_time; /* bench_unit_use_cpu_time */
+
+void bench_unit_use_cpu_time(int on) { use_cpu_time = on; }
+
 static double seconds(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(use_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 

@@ -25,6 +25,13 @@ const char *bench_unit_instruction(int unit);
 /* 1 when the CPU has the unit and the OS lets this process use it (for AMX: after the
  * ARCH_REQ_XCOMP_PERM request, made once here). */
 int bench_unit_available(int unit);
+/* The median of v[0 .. n) (sorts v). */
+double bench_median(double *v, int n);
+/* The CPU's model name (/proc/cpuinfo), or "unknown", into out[size]. */
+void bench_cpu_model(char *out, unsigned long size);
+/* Times the peaks in the process's CPU time (on != 0) instead of wall-clock time: on a machine
+ * shared with other work, a one-thread figure then counts only the time this process ran. */
+void bench_unit_use_cpu_time(int on);
 /* Best of `reps` runs of `threads` threads running the unit's instruction at once, GFLOP/s;
  * 0 when the unit is not available. */
 double bench_unit_peak_gflops(int unit, int threads, int reps);

@@ -42,6 +42,8 @@ static const th_test all_tests[] = {
     {"kernels_bf16_gemm", test_kernels_bf16_gemm},
     {"kernels_bf16_operands", test_kernels_bf16_operands},
     {"kernels_i8_gemm", test_kernels_i8_gemm},
+    {"quant_engines_scores", test_quant_engines_scores},
+    {"quant_engines_int8_same_as_portable", test_quant_engines_int8_same_as_portable},
     {"kernels_fp8_all_codes", test_kernels_fp8_all_codes},
     {"kernels_fp8_rows", test_kernels_fp8_rows},
     /* API basics */
@@ -132,6 +134,7 @@ static const th_test all_tests[] = {
     {"quant_fwd_determinism_threads", test_quant_fwd_determinism_threads},
     {"quant_fwd_matches_float_forward", test_quant_fwd_matches_float_forward},
     {"quant_fwd_same_on_every_set", test_quant_fwd_same_on_every_set},
+    {"quant_fwd_fp8_each_set", test_quant_fwd_fp8_each_set},
     {"quant_fwd_nonfinite_weights_and_scales", test_quant_fwd_nonfinite_weights_and_scales},
     {"errors_quant_table", test_errors_quant_table},
     {"errors_quant_phase2", test_errors_quant_phase2},

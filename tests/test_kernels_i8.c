@@ -21,8 +21,7 @@
 #include "rng.h"
 #include "tests.h"
 
-/* Every set the CPU supports (scalar first); reports the others. */
-static int supported_sets(const lig_kernel_set **out) {
+int supported_sets(const lig_kernel_set **out) {
     int n, m = 0;
     const lig_kernel_set *const *t = lig_kernel_set_table(&n);
     for (int i = 0; i < n; i++) {

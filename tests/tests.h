@@ -25,6 +25,7 @@ void test_quant_fwd_nan_codes(void);
 void test_quant_fwd_determinism_threads(void);
 void test_quant_fwd_matches_float_forward(void);
 void test_quant_fwd_same_on_every_set(void);
+void test_quant_fwd_fp8_each_set(void);
 void test_quant_fwd_nonfinite_weights_and_scales(void);
 
 /* test_errors_quant.c */
@@ -183,7 +184,14 @@ void test_kernels_rows(void);
 void test_kernels_bf16_gemm(void);
 void test_kernels_bf16_operands(void);
 
+/* test_quant_engines.c (white-box: the quantized forward's score kernels and INT8 engine) */
+void test_quant_engines_scores(void);
+void test_quant_engines_int8_same_as_portable(void);
+
 /* test_kernels_i8.c (white-box: the quantized forward's kernels) */
+struct lig_kernel_set;
+/* Every kernel set the CPU supports (scalar first) into out (room for all); reports the others. */
+int supported_sets(const struct lig_kernel_set **out);
 void test_kernels_i8_gemm(void);
 void test_kernels_fp8_all_codes(void);
 void test_kernels_fp8_rows(void);

@@ -59,9 +59,15 @@ void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src
         int16_t *o = (int16_t *)(void *)((char *)packed + p * panel_bytes);
         for (int64_t j = 0; j < nr; j++) {
             const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
-            for (int64_t q = 0; q < np; q++)
-                for (int64_t e = 0; e < 2; e++)
-                    o[(q * nr + j) * 2 + e] = col && 2 * q + e < K ? col[2 * q + e] : 0;
+            if (col && K % 2 == 0) /* a whole column (the usual case): no test per value */
+                for (int64_t q = 0; q < np; q++) {
+                    o[(q * nr + j) * 2] = col[2 * q];
+                    o[(q * nr + j) * 2 + 1] = col[2 * q + 1];
+                }
+            else
+                for (int64_t q = 0; q < np; q++)
+                    for (int64_t e = 0; e < 2; e++)
+                        o[(q * nr + j) * 2 + e] = col && 2 * q + e < K ? col[2 * q + e] : 0;
         }
     }
 }

@@ -47,6 +47,9 @@ typedef struct lig_f32_kernels {
     int64_t fwd_block;    /* keys per block of the forward's fp32 engine */
     lig_grad_gate_fn grad_gate;
     lig_fwd_scores_fn fwd_scores;
+    /* the quantized forward's scores (contract 2.4), bit for bit lig_quant_scores__scalar's */
+    lig_quant_scores_fn quant_scores;
+    lig_quant_scores_i32_fn quant_scores_i32;
     lig_load_row_fn load_row;
     lig_store_row_fn store_row;
     lig_axpy_row_fn axpy_row;

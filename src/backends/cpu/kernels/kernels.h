@@ -39,6 +39,11 @@ typedef lig_fwd_scores_kernel *lig_fwd_scores_fn;
 typedef void lig_quant_scores_kernel(const float *st, int64_t nb, int64_t ld, int64_t G, const float *sk,
                                      const float *sq, const float *w, float *score);
 typedef lig_quant_scores_kernel *lig_quant_scores_fn;
+/* The same from exact int32 dot products (INT8), each converted to fp32 first (one rounding to
+ * nearest even, the value the portable engine's exact-integer sum rounds to). */
+typedef void lig_quant_scores_i32_kernel(const int32_t *st, int64_t nb, int64_t ld, int64_t G, const float *sk,
+                                         const float *sq, const float *w, float *score);
+typedef lig_quant_scores_i32_kernel *lig_quant_scores_i32_fn;
 
 /* dst[0..n) = src[i*stride] converted to fp32 */
 typedef void lig_load_row_kernel(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
@@ -124,7 +129,8 @@ typedef lig_fp8_to_f32_kernel *lig_fp8_to_f32_fn;
 lig_f32_gemm_ukernel lig_f32_gemm_ukernel_4x4__scalar;
 lig_grad_gate_kernel lig_grad_gate__scalar;
 lig_fwd_scores_kernel lig_fwd_scores__scalar;
-lig_quant_scores_kernel lig_quant_scores__scalar; /* every set's, until a set brings its own */
+lig_quant_scores_kernel lig_quant_scores__scalar; /* the portable engine's on every set */
+lig_quant_scores_i32_kernel lig_quant_scores_i32__scalar;
 lig_load_row_kernel lig_load_row__scalar;
 lig_store_row_kernel lig_store_row__scalar;
 lig_axpy_row_kernel lig_axpy_row__scalar;
@@ -155,6 +161,8 @@ lig_f32_gemm_ukernel lig_f32_gemm_ukernel_6x16__avx2;
 lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x8__avx2;
 lig_grad_gate_kernel lig_grad_gate__avx2;
 lig_fwd_scores_kernel lig_fwd_scores__avx2;
+lig_quant_scores_kernel lig_quant_scores__avx2;
+lig_quant_scores_i32_kernel lig_quant_scores_i32__avx2;
 lig_load_row_kernel lig_load_row__avx2;
 lig_store_row_kernel lig_store_row__avx2;
 lig_axpy_row_kernel lig_axpy_row__avx2;
@@ -168,6 +176,8 @@ lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x32__avx512;
 lig_f32_gemm_ukernel lig_f32_gemm_ukernel_24x16__avx512;
 lig_grad_gate_kernel lig_grad_gate__avx512;
 lig_fwd_scores_kernel lig_fwd_scores__avx512;
+lig_quant_scores_kernel lig_quant_scores__avx512;
+lig_quant_scores_i32_kernel lig_quant_scores_i32__avx512;
 lig_load_row_kernel lig_load_row__avx512;
 lig_store_row_kernel lig_store_row__avx512;
 lig_axpy_row_kernel lig_axpy_row__avx512;

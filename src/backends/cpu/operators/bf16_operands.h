@@ -4,10 +4,13 @@
 #ifndef LIG_CPU_OPERATORS_BF16_OPERANDS_H
 #define LIG_CPU_OPERATORS_BF16_OPERANDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "backends/cpu/operators/fwd_engine.h"
 #include "core/size.h"
+#include "core/workspace.h"
 
 /* Columns and D of the bf16 products are padded to multiples of 32 (the tiles' width). Saturates
  * (core/size.h): a D too large to round makes the scratch too large, which the plan refuses. */
@@ -23,5 +26,45 @@ void lig_bf16_transpose_pairs(const uint16_t *rows, int64_t n_rows, int64_t dp, 
 /* The set's per-thread setup of its bf16 product (a tile configuration), if it has one. */
 void lig_bf16_thread_begin(const lig_kernel_set *ks);
 void lig_bf16_thread_end(const lig_kernel_set *ks);
+
+/* Keys per block of the forward's engines on bf16 units. */
+enum { LIG_FWD_BF16_BLOCK = 64 };
+
+/* The scratch of the forward's engines on bf16 units (fwd_engine_bf16.c, fwd_engine_fp8.c). */
+typedef struct lig_fwd_bf16_layout {
+    int64_t gp, dp; /* columns (rows x heads) and D, padded to 32 */
+    uint64_t qrow;  /* bf16[gp][dp] */
+    uint64_t qt;    /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout (of the pass's padded columns) */
+    uint64_t wf;    /* float[gp] */
+    uint64_t sq;    /* float[gp] (with_scales and has_sq) */
+    uint64_t kb;    /* bf16[block][dp] */
+    uint64_t sk;    /* float[block] (with_scales) */
+    uint64_t st;    /* float[block][gp] */
+    uint64_t total;
+} lig_fwd_bf16_layout;
+
+static inline lig_fwd_bf16_layout lig_fwd_bf16_layout_for(const lig_fwd_ctx *c, bool with_scales) {
+    lig_fwd_bf16_layout l;
+    uint64_t at = 0;
+    const uint64_t nb = LIG_FWD_BF16_BLOCK;
+    l.gp = lig_round32(lig_size_mul((uint64_t)c->rows, (uint64_t)c->G));
+    l.dp = lig_round32((uint64_t)c->D);
+    const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp;
+    l.qrow = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
+    l.qt = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
+    l.wf = lig_ws_take(&at, lig_size_mul(4, gp));
+    l.sq = lig_ws_take(&at, with_scales && c->has_sq ? lig_size_mul(4, gp) : 0);
+    l.kb = lig_ws_take(&at, lig_size_mul3(2, nb, dp));
+    l.sk = lig_ws_take(&at, with_scales ? 4 * nb : 0);
+    l.st = lig_ws_take(&at, lig_size_mul3(4, nb, gp));
+    l.total = at;
+    return l;
+}
+
+/* Members the forward's engines on bf16 units (fwd_engine_bf16.c, fwd_engine_fp8.c) share: plans
+ * report the set's name, and each thread runs the set's setup around its units. */
+static inline const char *lig_fwd_bf16_kernels_name(const lig_fwd_ctx *c) { return c->ks->name; }
+static inline void lig_fwd_bf16_thread_begin(const lig_fwd_ctx *c) { lig_bf16_thread_begin(c->ks); }
+static inline void lig_fwd_bf16_thread_end(const lig_fwd_ctx *c) { lig_bf16_thread_end(c->ks); }
 
 #endif

@@ -55,6 +55,14 @@ extern const lig_fwd_engine lig_fwd_engine_bf16;
 /* FLOAT8_E4M3FN / INT8 inputs on any set: converted exactly to fp32 once per pass (queries) and
  * per block (keys), the set's fp32 GEMM, portable scores (fwd_engine_quant.c). */
 extern const lig_fwd_engine lig_fwd_engine_quant;
+/* INT8 inputs on the set's int8 GEMM, exact int32 dot products (fwd_engine_i8.c). */
+extern const lig_fwd_engine lig_fwd_engine_i8;
+/* FLOAT8_E4M3FN inputs on a set with bf16 units, converted once into its bf16 GEMM (fwd_engine_fp8.c). */
+extern const lig_fwd_engine lig_fwd_engine_fp8;
+/* The quantized forward's engine for q/k of `dtype` with D values per head on set ks, by what the
+ * set states: INT8 the int8 engine while D <= its int8 GEMM's max_k, FP8 the FP8 engine when the
+ * set has bf16 units; otherwise the portable engine. */
+const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D);
 
 enum { LIG_FWD_MAX_ROWS = 8 };
 /* Bytes of top-k scratch per thread beyond which a pass takes fewer rows (one row's own is never
@@ -65,6 +73,15 @@ enum { LIG_FWD_MAX_ROWS = 8 };
  * LIG_FWD_MAX_ROWS. */
 static inline int64_t lig_fwd_rows_for(int64_t G) {
     const int64_t r = G > 0 ? 32 / G : 1;
+    return r < 1 ? 1 : r > LIG_FWD_MAX_ROWS ? LIG_FWD_MAX_ROWS : r;
+}
+
+/* Query rows per pass of the quantized forward's engines: about 128 columns, at most
+ * LIG_FWD_MAX_ROWS. Each key block is converted (FP8) or read (INT8) once for all the pass's rows,
+ * so wider passes pay less of it per row: with 64 heads, 2 rows measured best on Zen 5 of 1, 2,
+ * 3, 4 and 8 (the FP8 engine 10-20% faster than 1 row; INT8 within the noise). */
+static inline int64_t lig_fwd_quant_rows_for(int64_t G) {
+    const int64_t r = G > 0 ? 128 / G : 1;
     return r < 1 ? 1 : r > LIG_FWD_MAX_ROWS ? LIG_FWD_MAX_ROWS : r;
 }
 

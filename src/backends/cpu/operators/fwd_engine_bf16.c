@@ -12,42 +12,15 @@
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
-#define NB 64
+#define NB LIG_FWD_BF16_BLOCK
 
-typedef struct layout {
-    int64_t gp, dp; /* columns (rows x heads) and D, padded */
-    uint64_t qrow; /* bf16[gp][dp] */
-    uint64_t qt;   /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout (of the pass's padded columns) */
-    uint64_t wf;   /* float[gp] */
-    uint64_t kb;   /* bf16[NB][dp] */
-    uint64_t st;   /* float[NB][gp] */
-    uint64_t total;
-} layout;
+typedef lig_fwd_bf16_layout layout;
 
-static layout layout_for(const lig_fwd_ctx *c) {
-    layout l;
-    uint64_t at = 0;
-    l.gp = lig_round32(lig_size_mul((uint64_t)c->rows, (uint64_t)c->G));
-    l.dp = lig_round32((uint64_t)c->D);
-    const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp;
-    l.qrow = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
-    l.qt = lig_ws_take(&at, lig_size_mul3(2, gp, dp));
-    l.wf = lig_ws_take(&at, lig_size_mul(4, gp));
-    l.kb = lig_ws_take(&at, lig_size_mul(2 * NB, dp));
-    l.st = lig_ws_take(&at, lig_size_mul(4 * NB, gp));
-    l.total = at;
-    return l;
-}
-
-static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->name; }
+static layout layout_for(const lig_fwd_ctx *c) { return lig_fwd_bf16_layout_for(c, false); }
 
 static void configure(lig_fwd_ctx *c) { c->block = NB; }
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
-
-static void thread_begin(const lig_fwd_ctx *c) { lig_bf16_thread_begin(c->ks); }
-
-static void thread_end(const lig_fwd_ctx *c) { lig_bf16_thread_end(c->ks); }
 
 static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w,
                        const char *const *sq) {
@@ -106,5 +79,6 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb
 }
 
 const lig_fwd_engine lig_fwd_engine_bf16 = {
-    .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes,
-    .thread_begin = thread_begin, .thread_end = thread_end, .begin_rows = begin_rows, .score_block = score_block};
+    .kernels_name = lig_fwd_bf16_kernels_name, .configure = configure, .scratch_bytes = scratch_bytes,
+    .thread_begin = lig_fwd_bf16_thread_begin, .thread_end = lig_fwd_bf16_thread_end, .begin_rows = begin_rows,
+    .score_block = score_block};

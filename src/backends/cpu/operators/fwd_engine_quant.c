@@ -4,15 +4,17 @@
  * one column per row and head, with their weights and query scales; per block of keys the key
  * rows and their scales are converted once, for all the pass's rows, and S^T = K Q^T runs on the
  * set's fp32 GEMM, whose every product of two converted values is exact. Then the scales, the
- * ReLU and the weighted head sum (lig_quant_scores__scalar).
+ * ReLU and the weighted head sum (the set's quant_scores, bit for bit lig_quant_scores__scalar's).
  *
  * INT8: the GEMM's sums are exact integers while every partial sum stays within 2^24, which D
  * products of at most 128 * 128 = 2^14 do for D <= 1024. A longer D is cut into chunks of 1024
  * whose GEMMs are exact; their integer values are added in int64 and rounded to fp32 once, so
  * the dot product is the exact integer rounded once for every D.
- * A SIMD engine (int8 dot products, converted fp8 into bf16 units) can sit beside this one: the
- * planner picks the engine, the operator is the same. */
+ * The planner gives INT8 to the int8 engine (fwd_engine_i8.c, exact int32 dot products, the same
+ * bits) unless D passes the set's int8 max_k, and FP8 to the bf16 engine (fwd_engine_fp8.c) on
+ * sets with bf16 units; this engine runs the rest (lig_fwd_quant_engine_for). */
 #include "backends/cpu/operators/fwd_engine.h"
+#include "backends/cpu/operators/quant_operands.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
@@ -30,21 +32,34 @@ static layout layout_for(const lig_fwd_ctx *c) {
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 
-static int64_t elem_size(lig_dtype d) { return d == LIG_FLOAT32 ? 4 : d == LIG_FLOAT16 || d == LIG_BFLOAT16 ? 2 : 1; }
-
 static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w,
                        const char *const *sq) {
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D, cols = rows * G;
-    const int64_t we = elem_size(c->w_dtype), se = elem_size(c->sq_dtype);
-    float *qt = (float *)(void *)(s + L.qt), *wf = (float *)(void *)(s + L.w), *sqf = (float *)(void *)(s + L.sq);
+    float *qt = (float *)(void *)(s + L.qt);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t h = 0; h < G; h++) {
             const char *qp = q[r] + h * c->q_head; /* one byte an element */
             for (int64_t d = 0; d < D; d++) qt[d * cols + r * G + h] = lig_load_float(c->dtype, qp + d * c->q_dim);
-            wf[r * G + h] = lig_load_float(c->w_dtype, w[r] + h * c->w_head * we);
-            if (c->has_sq) sqf[r * G + h] = lig_load_float(c->sq_dtype, sq[r] + h * c->sq_head * se);
         }
+    lig_quant_load_weights(c, rows, w, sq, (float *)(void *)(s + L.w), (float *)(void *)(s + L.sq), cols);
+}
+
+/* The block's key rows in fp32: FP8 rows along unit stride through the set's converter (one call
+ * when they lie evenly spaced), everything else one value at a time; the same values either way. */
+static void load_keys(const lig_fwd_ctx *c, int64_t nb, const char *const *key, float *kp) {
+    const int64_t D = c->D;
+    const bool fp8_rows = c->dtype == LIG_FLOAT8_E4M3FN && c->k_dim == 1;
+    const int64_t stride = fp8_rows ? lig_quant_rows_stride(nb, key) : 0;
+    if (stride > 0) {
+        c->ks->fp8->to_f32(nb, D, (const uint8_t *)key[0], stride, kp, D);
+        return;
+    }
+    for (int64_t n = 0; n < nb; n++) {
+        if (fp8_rows) c->ks->fp8->to_f32(1, D, (const uint8_t *)key[n], D, kp + n * D, D);
+        else
+            for (int64_t d = 0; d < D; d++) kp[n * D + d] = lig_load_float(c->dtype, key[n] + d * c->k_dim);
+    }
 }
 
 /* S^T of an INT8 block with D > INT8_CHUNK: exact chunk products added as integers, rounded once. */
@@ -70,14 +85,12 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb,
     const float *sqf = c->has_sq ? (const float *)(void *)(s + L.sq) : NULL;
     float *kp = (float *)(void *)(s + L.kp), *sk = (float *)(void *)(s + L.sk), *a = (float *)(void *)(s + L.a);
     /* the block's keys converted once, for every row of the pass */
-    for (int64_t n = 0; n < nb; n++) {
-        for (int64_t d = 0; d < D; d++) kp[n * D + d] = lig_load_float(c->dtype, key[n] + d * c->k_dim);
-        sk[n] = lig_load_float(c->sk_dtype, key_scale[n]);
-    }
+    load_keys(c, nb, key, kp);
+    lig_quant_load_key_scales(c, nb, key_scale, sk);
     if (chunked(c)) int8_chunked_dots(c, &L, s, nb, cols);
     else lig_f32_gemm(&c->ks->f32->gemm, nb, cols, D, kp, D, 1, qt, cols, a, cols, false); /* S^T[n][r*G+h] */
     for (int64_t r = 0; r < rows; r++)
-        lig_quant_scores__scalar(a + r * G, nb, cols, G, sk, sqf ? sqf + r * G : NULL, w + r * G, score + r * c->block);
+        c->ks->f32->quant_scores(a + r * G, nb, cols, G, sk, sqf ? sqf + r * G : NULL, w + r * G, score + r * c->block);
 }
 
 /* the set's fp32 GEMM runs the products: the plan reports the set's fp32 kernels */
@@ -88,3 +101,9 @@ static void configure(lig_fwd_ctx *c) { c->block = c->ks->f32->fwd_block; }
 const lig_fwd_engine lig_fwd_engine_quant = {
     .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes, .begin_rows = begin_rows,
     .score_block = score_block};
+
+const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D) {
+    if (dtype == LIG_INT8 && D <= ks->i8->gemm.max_k) return &lig_fwd_engine_i8;
+    if (dtype == LIG_FLOAT8_E4M3FN && ks->bf16 != NULL) return &lig_fwd_engine_fp8;
+    return &lig_fwd_engine_quant;
+}

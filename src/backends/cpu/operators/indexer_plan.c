@@ -53,16 +53,17 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->heap_cap = pr->K < longest ? pr->K : longest;
     /* rows per pass: each keeps its own top-k, so a very large K takes fewer rows at a time */
     const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
-    int64_t rows = lig_fwd_rows_for(pr->G);
+    int64_t rows = pb->quant ? lig_fwd_quant_rows_for(pr->G) : lig_fwd_rows_for(pr->G);
     while (rows > 1 && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)rows) rows--;
     /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
      * heads) are wide enough; everything else is fp32 */
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
                       lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
-    /* FP8 / INT8 inputs (the quantized forward) take the quantized engine on every set: it runs the
-     * set's fp32 GEMM, so no set lacks it; a set's own quantized SIMD engine would be chosen here */
-    p->engine = pb->quant ? &lig_fwd_engine_quant : bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
-    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
+    /* FP8 / INT8 inputs (the quantized forward) take the engine the set's kernels call for */
+    p->engine = pb->quant ? lig_fwd_quant_engine_for(ks, pb->q.dtype, pr->D)
+                : bf16    ? &lig_fwd_engine_bf16
+                          : &lig_fwd_engine_f32;
+    p->own_threads = (bf16 || p->engine == &lig_fwd_engine_fp8) && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
                            .has_sq = pb->quant && pb->has_sq, .sq_dtype = pb->sq.dtype, .sk_dtype = pb->sk.dtype,

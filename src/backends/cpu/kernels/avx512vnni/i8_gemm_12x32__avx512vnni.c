@@ -35,12 +35,17 @@ void lig_i8_pack_b_12x32__avx512vnni(int64_t K, int64_t N, const int8_t *src, in
         for (int64_t j = 0; j < NR; j++) {
             const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
             int32_t sum = 0;
-            for (int64_t q = 0; q < nq; q++)
-                for (int64_t e = 0; e < 4; e++) {
-                    const int8_t v = col && 4 * q + e < K ? col[4 * q + e] : 0;
-                    o[(q * NR + j) * 4 + e] = v;
-                    sum += v;
-                }
+            if (col && K % 4 == 0) { /* a whole column: quads copied as they are (the usual case, D % 4 == 0) */
+                for (int64_t q = 0; q < nq; q++) memcpy(o + (q * NR + j) * 4, col + 4 * q, 4);
+                for (int64_t k = 0; k < K; k++) sum += col[k];
+            } else {
+                for (int64_t q = 0; q < nq; q++)
+                    for (int64_t e = 0; e < 4; e++) {
+                        const int8_t v = col && 4 * q + e < K ? col[4 * q + e] : 0;
+                        o[(q * NR + j) * 4 + e] = v;
+                        sum += v;
+                    }
+            }
             corr[j] = 128 * sum;
         }
         memcpy(o + nq * NR * 4, corr, sizeof corr);
