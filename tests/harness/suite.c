@@ -12,6 +12,21 @@ const lig_dtype suite_float_dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16}
 const lig_dtype suite_index_dtypes[2] = {LIG_INT32, LIG_INT64};
 const int64_t suite_modes[2] = {0, 3};
 
+int suite_check(const suite_op *op, suite_case *sc, const char *label, int *refused)
+{
+    char desc[640], full[1024];
+    op->describe(sc, desc, sizeof desc);
+    snprintf(full, sizeof full, "%s [%s]", label, desc);
+    inst_result res;
+    op->run(sc, &res);
+    int ok;
+    if (inst_result_ran(&res, full, refused, &ok)) {
+        ok = op->check_result(sc, &res, full);
+    }
+    inst_result_free(&res);
+    return ok;
+}
+
 static suite_case case_of(tcase *tc)
 {
     suite_case sc;
@@ -37,7 +52,7 @@ void suite_matrix(const suite_op *op, const suite_spec *s, ref_layout layout)
                         s->data(&r, &sc, v);
                         char label[96];
                         snprintf(label, sizeof label, "%s case %d", s->label, v);
-                        ok += op->check(&sc, label, NULL);
+                        ok += suite_check(op, &sc, label, NULL);
                         cases++;
                         tc_free(&tc);
                     }
@@ -79,7 +94,7 @@ void suite_strides(const suite_op *op, const suite_spec *s)
                 s->data(&r, &sc, v);
                 int was_refused = 0;
                 const int may_refuse = in == TC_INNER_STRIDED || in == TC_BROADCAST;
-                op->check(&sc, s->label, may_refuse ? &was_refused : NULL);
+                suite_check(op, &sc, s->label, may_refuse ? &was_refused : NULL);
                 refused[in] += was_refused;
                 tc_free(&tc);
             }
@@ -109,7 +124,7 @@ void suite_bands(const suite_op *op, const suite_spec *s)
                 gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
                 suite_case sc = case_of(&tc);
                 s->data(&r, &sc, v);
-                op->check(&sc, s->label, NULL);
+                suite_check(op, &sc, s->label, NULL);
                 tc_free(&tc);
             }
         }
@@ -135,7 +150,7 @@ void suite_continuous(const suite_op *op, const suite_spec *s)
                 gen_layout(&r, &tc, layout, s->s1, s->s2, 2, 1, rep > 0);
                 suite_case sc = case_of(&tc);
                 s->data(&r, &sc, v);
-                op->check(&sc, s->label, NULL);
+                suite_check(op, &sc, s->label, NULL);
                 tc_free(&tc);
             }
         }
@@ -234,7 +249,7 @@ void suite_large(const suite_op *op, suite_case *sc, const char *label)
 {
     const double t0 = th_now();
     op->stats_reset();
-    op->check(sc, label, NULL);
+    suite_check(op, sc, label, NULL);
     const double t1 = th_now();
     const int64_t rows = sc->tc != NULL ? ref_rows_q(&sc->tc->p) : 0;
     op->stats_note(label, (rows + 3) / 4);

@@ -16,6 +16,8 @@
 #define NR 32
 #define KC 256
 
+#include "backends/cpu/kernels/avx512/i8_gemm_zmm_sums.h"
+
 void lig_i8_pack_b_12x32__avx512(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                                  int64_t panel_bytes) {
     lig_i8_pack_int16_pairs(NR, K, N, src, ld, packed, panel_bytes);
@@ -29,12 +31,14 @@ static inline void widen_row(const int8_t *a, int64_t len, int16_t *buf) {
     }
 }
 
-/* Each chunk's sums start in registers at 0 and are added to `sum` (on the stack, C's values when
- * accumulating) after it, so no accumulator is live across the next chunk's widening (GCC spilled
- * them when they were). */
-static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc, const int8_t *a, int64_t lda,
-                                                       const int16_t *b, int32_t *c, int64_t ldc, bool accumulate,
-                                                       __mmask16 m0, __mmask16 m1) {
+/* `sum` (on the stack) starts as C's values when accumulating; each chunk's accumulators are added to
+ * it after the chunk (i8_gemm_zmm_sums.h says why). */
+static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
+                                                       int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
+                                                       bool accumulate) {
+    __mmask16 m0, m1;
+    zmm_column_masks(nr, &m0, &m1);
+    const int16_t *b = b_panel;
     int32_t sum[MR][NR] __attribute__((aligned(64)));
     int16_t buf[MR][KC];
 #pragma GCC unroll 12
@@ -46,20 +50,14 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
         const int64_t len = kc - k0 < KC ? kc - k0 : KC;
         for (int i = 0; i < mr; i++) widen_row(a + i * lda + k0, len, buf[i]);
         __m512i acc[MR][2];
-#pragma GCC unroll 12
-        for (int i = 0; i < mr; i++) {
-            acc[i][0] = _mm512_setzero_si512();
-            acc[i][1] = _mm512_setzero_si512();
-        }
+        zero_accumulators(mr, acc);
         const int16_t *bp = b + k0 * NR;
         for (int64_t p = 0; p < (len + 1) / 2; p++) {
             const __m512i b0 = _mm512_loadu_si512(bp + p * 2 * NR);
             const __m512i b1 = _mm512_loadu_si512(bp + p * 2 * NR + 32);
 #pragma GCC unroll 12
             for (int i = 0; i < mr; i++) {
-                int32_t pair;
-                memcpy(&pair, &buf[i][2 * p], sizeof pair);
-                const __m512i x = _mm512_set1_epi32(pair);
+                const __m512i x = broadcast_group(&buf[i][2 * p]);
                 /* acc += madd(x, b), as _mm512_add_epi32(acc, _mm512_madd_epi16(x, b)); in asm, each
                  * product next to its add, because GCC 12 issued all 24 products first and spilled */
                 __m512i t0, t1;
@@ -69,11 +67,7 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
                         : [acc] "+v"(acc[i][1]), [t] "=&v"(t1) : [x] "v"(x), [b] "v"(b1));
             }
         }
-#pragma GCC unroll 12
-        for (int i = 0; i < mr; i++) {
-            _mm512_store_si512(sum[i], _mm512_add_epi32(_mm512_load_si512(sum[i]), acc[i][0]));
-            _mm512_store_si512(sum[i] + 16, _mm512_add_epi32(_mm512_load_si512(sum[i] + 16), acc[i][1]));
-        }
+        add_to_sums(mr, acc, sum);
     }
 #pragma GCC unroll 12
     for (int i = 0; i < mr; i++) {
@@ -82,23 +76,9 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
     }
 }
 
+#include "backends/cpu/kernels/i8_gemm_rows.h"
+
 void lig_i8_gemm_ukernel_12x32__avx512(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
                                        const void *b_panel, int32_t *c, int64_t ldc, bool accumulate) {
-    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1u);
-    const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1u);
-    const int16_t *b = b_panel;
-    switch (mr) {
-    case 12: tile(12, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 11: tile(11, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 10: tile(10, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 9: tile(9, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 8: tile(8, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 7: tile(7, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 6: tile(6, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 5: tile(5, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 4: tile(4, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 3: tile(3, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 2: tile(2, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    default: tile(1, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    }
+    tile_rows(mr, nr, kc, a, lda, b_panel, c, ldc, accumulate);
 }
