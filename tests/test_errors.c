@@ -358,10 +358,8 @@ void test_errors_message_shapes(void)
         gen_opts o;
         gen_opts_default(&o);
         tc_set_dims(&tc, 2, 2, 1, 4, 2048);
-        tc.p.S1 = 3;
-        tc.p.S2 = 4;
         tc.short_form = 1;
-        gen_bsnd(&r, &tc);
+        gen_layout(&r, &tc, 0, 3, 4, 0, 0, 0);
         gen_data(&r, &tc, &o);
         run_inst ri;
         run_setup(&tc, &ri);

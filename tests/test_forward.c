@@ -181,9 +181,8 @@ void test_fwd_ref_self_consistency(void)
                       n, visible);
             }
         }
-        free(idx);
-        free(val);
-        free(again);
+        void *const results[] = {idx, val, again};
+        th_free_all(results, sizeof results / sizeof results[0]);
         tc_free(&tc);
     }
     th_note("%" PRId64 " selected slots checked, %" PRId64 " units with a tie at the k-th score", compared, boundary);

@@ -33,10 +33,9 @@ lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream)
 
 lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    void *mem;
-    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_kl_loss_plan), &ks, &mem);
-    if (st != LIG_SUCCESS) return st;
-    lig_cpu_kl_loss_plan *p = mem;
+    lig_status st;
+    lig_cpu_kl_loss_plan *p = lig_cpu_plan_alloc(sizeof *p, &ks, &st);
+    if (!p) return st;
     const lig_grad_problem *g = &pb->g;
     const lig_problem *pr = &g->pr;
     p->pb = pb;

@@ -26,7 +26,10 @@
 #define NR 32
 #define KC 256 /* a multiple of 64 */
 
-#include "backends/cpu/kernels/avx512/i8_gemm_zmm_sums.h"
+typedef uint8_t staged_t; /* A flipped to u8 */
+typedef int8_t panel_t;
+
+#include "backends/cpu/kernels/avx512/i8_gemm_zmm_chunks.h"
 
 void lig_i8_pack_b_12x32__avx512vnni(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                                      int64_t panel_bytes) {
@@ -49,8 +52,8 @@ void lig_i8_pack_b_12x32__avx512vnni(int64_t K, int64_t N, const int8_t *src, in
     }
 }
 
-/* [k0, k0 + len) of a row as u8 (a ^ 0x80) into buf, zeros up to a multiple of 64 */
-static inline void flip_row(const int8_t *a, int64_t len, uint8_t *buf) {
+/* as u8 (a ^ 0x80), zeros up to a multiple of 64 */
+static inline void stage_row(const int8_t *a, int64_t len, uint8_t *buf) {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     for (int64_t k = 0; k < len; k += 64) {
         const __mmask64 live = len - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (len - k)) - 1);
@@ -58,8 +61,15 @@ static inline void flip_row(const int8_t *a, int64_t len, uint8_t *buf) {
     }
 }
 
-/* Each chunk's accumulators are added to `sum` (on the stack) after the chunk (i8_gemm_zmm_sums.h
- * says why); the corrections come off at the end. */
+/* acc += x (u8) . b (s8), as _mm512_dpbusd_epi32(acc, x, b); in asm because GCC 12 copied every
+ * accumulator between registers around the intrinsic */
+static inline __attribute__((always_inline)) void multiply_add_group(__m512i acc[2], __m512i x, __m512i b0,
+                                                                     __m512i b1) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[0]) : "v"(x), "v"(b0));
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[1]) : "v"(x), "v"(b1));
+}
+
+/* The sums of the flipped A, then the corrections off. */
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
                                                        int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
                                                        bool accumulate) {
@@ -67,27 +77,7 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr,
     zmm_column_masks(nr, &m0, &m1);
     const int8_t *b = b_panel;
     int32_t sum[MR][NR] __attribute__((aligned(64))) = {{0}};
-    uint8_t buf[MR][KC];
-    for (int64_t k0 = 0; k0 < kc; k0 += KC) {
-        const int64_t len = kc - k0 < KC ? kc - k0 : KC;
-        for (int i = 0; i < mr; i++) flip_row(a + i * lda + k0, len, buf[i]);
-        __m512i acc[MR][2];
-        zero_accumulators(mr, acc);
-        const int8_t *bp = b + k0 * NR;
-        for (int64_t q = 0; q < (len + 3) / 4; q++) {
-            const __m512i b0 = _mm512_loadu_si512(bp + q * 4 * NR);
-            const __m512i b1 = _mm512_loadu_si512(bp + q * 4 * NR + 64);
-#pragma GCC unroll 12
-            for (int i = 0; i < mr; i++) {
-                const __m512i x = broadcast_group(&buf[i][4 * q]);
-                /* acc += x (u8) . b (s8), as _mm512_dpbusd_epi32(acc, x, b); in asm because GCC 12
-                 * copied every accumulator between registers around the intrinsic */
-                __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[i][0]) : "v"(x), "v"(b0));
-                __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[i][1]) : "v"(x), "v"(b1));
-            }
-        }
-        add_to_sums(mr, acc, sum);
-    }
+    accumulate_chunks(mr, kc, a, lda, b, sum);
     const int32_t *corr = (const int32_t *)(const void *)(b + (kc + 3) / 4 * 4 * NR);
     const __m512i corr0 = _mm512_loadu_si512(corr), corr1 = _mm512_loadu_si512(corr + 16);
 #pragma GCC unroll 12
