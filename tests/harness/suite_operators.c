@@ -22,7 +22,6 @@ static int grad_check_result(suite_case *sc, const inst_result *res, const char 
     return check_result(sc->tc, res, label);
 }
 
-
 static void grad_describe(const suite_case *sc, char *buf, size_t size)
 {
     tc_describe(sc->tc, buf, size);
