@@ -101,79 +101,48 @@ void test_errors_layout(void)
 
 void test_errors_rank(void)
 {
-    static const errtest_case cases[] = {
-        {.name = "query 3-D in BSND", .kind = ET_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 3, .shape = {2, 3, 32},
-         .phase = 1, .want = INVALID, .names = "query"},
-        {.name = "key 5-D", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 5, .shape = {2, 5, 2, 8, 1},
-         .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "weights 2-D in BSND", .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 2, .shape = {2, 12},
-         .phase = 1, .want = INVALID, .names = "weights"},
-        {.name = "dy short form with N2 = 2", .kind = ET_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 3,
-         .shape = {2, 3, 6}, .phase = 1, .want = INVALID, .names = "dy|sparse_indices"},
-        {.name = "sparse_indices 2-D", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 2, .shape = {6, 6},
-         .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
-        {.name = "d_query 5-D", .kind = ET_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 5, .shape = {2, 3, 4, 8, 1},
-         .phase = 1, .want = INVALID, .names = "d_query"},
-        {.name = "d_key 3-D", .kind = ET_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 3, .shape = {10, 2, 8},
-         .phase = 1, .want = INVALID, .names = "d_key"},
-        {.name = "d_weights 4-D", .kind = ET_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 4, .shape = {2, 3, 4, 1},
-         .phase = 1, .want = INVALID, .names = "d_weights"},
-        {.name = "actual_seq_lengths_query 2-D", .kind = ET_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 2,
-         .shape = {2, 1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "actual_seq_lengths_key 0-D", .kind = ET_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 0,
-         .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND query 4-D", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_Q, .dtype = -1, .ndim = 4,
-         .shape = {1, 4, 4, 8}, .phase = 1, .want = INVALID, .names = "query"},
-        {.name = "TND key 2-D", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 2,
-         .shape = {6, 16}, .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "TND weights 3-D", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
-         .shape = {1, 4, 4}, .phase = 1, .want = INVALID, .names = "weights"},
+    static const errtest_replacement defects[] = {
+        {"query 3-D in BSND", REF_BSND, NULL, RB_Q, -1, 3, {2, 3, 32}, "query"},
+        {"key 5-D", REF_BSND, NULL, RB_K, -1, 5, {2, 5, 2, 8, 1}, "key"},
+        {"weights 2-D in BSND", REF_BSND, NULL, RB_W, -1, 2, {2, 12}, "weights"},
+        {"dy short form with N2 = 2", REF_BSND, NULL, RB_DY, -1, 3, {2, 3, 6}, "dy|sparse_indices"},
+        {"sparse_indices 2-D", REF_BSND, NULL, RB_IDX, -1, 2, {6, 6}, "sparse_indices|dy"},
+        {"d_query 5-D", REF_BSND, NULL, RB_DQ, -1, 5, {2, 3, 4, 8, 1}, "d_query"},
+        {"d_key 3-D", REF_BSND, NULL, RB_DK, -1, 3, {10, 2, 8}, "d_key"},
+        {"d_weights 4-D", REF_BSND, NULL, RB_DW, -1, 4, {2, 3, 4, 1}, "d_weights"},
+        {"actual_seq_lengths_query 2-D", REF_BSND, NULL, RB_SQ, -1, 2, {2, 1}, "actual_seq_lengths_query"},
+        {"actual_seq_lengths_key 0-D", REF_BSND, NULL, RB_SK, -1, 0, {0}, "actual_seq_lengths_key"},
+        {"TND query 4-D", REF_TND, NULL, RB_Q, -1, 4, {1, 4, 4, 8}, "query"},
+        {"TND key 2-D", REF_TND, NULL, RB_K, -1, 2, {6, 16}, "key"},
+        {"TND weights 3-D", REF_TND, NULL, RB_W, -1, 3, {1, 4, 4}, "weights"},
     };
-    errtest_run(&backward, cases, NCASES(cases));
+    errtest_run_replacements(&backward, defects, NCASES(defects));
 }
 
 void test_errors_shape_pairs(void)
 {
-    static const errtest_case cases[] = {
-        {.name = "key batch != query batch", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
-         .shape = {3, 5, 2, 8}, .phase = 1, .want = INVALID, .names = "key|query"},
-        {.name = "key D != query D", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4, .shape = {2, 5, 2, 7},
-         .phase = 1, .want = INVALID, .names = "key|query"},
-        {.name = "key N2 != sparse_indices N2", .kind = ET_REPLACE, .target = RB_K, .dtype = -1, .ndim = 4,
-         .shape = {2, 5, 4, 8}, .phase = 1, .want = INVALID, .names = "key|sparse_indices|dy"},
-        {.name = "weights S1 != query S1", .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
-         .shape = {2, 4, 4}, .phase = 1, .want = INVALID, .names = "weights|query"},
-        {.name = "weights N1 != query N1", .kind = ET_REPLACE, .target = RB_W, .dtype = -1, .ndim = 3,
-         .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "weights|query"},
-        {.name = "sparse_indices S1 != query S1", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
-         .shape = {2, 4, 2, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy|query"},
-        {.name = "sparse_indices N2 != key N2", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
-         .shape = {2, 3, 1, 3}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy|key"},
-        {.name = "sparse_indices K != dy K", .kind = ET_REPLACE, .target = RB_IDX, .dtype = -1, .ndim = 4,
-         .shape = {2, 3, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
-        {.name = "dy batch != sparse_indices batch", .kind = ET_REPLACE, .target = RB_DY, .dtype = -1, .ndim = 4,
-         .shape = {1, 3, 2, 3}, .phase = 1, .want = INVALID, .names = "dy|sparse_indices|query"},
-        {.name = "d_query shape != query", .kind = ET_REPLACE, .target = RB_DQ, .dtype = -1, .ndim = 4,
-         .shape = {2, 3, 4, 9}, .phase = 1, .want = INVALID, .names = "d_query|query"},
-        {.name = "d_key shape != key", .kind = ET_REPLACE, .target = RB_DK, .dtype = -1, .ndim = 4,
-         .shape = {2, 6, 2, 8}, .phase = 1, .want = INVALID, .names = "d_key|key"},
-        {.name = "d_weights shape != weights", .kind = ET_REPLACE, .target = RB_DW, .dtype = -1, .ndim = 3,
-         .shape = {2, 3, 5}, .phase = 1, .want = INVALID, .names = "d_weights|weights"},
-        {.name = "actual_seq_lengths_query [3] != B", .kind = ET_REPLACE, .target = RB_SQ, .dtype = -1, .ndim = 1,
-         .shape = {3}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query|query"},
-        {.name = "actual_seq_lengths_key [1] != B", .kind = ET_REPLACE, .target = RB_SK, .dtype = -1, .ndim = 1,
-         .shape = {1}, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key|key|query"},
-        {.name = "TND key ends [3] != query ends [2]", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_SK,
-         .dtype = -1, .ndim = 1, .shape = {3}, .phase = 1, .want = INVALID,
-         .names = "actual_seq_lengths_key|actual_seq_lengths_query"},
-        {.name = "TND weights T1 != query T1", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_W, .dtype = -1,
-         .ndim = 2, .shape = {5, 4}, .phase = 1, .want = INVALID, .names = "weights|query"},
-        {.name = "TND sparse_indices K != dy K", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_IDX,
-         .dtype = -1, .ndim = 3, .shape = {4, 2, 4}, .phase = 1, .want = INVALID, .names = "sparse_indices|dy"},
-        {.name = "TND d_key T2 != key T2", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_DK, .dtype = -1,
-         .ndim = 3, .shape = {7, 2, 8}, .phase = 1, .want = INVALID, .names = "d_key|key"},
+    static const errtest_replacement defects[] = {
+        {"key batch != query batch", REF_BSND, NULL, RB_K, -1, 4, {3, 5, 2, 8}, "key|query"},
+        {"key D != query D", REF_BSND, NULL, RB_K, -1, 4, {2, 5, 2, 7}, "key|query"},
+        {"key N2 != sparse_indices N2", REF_BSND, NULL, RB_K, -1, 4, {2, 5, 4, 8}, "key|sparse_indices|dy"},
+        {"weights S1 != query S1", REF_BSND, NULL, RB_W, -1, 3, {2, 4, 4}, "weights|query"},
+        {"weights N1 != query N1", REF_BSND, NULL, RB_W, -1, 3, {2, 3, 5}, "weights|query"},
+        {"sparse_indices S1 != query S1", REF_BSND, NULL, RB_IDX, -1, 4, {2, 4, 2, 3}, "sparse_indices|dy|query"},
+        {"sparse_indices N2 != key N2", REF_BSND, NULL, RB_IDX, -1, 4, {2, 3, 1, 3}, "sparse_indices|dy|key"},
+        {"sparse_indices K != dy K", REF_BSND, NULL, RB_IDX, -1, 4, {2, 3, 2, 4}, "sparse_indices|dy"},
+        {"dy batch != sparse_indices batch", REF_BSND, NULL, RB_DY, -1, 4, {1, 3, 2, 3}, "dy|sparse_indices|query"},
+        {"d_query shape != query", REF_BSND, NULL, RB_DQ, -1, 4, {2, 3, 4, 9}, "d_query|query"},
+        {"d_key shape != key", REF_BSND, NULL, RB_DK, -1, 4, {2, 6, 2, 8}, "d_key|key"},
+        {"d_weights shape != weights", REF_BSND, NULL, RB_DW, -1, 3, {2, 3, 5}, "d_weights|weights"},
+        {"actual_seq_lengths_query [3] != B", REF_BSND, NULL, RB_SQ, -1, 1, {3}, "actual_seq_lengths_query|query"},
+        {"actual_seq_lengths_key [1] != B", REF_BSND, NULL, RB_SK, -1, 1, {1}, "actual_seq_lengths_key|key|query"},
+        {"TND key ends [3] != query ends [2]", REF_TND, NULL, RB_SK, -1, 1, {3},
+         "actual_seq_lengths_key|actual_seq_lengths_query"},
+        {"TND weights T1 != query T1", REF_TND, NULL, RB_W, -1, 2, {5, 4}, "weights|query"},
+        {"TND sparse_indices K != dy K", REF_TND, NULL, RB_IDX, -1, 3, {4, 2, 4}, "sparse_indices|dy"},
+        {"TND d_key T2 != key T2", REF_TND, NULL, RB_DK, -1, 3, {7, 2, 8}, "d_key|key"},
     };
-    errtest_run(&backward, cases, NCASES(cases));
+    errtest_run_replacements(&backward, defects, NCASES(defects));
 }
 
 static void dims_f32(tcase *tc)
@@ -183,39 +152,24 @@ static void dims_f32(tcase *tc)
 
 void test_errors_dtypes(void)
 {
-    static const errtest_case cases[] = {
-        {.name = "key f16, query bf16", .kind = ET_REPLACE, .target = RB_K, .dtype = LIG_FLOAT16, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "key"},
-        {.name = "dy f32, query bf16", .kind = ET_REPLACE, .target = RB_DY, .dtype = LIG_FLOAT32, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "dy"},
-        {.name = "weights f32, query bf16", .kind = ET_REPLACE, .target = RB_W, .dtype = LIG_FLOAT32, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "weights"},
-        {.name = "dy bf16, query f32", .edit_dims = dims_f32, .kind = ET_REPLACE, .target = RB_DY,
-         .dtype = LIG_BFLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "dy"},
-        {.name = "query int32", .kind = ET_REPLACE, .target = RB_Q, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
-         .want = INVALID, .names = "query|key"},
-        {.name = "sparse_indices float32", .kind = ET_REPLACE, .target = RB_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "sparse_indices bf16", .kind = ET_REPLACE, .target = RB_IDX, .dtype = LIG_BFLOAT16, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "sparse_indices"},
-        {.name = "d_query f32, query bf16", .kind = ET_REPLACE, .target = RB_DQ, .dtype = LIG_FLOAT32, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "d_query"},
-        {.name = "d_key f16, query bf16", .kind = ET_REPLACE, .target = RB_DK, .dtype = LIG_FLOAT16, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "d_key"},
-        {.name = "d_weights int32", .kind = ET_REPLACE, .target = RB_DW, .dtype = LIG_INT32, .ndim = -1, .phase = 1,
-         .want = INVALID, .names = "d_weights"},
-        {.name = "d_weights f16, query bf16", .kind = ET_REPLACE, .target = RB_DW, .dtype = LIG_FLOAT16, .ndim = -1,
-         .phase = 1, .want = INVALID, .names = "d_weights"},
-        {.name = "d_weights f16, query f32", .edit_dims = dims_f32, .kind = ET_REPLACE, .target = RB_DW,
-         .dtype = LIG_FLOAT16, .ndim = -1, .phase = 1, .want = INVALID, .names = "d_weights"},
-        {.name = "actual_seq_lengths_query float32", .kind = ET_REPLACE, .target = RB_SQ, .dtype = LIG_FLOAT32,
-         .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_query"},
-        {.name = "actual_seq_lengths_key bf16", .kind = ET_REPLACE, .target = RB_SK, .dtype = LIG_BFLOAT16,
-         .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
-        {.name = "TND actual_seq_lengths_key float32", .layout = REF_TND, .kind = ET_REPLACE, .target = RB_SK,
-         .dtype = LIG_FLOAT32, .ndim = -1, .phase = 1, .want = INVALID, .names = "actual_seq_lengths_key"},
+    static const errtest_replacement defects[] = {
+        {"key f16, query bf16", REF_BSND, NULL, RB_K, LIG_FLOAT16, -1, {0}, "key"},
+        {"dy f32, query bf16", REF_BSND, NULL, RB_DY, LIG_FLOAT32, -1, {0}, "dy"},
+        {"weights f32, query bf16", REF_BSND, NULL, RB_W, LIG_FLOAT32, -1, {0}, "weights"},
+        {"dy bf16, query f32", REF_BSND, dims_f32, RB_DY, LIG_BFLOAT16, -1, {0}, "dy"},
+        {"query int32", REF_BSND, NULL, RB_Q, LIG_INT32, -1, {0}, "query|key"},
+        {"sparse_indices float32", REF_BSND, NULL, RB_IDX, LIG_FLOAT32, -1, {0}, "sparse_indices"},
+        {"sparse_indices bf16", REF_BSND, NULL, RB_IDX, LIG_BFLOAT16, -1, {0}, "sparse_indices"},
+        {"d_query f32, query bf16", REF_BSND, NULL, RB_DQ, LIG_FLOAT32, -1, {0}, "d_query"},
+        {"d_key f16, query bf16", REF_BSND, NULL, RB_DK, LIG_FLOAT16, -1, {0}, "d_key"},
+        {"d_weights int32", REF_BSND, NULL, RB_DW, LIG_INT32, -1, {0}, "d_weights"},
+        {"d_weights f16, query bf16", REF_BSND, NULL, RB_DW, LIG_FLOAT16, -1, {0}, "d_weights"},
+        {"d_weights f16, query f32", REF_BSND, dims_f32, RB_DW, LIG_FLOAT16, -1, {0}, "d_weights"},
+        {"actual_seq_lengths_query float32", REF_BSND, NULL, RB_SQ, LIG_FLOAT32, -1, {0}, "actual_seq_lengths_query"},
+        {"actual_seq_lengths_key bf16", REF_BSND, NULL, RB_SK, LIG_BFLOAT16, -1, {0}, "actual_seq_lengths_key"},
+        {"TND actual_seq_lengths_key float32", REF_TND, NULL, RB_SK, LIG_FLOAT32, -1, {0}, "actual_seq_lengths_key"},
     };
-    errtest_run(&backward, cases, NCASES(cases));
+    errtest_run_replacements(&backward, defects, NCASES(defects));
 }
 
 static void dims_n2_3(tcase *tc)
@@ -358,10 +312,8 @@ void test_errors_message_shapes(void)
         gen_opts o;
         gen_opts_default(&o);
         tc_set_dims(&tc, 2, 2, 1, 4, 2048);
-        tc.p.S1 = 3;
-        tc.p.S2 = 4;
         tc.short_form = 1;
-        gen_bsnd(&r, &tc);
+        gen_layout(&r, &tc, 0, 3, 4, 0, 0, 0);
         gen_data(&r, &tc, &o);
         run_inst ri;
         run_setup(&tc, &ri);

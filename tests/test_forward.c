@@ -41,6 +41,15 @@ static int values_choice(int v, lig_dtype dtype, lig_dtype *val_dtype)
     }
 }
 
+/* Case v of a test seeded at `seed`: its generator (seed + v), the forward's default generator
+ * options in o and tc at tc_init's defaults. */
+static th_rng start_case(uint64_t seed, int v, fwd_gen_opts *o, tcase *tc)
+{
+    fwd_gen_opts_default(o);
+    tc_init(tc);
+    return th_rng_make(seed + (uint64_t)v);
+}
+
 /* ---- the reference itself ---- */
 
 /*
@@ -172,9 +181,8 @@ void test_fwd_ref_self_consistency(void)
                       n, visible);
             }
         }
-        free(idx);
-        free(val);
-        free(again);
+        void *const results[] = {idx, val, again};
+        th_free_all(results, sizeof results / sizeof results[0]);
         tc_free(&tc);
     }
     th_note("%" PRId64 " selected slots checked, %" PRId64 " units with a tie at the k-th score", compared, boundary);
@@ -225,15 +233,13 @@ void test_fwd_ties(void)
     fwd_check_stats_reset();
     static const int64_t Ks[] = {1, 2, 4, 7, 12, 30};
     for (int v = 0; v < 36; v++) {
-        th_rng r = th_rng_make(33000u + (uint64_t)v);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
+        tcase tc;
+        th_rng r = start_case(33000u, v, &o, &tc);
         o.tie_heavy = 1;
         o.p_dead_head = v % 3 == 0 ? 1.0 : 0.7; /* every head dead: all scores 0 */
         o.p_zero_w = v % 4 == 1 ? 0.6 : 0.2;
         o.p_dup_key = 0.4;
-        tcase tc;
-        tc_init(&tc);
         tc.dtype = suite_float_dtypes[v % 3];
         tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
         tc.p.sparse_mode = suite_modes[v % 2];
@@ -331,12 +337,10 @@ void test_fwd_topk_counts(void)
     fwd_check_stats_reset();
     static const int64_t ks[] = {1, 47, 48, 49, 300, 5000, 7000, 100000};
     for (int i = 0; i < 8; i++) {
-        th_rng r = th_rng_make(41000u + (uint64_t)i);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = i % 2;
         tcase tc;
-        tc_init(&tc);
+        th_rng r = start_case(41000u, i, &o, &tc);
+        o.tie_heavy = i % 2;
         tc_set_dims(&tc, 1, 2, 1, 8, ks[i]);
         tc.p.S1 = 6;
         tc.p.S2 = i == 7 ? 50 : 6000; /* K = 100000 with 50 keys: output mostly -1, small workspace */
@@ -366,11 +370,9 @@ void test_fwd_trivial_cases(void)
     for (int which = 0; which < 6; which++) {
         for (int layout = 0; layout < 2; layout++) {
             for (int mode = 0; mode < 2; mode++, v++) {
-                th_rng r = th_rng_make(43000u + (uint64_t)v);
                 fwd_gen_opts o;
-                fwd_gen_opts_default(&o);
                 tcase tc;
-                tc_init(&tc);
+                th_rng r = start_case(43000u, v, &o, &tc);
                 tc.dtype = suite_float_dtypes[v % 3];
                 tc.idx_dtype = suite_index_dtypes[v % 2];
                 tc.p.sparse_mode = suite_modes[mode];
@@ -441,11 +443,9 @@ void test_fwd_invalid_rows(void)
 {
     fwd_check_stats_reset();
     for (int v = 0; v < 8; v++) {
-        th_rng r = th_rng_make(45000u + (uint64_t)v);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
         tcase tc;
-        tc_init(&tc);
+        th_rng r = start_case(45000u, v, &o, &tc);
         tc.dtype = suite_float_dtypes[v % 3];
         tc.idx_dtype = suite_index_dtypes[v % 2];
         tc.p.sparse_mode = v % 4 < 2 ? 3 : 0;
@@ -494,12 +494,10 @@ void test_fwd_feeds_backward(void)
     fwd_check_stats_reset();
     check_stats_reset();
     for (int v = 0; v < 12; v++) {
-        th_rng r = th_rng_make(47000u + (uint64_t)v);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = v % 3 == 1;
         tcase tc;
-        tc_init(&tc);
+        th_rng r = start_case(47000u, v, &o, &tc);
+        o.tie_heavy = v % 3 == 1;
         tc.dtype = suite_float_dtypes[v % 3];
         tc.dw_dtype = v % 2 ? LIG_FLOAT32 : tc.dtype;
         tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
@@ -545,12 +543,10 @@ void test_fwd_determinism_threads(void)
 {
     static const int threads[] = {1, 2, 3};
     for (int pi = 0; pi < 4; pi++) {
-        th_rng r = th_rng_make(49000u + (uint64_t)pi);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.grid = 0;
         tcase tc;
-        tc_init(&tc);
+        th_rng r = start_case(49000u, pi, &o, &tc);
+        o.grid = 0;
         tc.grid = 0;
         tc.dtype = suite_float_dtypes[pi % 3];
         tc.idx_dtype = suite_index_dtypes[pi % 2];
@@ -668,13 +664,11 @@ void test_fwd_long_sequence(void)
 {
     const int64_t S = suite_long_rows();
     for (int part = 0; part < 2; part++) {
-        th_rng r = th_rng_make(51000u + (uint64_t)part);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
+        tcase tc;
+        th_rng r = start_case(51000u, part, &o, &tc);
         o.grid_range = 3;
         o.p_dup_key = 0.02;
-        tcase tc;
-        tc_init(&tc);
         tc.dtype = part ? LIG_FLOAT32 : LIG_BFLOAT16;
         tc.idx_dtype = part ? LIG_INT64 : LIG_INT32;
         tc_set_dims(&tc, 1, 2, 1, 4, 8);
@@ -726,12 +720,10 @@ void test_fwd_nonfinite_inputs(void)
     static const double specials[3] = {NAN, INFINITY, -INFINITY};
     int64_t nan_scores = 0, inf_scores = 0;
     for (int v = 0; v < 18; v++) {
-        th_rng r = th_rng_make(53000u + (uint64_t)v);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
-        o.tie_heavy = v % 2;
         tcase tc;
-        tc_init(&tc);
+        th_rng r = start_case(53000u, v, &o, &tc);
+        o.tie_heavy = v % 2;
         tc.dtype = suite_float_dtypes[v % 3];
         tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
         tc.p.sparse_mode = suite_modes[v % 2];
@@ -869,13 +861,11 @@ void test_fwd_nonfinite_weights_wide_groups(void)
     static const double specials[3] = {NAN, INFINITY, -INFINITY};
     int64_t gated_nonfinite = 0;
     for (int v = 0; v < 12; v++) {
-        th_rng r = th_rng_make(61000u + (uint64_t)v);
         fwd_gen_opts o;
-        fwd_gen_opts_default(&o);
+        tcase tc;
+        th_rng r = start_case(61000u, v, &o, &tc);
         o.tie_heavy = 1; /* keys >= 0 and dead heads: many heads gated off everywhere */
         o.p_dead_head = 0.5;
-        tcase tc;
-        tc_init(&tc);
         tc.dtype = suite_float_dtypes[v % 3];
         tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + (v / 4) % 2;

@@ -110,81 +110,83 @@ void test_grad_continuous_data(void)
     suite_continuous(&suite_backward, &s);
 }
 
-/* Most slots skipped (padding, masked) with NaN/Inf dy there, many invalid rows with garbage. */
-void test_grad_poison_is_ignored(void)
+/* n cases of a backward test: case v draws from th_rng_make(seed + v); `make` sets its options
+ * and shape (gen_opts at their defaults, tc at tc_init's before it) and draws its lengths, then
+ * the data is drawn and the case checked under `label`. */
+typedef void (*variant_fn)(th_rng *r, int v, gen_opts *o, tcase *tc);
+
+static void check_variants(const char *label, uint64_t seed, int n, variant_fn make)
 {
     check_stats_reset();
-    for (int v = 0; v < 12; v++) {
-        th_rng r = th_rng_make(11000u + (uint64_t)v);
+    for (int v = 0; v < n; v++) {
+        th_rng r = th_rng_make(seed + (uint64_t)v);
         gen_opts o;
         gen_opts_default(&o);
-        o.p_pad = 0.3;
-        o.p_mask = 0.45;
-        o.p_dup = 0.1;
         tcase tc;
         tc_init(&tc);
-        tc.dtype = suite_float_dtypes[v % 3];
-        tc.dw_dtype = tc.dtype;
-        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
-        tc.p.sparse_mode = suite_modes[v % 2];
-        tc.p.pre_tokens = v % 4 < 2 ? 2 : INT64_MAX;
-        tc.p.next_tokens = 1;
-        tc_set_dims(&tc, 3, 4, 2, 9, 8);
-        gen_layout(&r, &tc, v % 2, 7, 9, 3, 2, 1);
+        make(&r, v, &o, &tc);
         gen_data(&r, &tc, &o);
-        check_case(&tc, "poison");
+        check_case(&tc, label);
         tc_free(&tc);
     }
-    check_stats_note("poison", 1);
+    check_stats_note(label, 1);
+}
+
+/* Most slots skipped (padding, masked) with NaN/Inf dy there, many invalid rows with garbage. */
+static void poison_variant(th_rng *r, int v, gen_opts *o, tcase *tc)
+{
+    o->p_pad = 0.3;
+    o->p_mask = 0.45;
+    o->p_dup = 0.1;
+    tc->dtype = suite_float_dtypes[v % 3];
+    tc->dw_dtype = tc->dtype;
+    tc->idx_dtype = suite_index_dtypes[(v / 3) % 2];
+    tc->p.sparse_mode = suite_modes[v % 2];
+    tc->p.pre_tokens = v % 4 < 2 ? 2 : INT64_MAX;
+    tc->p.next_tokens = 1;
+    tc_set_dims(tc, 3, 4, 2, 9, 8);
+    gen_layout(r, tc, v % 2, 7, 9, 3, 2, 1);
+}
+
+void test_grad_poison_is_ignored(void)
+{
+    check_variants("poison", 11000, 12, poison_variant);
 }
 
 /* Indices as the forward writes them: distinct visible keys, -1 only as a tail (rows that see
  * fewer than K keys), causal. */
+static void forward_like_variant(th_rng *r, int v, gen_opts *o, tcase *tc)
+{
+    o->tail_pad = 1;
+    o->p_pad = 0.0;
+    o->p_mask = 0.0;
+    o->p_dup = 0.0;
+    tc->dtype = suite_float_dtypes[v % 3];
+    tc->dw_dtype = LIG_FLOAT32;
+    tc->p.sparse_mode = 3;
+    tc_set_dims(tc, 2, 8, 1, 32, 16);
+    tc->short_form = 1;
+    gen_layout(r, tc, v % 2, 20, 24, 0, 0, 0);
+}
+
 void test_grad_forward_like_indices(void)
 {
-    check_stats_reset();
-    for (int v = 0; v < 12; v++) {
-        th_rng r = th_rng_make(13000u + (uint64_t)v);
-        gen_opts o;
-        gen_opts_default(&o);
-        o.tail_pad = 1;
-        o.p_pad = 0.0;
-        o.p_mask = 0.0;
-        o.p_dup = 0.0;
-        tcase tc;
-        tc_init(&tc);
-        tc.dtype = suite_float_dtypes[v % 3];
-        tc.dw_dtype = LIG_FLOAT32;
-        tc.p.sparse_mode = 3;
-        tc_set_dims(&tc, 2, 8, 1, 32, 16);
-        tc.short_form = 1;
-        gen_layout(&r, &tc, v % 2, 20, 24, 0, 0, 0);
-        gen_data(&r, &tc, &o);
-        check_case(&tc, "forward-like");
-        tc_free(&tc);
-    }
-    check_stats_note("forward-like", 1);
+    check_variants("forward-like", 13000, 12, forward_like_variant);
 }
 
 /* head_num 0 ("take it from query") and N1, the short and long index forms with N2 == 1. */
+static void head_num_variant(th_rng *r, int v, gen_opts *o, tcase *tc)
+{
+    (void)o;
+    tc->dtype = suite_float_dtypes[v % 3];
+    tc->dw_dtype = (v / 3) % 2 ? LIG_FLOAT32 : tc->dtype;
+    tc_set_dims(tc, 2, 5, 1, 12, 4);
+    tc->head_num = v % 2 ? 0 : 5;
+    tc->short_form = (v / 2) % 2;
+    gen_layout(r, tc, (v / 4) % 2, 5, 6, 1, 1, 0);
+}
+
 void test_grad_head_num_and_forms(void)
 {
-    check_stats_reset();
-    for (int v = 0; v < 16; v++) {
-        th_rng r = th_rng_make(15000u + (uint64_t)v);
-        gen_opts o;
-        gen_opts_default(&o);
-        tcase tc;
-        tc_init(&tc);
-        tc.dtype = suite_float_dtypes[v % 3];
-        tc.dw_dtype = (v / 3) % 2 ? LIG_FLOAT32 : tc.dtype;
-        tc_set_dims(&tc, 2, 5, 1, 12, 4);
-        tc.head_num = v % 2 ? 0 : 5;
-        tc.short_form = (v / 2) % 2;
-        gen_layout(&r, &tc, (v / 4) % 2, 5, 6, 1, 1, 0);
-        gen_data(&r, &tc, &o);
-        check_case(&tc, "head_num/forms");
-        tc_free(&tc);
-    }
-    check_stats_note("head_num/forms", 1);
+    check_variants("head_num/forms", 15000, 16, head_num_variant);
 }

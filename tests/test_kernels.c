@@ -35,6 +35,12 @@ static int sets_under_test(const lig_kernel_set **out, int report) {
     return m;
 }
 
+/* The sets to test, as sets_under_test reports them, and the scalar set they are compared with. */
+static int sets_against_scalar(const lig_kernel_set **out, const lig_kernel_set **ref_set) {
+    *ref_set = scalar_set();
+    return sets_under_test(out, 1);
+}
+
 /* Multiples of 1/8 in [-2, 2]: products are multiples of 2^-6, sums exact below 2^18. */
 static float grid_value(th_rng *r) { return (float)th_rng_range(r, -16, 16) / 8.0f; }
 
@@ -129,9 +135,8 @@ void test_kernels_f32_gemm_ukernels(void) {
 /* The tiled driver over each set's micro-kernels against the scalar set's, M, N, K from 1 to
  * past two tiles. */
 void test_kernels_f32_gemm_driver(void) {
-    const lig_kernel_set *sets[8];
-    const int m = sets_under_test(sets, 1);
-    const lig_kernel_set *ref_set = scalar_set();
+    const lig_kernel_set *sets[8], *ref_set;
+    const int m = sets_against_scalar(sets, &ref_set);
     th_rng r = th_rng_make(0x64726976u);
     for (int s = 0; s < m; s++) {
         const lig_f32_gemm_config *cfg = &sets[s]->f32->gemm;
@@ -175,9 +180,8 @@ static void fill_gate_scores(th_rng *r, float *st, int64_t n, int64_t draws)
 /* The backward's gate and the forward's score sum: grid scores (exact products and sums),
  * zeros and negatives; non-finite dy and weights where the gate is closed must add nothing. */
 void test_kernels_gate_and_scores(void) {
-    const lig_kernel_set *sets[8];
-    const int m = sets_under_test(sets, 1);
-    const lig_kernel_set *ref_set = scalar_set();
+    const lig_kernel_set *sets[8], *ref_set;
+    const int m = sets_against_scalar(sets, &ref_set);
     th_rng r = th_rng_make(0x67617465u);
     for (int s = 0; s < m; s++) {
         for (int64_t G = 1; G <= 40; G += 1 + G / 4)
@@ -227,9 +231,8 @@ void test_kernels_rows(void) {
     static const lig_dtype dtypes[] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3e-39f, 6e-8f, 65520.0f,
                                      1.00390625f, 1.01171875f, 3.4e38f, 5.9604645e-8f, 0x1.002p0f};
-    const lig_kernel_set *sets[8];
-    const int m = sets_under_test(sets, 1);
-    const lig_kernel_set *ref_set = scalar_set();
+    const lig_kernel_set *sets[8], *ref_set;
+    const int m = sets_against_scalar(sets, &ref_set);
     th_rng r = th_rng_make(0x726f7773u);
     for (int s = 0; s < m; s++)
         for (size_t di = 0; di < 3; di++)

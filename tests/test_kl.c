@@ -189,7 +189,8 @@ void test_kl_strides(void)
             kl_gen_data(&r, &kc, &o);
             int was_refused = 0;
             const int may_refuse = in == TC_INNER_STRIDED || in == TC_BROADCAST;
-            kl_check_case_or_refused(&kc, "KL strides", may_refuse ? &was_refused : NULL);
+            suite_case sc = {.kc = &kc};
+            suite_check(&suite_kl, &sc, "KL strides", may_refuse ? &was_refused : NULL);
             refused += was_refused;
             kl_free(&kc);
         }

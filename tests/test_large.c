@@ -17,37 +17,55 @@
 #include "suite.h"
 #include "tests.h"
 
-/* Default generator options, then the backward's check of one large case. */
-static void data_and_check(th_rng *r, tcase *tc, const char *label)
+/* The case's data drawn with the generator options o (NULL: the defaults), then the backward's
+ * check of it. */
+static void data_and_check(th_rng *r, tcase *tc, const gen_opts *o, const char *label)
 {
-    gen_opts o;
-    gen_opts_default(&o);
-    gen_data(r, tc, &o);
+    gen_opts defaults;
+    gen_opts_default(&defaults);
+    gen_data(r, tc, o ? o : &defaults);
     suite_case sc = {.tc = tc};
     suite_large(&suite_backward, &sc, label);
     tc_free(tc);
 }
 
+/* One BSND case (no length arrays, or both): its seed, dims, dtypes, mode and lengths. */
+typedef struct bsnd_case {
+    uint64_t seed;
+    int64_t B, N1, N2, D, K;
+    lig_dtype dtype, dw_dtype;
+    int64_t sparse_mode;
+    int short_form;
+    int64_t s1, s2;
+    int with_seq;
+    const char *label;
+} bsnd_case;
+
+static void check_bsnd_case(const bsnd_case *c, const gen_opts *o)
+{
+    th_rng r = th_rng_make(c->seed);
+    tcase tc;
+    tc_init(&tc);
+    tc_set_dims(&tc, c->B, c->N1, c->N2, c->D, c->K);
+    tc.p.sparse_mode = c->sparse_mode;
+    tc.dtype = c->dtype;
+    tc.dw_dtype = c->dw_dtype;
+    tc.short_form = c->short_form;
+    gen_layout(&r, &tc, 0, c->s1, c->s2, 0, 0, c->with_seq);
+    data_and_check(&r, &tc, o, c->label);
+}
+
 void test_large_bsnd_128k(void)
 {
     const int64_t S = suite_long_rows();
-    th_rng r = th_rng_make(131072);
+    char label[64];
+    snprintf(label, sizeof label, "BSND S1=S2=%" PRId64 " causal", S);
+    const bsnd_case c = {131072, 1, 2, 1, 4, 8, LIG_BFLOAT16, LIG_BFLOAT16, 3, 1, S, S, 0, label};
     gen_opts o;
     gen_opts_default(&o);
     o.tail_pad = 1;
     o.p_dup = 0.05;
-    tcase tc;
-    tc_init(&tc);
-    tc_set_dims(&tc, 1, 2, 1, 4, 8);
-    tc.p.S1 = tc.p.S2 = S;
-    tc.short_form = 1;
-    gen_bsnd(&r, &tc);
-    gen_data(&r, &tc, &o);
-    char label[64];
-    snprintf(label, sizeof label, "BSND S1=S2=%" PRId64 " causal", S);
-    suite_case sc = {.tc = &tc};
-    suite_large(&suite_backward, &sc, label);
-    tc_free(&tc);
+    check_bsnd_case(&c, &o);
 }
 
 void test_large_tnd_128k(void)
@@ -75,7 +93,7 @@ void test_large_tnd_128k(void)
     }
     char label[64];
     snprintf(label, sizeof label, "TND T=%" PRId64 " in 4 batches, band 1000", T);
-    data_and_check(&r, &tc, label);
+    data_and_check(&r, &tc, NULL, label);
 }
 
 void test_large_batch_1024(void)
@@ -85,55 +103,32 @@ void test_large_batch_1024(void)
         tcase tc;
         gen_batch_1024(&r, &tc, layout);
         tc.dw_dtype = LIG_FLOAT16;
-        data_and_check(&r, &tc, layout == 0 ? "BSND B=1024 with lengths" : "TND B=1024");
+        data_and_check(&r, &tc, NULL, layout == 0 ? "BSND B=1024 with lengths" : "TND B=1024");
     }
 }
 
 void test_large_head_dims(void)
 {
-    static const int64_t dims[] = {1, 300};
-    for (int i = 0; i < 2; i++) {
-        th_rng r = th_rng_make(300 + (uint64_t)i);
-        tcase tc;
-        tc_init(&tc);
-        tc_set_dims(&tc, 2, 4, 2, dims[i], 8);
-        tc.dtype = i ? LIG_BFLOAT16 : LIG_FLOAT32;
-        tc.dw_dtype = LIG_FLOAT32;
-        gen_layout(&r, &tc, 0, 16, 32, 0, 0, 1);
-        char label[32];
-        snprintf(label, sizeof label, "D=%" PRId64, dims[i]);
-        data_and_check(&r, &tc, label);
-    }
+    static const bsnd_case cases[] = {
+        {300, 2, 4, 2, 1, 8, LIG_FLOAT32, LIG_FLOAT32, 3, 0, 16, 32, 1, "D=1"},
+        {301, 2, 4, 2, 300, 8, LIG_BFLOAT16, LIG_FLOAT32, 3, 0, 16, 32, 1, "D=300"},
+    };
+    for (int i = 0; i < 2; i++) check_bsnd_case(&cases[i], NULL);
 }
 
 void test_large_topk_counts(void)
 {
-    static const int64_t ks[] = {1, 5000};
-    for (int i = 0; i < 2; i++) {
-        th_rng r = th_rng_make(5000 + (uint64_t)i);
-        tcase tc;
-        tc_init(&tc);
-        tc_set_dims(&tc, 1, 2, 1, 8, ks[i]);
-        tc.p.sparse_mode = 0;
-        tc.dtype = tc.dw_dtype = LIG_BFLOAT16;
-        tc.short_form = 1;
-        gen_layout(&r, &tc, 0, 16, 6000, 0, 0, 0);
-        char label[32];
-        snprintf(label, sizeof label, "K=%" PRId64, ks[i]);
-        data_and_check(&r, &tc, label);
-    }
+    static const bsnd_case cases[] = {
+        {5000, 1, 2, 1, 8, 1, LIG_BFLOAT16, LIG_BFLOAT16, 0, 1, 16, 6000, 0, "K=1"},
+        {5001, 1, 2, 1, 8, 5000, LIG_BFLOAT16, LIG_BFLOAT16, 0, 1, 16, 6000, 0, "K=5000"},
+    };
+    for (int i = 0; i < 2; i++) check_bsnd_case(&cases[i], NULL);
 }
 
 void test_large_heads_80_groups_5(void)
 {
-    th_rng r = th_rng_make(80);
-    tcase tc;
-    tc_init(&tc);
-    tc_set_dims(&tc, 2, 80, 5, 16, 8);
-    tc.dtype = LIG_BFLOAT16;
-    tc.dw_dtype = LIG_FLOAT32;
-    gen_layout(&r, &tc, 0, 8, 16, 0, 0, 1);
-    data_and_check(&r, &tc, "N1=80 N2=5");
+    static const bsnd_case c = {80, 2, 80, 5, 16, 8, LIG_BFLOAT16, LIG_FLOAT32, 3, 0, 8, 16, 1, "N1=80 N2=5"};
+    check_bsnd_case(&c, NULL);
 }
 
 /* CANN's own shape class (N1 = 64, N2 = 1, D = 128, bf16, causal) at a small sequence length, so the
@@ -148,6 +143,6 @@ void test_large_deepseek_shape(void)
         tc.p.K = 32;
         tc.dw_dtype = LIG_FLOAT32;
         gen_layout(&r, &tc, layout, 96, layout ? 128 : 96, 4, 0, 0);
-        data_and_check(&r, &tc, layout == 0 ? "BSND N1=64 D=128 K=32" : "TND N1=64 D=128 K=32");
+        data_and_check(&r, &tc, NULL, layout == 0 ? "BSND N1=64 D=128 K=32" : "TND N1=64 D=128 K=32");
     }
 }

@@ -14,6 +14,7 @@
 #include "float_formats.h"
 #include "framework.h"
 #include "lig.h"
+#include "problem_case.h"
 #include "quant_case.h"
 #include "rng.h"
 #include "tests.h"
@@ -508,10 +509,8 @@ void test_quant_fwd_nonfinite_weights_and_scales(void)
             }
             CHECK(bad == 0, "case %d: %" PRId64 " slots differ", v, bad);
         }
-        free(idx);
-        free(ridx);
-        free(val);
-        free(rval);
+        void *const results[] = {idx, ridx, val, rval};
+        th_free_all(results, sizeof results / sizeof results[0]);
         qcase_free(&c);
     }
     th_note("%" PRId64 " NaN and %" PRId64 " infinite scores selected", nan_scores, inf_scores);

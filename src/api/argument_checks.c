@@ -43,6 +43,17 @@ lig_status lig_check_float_dtype(const lig_tensor *t, const char *name) {
                     lig_dtype_name(t->dtype));
 }
 
+lig_status lig_check_loss_scalar(const lig_tensor *loss) {
+    if (loss->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected dtype FLOAT32, got %s", lig_dtype_name(loss->dtype));
+    if (lig_tensor_numel(loss) != 1) {
+        char got[LIG_SHAPE_BUF];
+        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected one element (shape [] or [1]), got shape %s",
+                        lig_format_shape(got, sizeof got, loss->ndim, loss->shape));
+    }
+    return LIG_SUCCESS;
+}
+
 lig_status lig_check_index_dtype(const lig_tensor *t, const char *name) {
     if (lig_dtype_is_index(t->dtype)) return LIG_SUCCESS;
     return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype INT32 or INT64, got %s", name,

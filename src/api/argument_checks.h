@@ -29,6 +29,8 @@ lig_status lig_check_same_dtype(const lig_tensor *t, const char *name, const lig
 /* Exact shape match; `why` is printed in parentheses after the expected shape. */
 lig_status lig_check_shape(const lig_tensor *t, const char *name, int64_t ndim, const int64_t *expect,
                            const char *why);
+/* A loss output: FLOAT32, one element (shape [] or [1]). */
+lig_status lig_check_loss_scalar(const lig_tensor *loss);
 lig_status lig_check_mask_args(int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens);
 /* No output may share a byte with an input, another output, or (between two of its own
  * elements) itself. Byte ranges are compared conservatively: interleaved views are refused. */

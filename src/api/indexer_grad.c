@@ -71,22 +71,14 @@ lig_status lig_indexer_grad_get_workspace_size(
 
     lig_grad_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
-    st = lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query,
-                             actual_seq_lengths_key);
-    if (st != LIG_SUCCESS) {
+    const lig_grad_tensors t = {.query = query, .key = key, .weights = weights, .sparse_indices = sparse_indices,
+                                .d_query = d_query, .d_key = d_key, .d_weights = d_weights};
+    if ((st = lig_grad_problem_fill(pb, pr, &t, short_form, deterministic, sparse_mode, pre_tokens, next_tokens,
+                                    actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) {
         free(pb);
         return st;
     }
-    pb->pr = pr;
-    pb->deterministic = deterministic;
-    pb->q = lig_problem_view(&pr, query, true, true);
-    pb->dq = lig_problem_view(&pr, d_query, true, true);
-    pb->w = lig_problem_view(&pr, weights, true, false);
-    pb->dw = lig_problem_view(&pr, d_weights, true, false);
-    pb->idx = lig_problem_view(&pr, sparse_indices, !short_form, true);
-    pb->dy = lig_problem_view(&pr, dy, !short_form, true);
-    pb->k = lig_problem_view(&pr, key, true, true);
-    pb->dk = lig_problem_view(&pr, d_key, true, true);
+    pb->dy = lig_problem_view(&pb->pr, dy, !short_form, true);
 
     lig_backend_plan plan = {0};
     st = placed.backend->plan_indexer_grad(pb, &plan);

@@ -43,13 +43,7 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     if (sparse_indices &&
         (st = lig_check_shape(sparse_indices, "sparse_indices", nd, shape, "like sparse_values")) != LIG_SUCCESS)
         return st;
-    if (loss->dtype != LIG_FLOAT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected dtype FLOAT32, got %s", lig_dtype_name(loss->dtype));
-    if (lig_tensor_numel(loss) != 1) {
-        char got[LIG_SHAPE_BUF];
-        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected one element (shape [] or [1]), got shape %s",
-                        lig_format_shape(got, sizeof got, loss->ndim, loss->shape));
-    }
+    if ((st = lig_check_loss_scalar(loss)) != LIG_SUCCESS) return st;
     const lig_named_tensor inputs[] = {
         {sparse_values, "sparse_values"}, {sparse_indices, "sparse_indices"}, {target, "target"}};
     const lig_named_tensor outputs[] = {{loss, "loss"}, {dy, "dy"}};

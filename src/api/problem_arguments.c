@@ -149,3 +149,21 @@ lig_status lig_problem_check_quant_paged_qkw(const lig_tensor *query, const lig_
                                              const char *layout, lig_problem *p) {
     return check_paged_qkw(query, key_cache, block_table, weights, layout, true, p);
 }
+
+lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_grad_tensors *t, bool short_form,
+                                 bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                                 const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key) {
+    lig_status st =
+        lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query, actual_seq_lengths_key);
+    if (st != LIG_SUCCESS) return st;
+    g->pr = pr;
+    g->deterministic = deterministic;
+    g->q = lig_problem_view(&pr, t->query, true, true);
+    g->dq = lig_problem_view(&pr, t->d_query, true, true);
+    g->w = lig_problem_view(&pr, t->weights, true, false);
+    g->dw = lig_problem_view(&pr, t->d_weights, true, false);
+    g->idx = lig_problem_view(&pr, t->sparse_indices, !short_form, true);
+    g->k = lig_problem_view(&pr, t->key, true, true);
+    g->dk = lig_problem_view(&pr, t->d_key, true, true);
+    return LIG_SUCCESS;
+}

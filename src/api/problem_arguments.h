@@ -31,4 +31,18 @@ lig_status lig_problem_check_quant_paged_qkw(const lig_tensor *query, const lig_
 lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K,
                                    const char *why, bool *short_form);
 
+/* The indexer tensors of a backward-shaped problem: LightningIndexerGrad's, and the indexer part of
+ * the KL loss (query_index, key_index and their gradients). */
+typedef struct lig_grad_tensors {
+    const lig_tensor *query, *key, *weights, *sparse_indices, *d_query, *d_key, *d_weights;
+} lig_grad_tensors;
+
+/* The end of a backward-shaped phase 1, every argument checked: resolves the mask and the sequence
+ * lengths into pr (lig_problem_resolve) and fills g with it, `deterministic` and the views of t
+ * (sparse_indices in the short form when short_form); g->dy is the caller's. On failure nothing in
+ * g needs freeing. */
+lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_grad_tensors *t, bool short_form,
+                                 bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                                 const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
+
 #endif

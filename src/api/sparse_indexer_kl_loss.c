@@ -145,13 +145,7 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
         return st;
     if ((st = lig_check_shape(d_weights, "d_weights", weights->ndim, weights->shape, "like weights")) != LIG_SUCCESS)
         return st;
-    if (loss->dtype != LIG_FLOAT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected dtype FLOAT32, got %s", lig_dtype_name(loss->dtype));
-    if (lig_tensor_numel(loss) != 1) {
-        char got[LIG_SHAPE_BUF];
-        return lig_fail(LIG_ERR_PARAM_INVALID, "loss: expected one element (shape [] or [1]), got shape %s",
-                        lig_format_shape(got, sizeof got, loss->ndim, loss->shape));
-    }
+    if ((st = lig_check_loss_scalar(loss)) != LIG_SUCCESS) return st;
 
     /* scalars */
     const float scale32 = (float)scale;
@@ -189,38 +183,31 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
 
     lig_kl_loss_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
-    st = lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query,
-                             actual_seq_lengths_key);
-    if (st != LIG_SUCCESS) {
+    const lig_grad_tensors t = {.query = query_index, .key = key_index, .weights = weights,
+                                .sparse_indices = sparse_indices, .d_query = d_query_index, .d_key = d_key_index,
+                                .d_weights = d_weights};
+    if ((st = lig_grad_problem_fill(&pb->g, pr, &t, short_form, deterministic, sparse_mode, pre_tokens, next_tokens,
+                                    actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) {
         free(pb);
         return st;
     }
-    lig_grad_problem *g = &pb->g;
-    g->pr = pr;
-    g->deterministic = deterministic;
-    g->q = lig_problem_view(&pr, query_index, true, true);
-    g->dq = lig_problem_view(&pr, d_query_index, true, true);
-    g->w = lig_problem_view(&pr, weights, true, false);
-    g->dw = lig_problem_view(&pr, d_weights, true, false);
-    g->idx = lig_problem_view(&pr, sparse_indices, !short_form, true);
-    g->k = lig_problem_view(&pr, key_index, true, true);
-    g->dk = lig_problem_view(&pr, d_key_index, true, true);
-    g->dy = (lig_view4){.dtype = LIG_FLOAT32, .esize = 4}; /* dI is computed, never read from a tensor */
+    pb->g.dy = (lig_view4){.dtype = LIG_FLOAT32, .esize = 4}; /* dI is computed, never read from a tensor */
+    const lig_problem *resolved = &pb->g.pr;
     pb->N1m = n1m;
     pb->Dm = dm;
     pb->Dr = dr;
     pb->has_rope = query_rope != NULL;
-    pb->mq = lig_problem_view(&pr, query, true, true);
-    pb->mk = lig_problem_view(&pr, key, true, true);
+    pb->mq = lig_problem_view(resolved, query, true, true);
+    pb->mk = lig_problem_view(resolved, key, true, true);
     if (query_rope) {
-        pb->mqr = lig_problem_view(&pr, query_rope, true, true);
-        pb->mkr = lig_problem_view(&pr, key_rope, true, true);
+        pb->mqr = lig_problem_view(resolved, query_rope, true, true);
+        pb->mkr = lig_problem_view(resolved, key_rope, true, true);
     }
     pb->has_lse = softmax_lse != NULL;
-    if (softmax_lse) pb->lse = statistic_view(&pr, softmax_lse);
+    if (softmax_lse) pb->lse = statistic_view(resolved, softmax_lse);
     else {
-        pb->smax = statistic_view(&pr, softmax_max);
-        pb->ssum = statistic_view(&pr, softmax_sum);
+        pb->smax = statistic_view(resolved, softmax_max);
+        pb->ssum = statistic_view(resolved, softmax_sum);
     }
     pb->scale = scale32;
     pb->target = target;

@@ -424,6 +424,20 @@ static emu_result emulate(lig_executor *e, uint64_t bytes, Run run) {
     return r;
 }
 
+/* emulate() for an executor whose problem is a P: the problem's workspace layout (layout_of fails on
+ * overflow), then run(x, problem, base, layout) on the emulated workspace, x launching in `order`. */
+template <class P, class Run>
+static emu_result emulate_problem(lig_executor *e, const std::string &name, int order, uint64_t seed,
+                                  bool (*layout_of)(const P *, layout *), Run run) {
+    const P *pb = (const P *)e->problem;
+    layout l;
+    EXPECT(layout_of(pb, &l), "%s: layout overflow", name.c_str());
+    return emulate(e, l.bytes, [&](void *, char *base) {
+        host_exec x = {order, seed, 0, {}};
+        run(x, pb, base, l);
+    });
+}
+
 /* Whole buffers, gaps included; `b` is the CPU backend's (or, for determinism, the first order's). */
 static bool same_bytes(const buf &a, const buf &b, const char *what, const std::string &name) {
     g_checks++;
@@ -506,13 +520,10 @@ static void run_grad_case(const gcase &c, uint64_t seed) {
             delete o;
             break;
         }
-        const lig_grad_problem *pb = (const lig_grad_problem *)e->problem;
-        layout l;
-        EXPECT(grad_layout(pb, &l), "%s: layout overflow", c.name.c_str());
-        res = emulate(e, l.bytes, [&](void *, char *base) {
-            host_exec x = {order, seed, 0, {}};
-            run_grad(x, grad_args_of(pb, base, l), pb->deterministic, pb->pr.bt.lq);
-        });
+        res = emulate_problem(e, c.name, order, seed, grad_layout,
+                              [](host_exec &x, const lig_grad_problem *pb, char *base, const layout &l) {
+                                  run_grad(x, grad_args_of(pb, base, l), pb->deterministic, pb->pr.bt.lq);
+                              });
 #endif
         EXPECT(res.st == (bad ? LIG_ERR_PARAM_INVALID : LIG_SUCCESS) && res.msg == cpu_msg,
                "%s order %d: status %d \"%s\", CPU \"%s\"", c.name.c_str(), order, (int)res.st, res.msg.c_str(),
@@ -597,13 +608,10 @@ static void run_fwd_case(const gcase &c, uint64_t seed) {
 #else
             st = fwd_phase1(c, in, o, values, &ws, &e);
             if (st != LIG_SUCCESS) return;
-            const lig_fwd_problem *pb = (const lig_fwd_problem *)e->problem;
-            layout l;
-            EXPECT(fwd_layout(pb, &l), "%s: layout overflow", c.name.c_str());
-            res = emulate(e, l.bytes, [&](void *, char *base) {
-                host_exec x = {order, seed, 0, {}};
-                run_fwd(x, fwd_args_of(pb, base, l), pb->pr.bt.lq);
-            });
+            res = emulate_problem(e, c.name, order, seed, fwd_layout,
+                                  [](host_exec &x, const lig_fwd_problem *pb, char *base, const layout &l) {
+                                      run_fwd(x, fwd_args_of(pb, base, l), pb->pr.bt.lq);
+                                  });
 #endif
             EXPECT(res.st == LIG_SUCCESS, "%s: forward status %d %s", c.name.c_str(), (int)res.st, res.msg.c_str());
             const std::string tag = c.name + " forward order " + std::to_string(order) + (values ? " +values" : "");
@@ -688,13 +696,10 @@ static void run_kl_case(const klcase &c, uint64_t seed) {
 #else
         st = run_one(loss, dy, &ws, &e);
         if (st != LIG_SUCCESS) return;
-        const lig_kl_problem *pb = (const lig_kl_problem *)e->problem;
-        layout l;
-        EXPECT(kl_layout(pb, &l), "%s: layout overflow", c.name.c_str());
-        res = emulate(e, l.bytes, [&](void *, char *base) {
-            host_exec x = {order, seed, 0, {}};
-            run_kl(x, kl_args_of(pb, base, l));
-        });
+        res = emulate_problem(e, c.name, order, seed, kl_layout,
+                              [](host_exec &x, const lig_kl_problem *pb, char *base, const layout &l) {
+                                  run_kl(x, kl_args_of(pb, base, l));
+                              });
 #endif
         EXPECT(res.st == (c.bad ? LIG_ERR_PARAM_INVALID : LIG_SUCCESS) && res.msg == cpu_msg,
                "%s order %d: status %d \"%s\", CPU \"%s\"", c.name.c_str(), order, (int)res.st, res.msg.c_str(),

@@ -667,13 +667,10 @@ static void operator_call(fz_in *in, char *label, size_t label_size)
     tc_free(&tc);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const int before = th_current_failures();
     fz_in in;
-    fz_init(&in, data, size);
+    const int before = fz_begin(&in, data, size);
     char label[1024] = "aclnn runtime commands";
     if (!CHECK(aclInit(NULL) == ACL_SUCCESS, "aclInit") ||
         !CHECK(aclrtSetDevice(0) == ACL_SUCCESS, "aclrtSetDevice(0)")) {

@@ -600,3 +600,16 @@ void fz_verdict(int failures_before, const char *label)
         abort();
     }
 }
+
+int fz_begin(fz_in *in, const uint8_t *data, size_t size)
+{
+    const int before = th_current_failures();
+    fz_init(in, data, size);
+    return before;
+}
+
+void fz_decode_defects_and_views(fz_in *in, int n_kinds, int *kinds, fz_views *vs, int n_views)
+{
+    fz_decode_kinds(in, n_kinds, kinds);
+    fz_decode_views(in, vs, n_views);
+}

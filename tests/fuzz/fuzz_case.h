@@ -101,5 +101,11 @@ void fz_run(fz_in *in, inst *oi, const fuzz_expect *ex, int p2, int invalid2, co
 int fz_env_flag(const char *name);
 /* Aborts (libFuzzer then saves the input) when a check of this input failed. */
 void fz_verdict(int failures_before, const char *label);
+/* The start of every target's LLVMFuzzerTestOneInput: in reads data (fz_init); returns the
+ * failures so far, fz_verdict's failures_before. */
+int fz_begin(fz_in *in, const uint8_t *data, size_t size);
+/* The start of an operator's decoding: up to two of its n_kinds defect kinds (fz_decode_kinds),
+ * then n_views views installed as the stride source (fz_decode_views; vs must outlive the setup). */
+void fz_decode_defects_and_views(fz_in *in, int n_kinds, int *kinds, fz_views *vs, int n_views);
 
 #endif /* LIG_FUZZ_CASE_H */

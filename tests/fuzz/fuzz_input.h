@@ -27,4 +27,7 @@ int64_t fz_range(fz_in *in, int64_t lo, int64_t hi);
 /* 1 with probability in256 / 256. */
 int fz_chance(fz_in *in, int in256);
 
+/* libFuzzer's entry point, which each target defines (declared once here for -Wmissing-prototypes). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #endif /* LIG_FUZZ_INPUT_H */

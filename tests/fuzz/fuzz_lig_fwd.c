@@ -44,14 +44,29 @@ enum { F_SEQ = FZ_D_COMMON, F_COUNT, F_SHORT_WS, F_STREAM, F_NULL_WS, F_DEFECTS 
 
 static const int k_fwd_slots[5] = {FW_Q, FW_K, FW_W, FW_IDX, FW_VAL};
 
+/* A forward call's defect kinds (up to two of n_kinds), views and problem, in that order. */
+static void decode_forward(fz_in *in, int n_kinds, int *kinds, fz_views *vs, tcase *tc)
+{
+    fz_decode_defects_and_views(in, n_kinds, kinds, vs, 5);
+    fz_decode_tcase(in, tc, 1);
+}
+
+/* The forward's instance of tc (the stride source uninstalled after it) and tc's description;
+ * returns fz_creation_failed. */
+static int setup_forward(tcase *tc, int with_values, lig_dtype val_dtype, op_inst *oi, char *desc, size_t size)
+{
+    fwd_setup(tc, with_values, val_dtype, oi);
+    tbuf_set_stride_source(NULL, NULL);
+    tc_describe(tc, desc, size);
+    return fz_creation_failed(oi);
+}
+
 static void forward(fz_in *in, const char *env, char *label, size_t label_size)
 {
     int kinds[2];
-    fz_decode_kinds(in, F_DEFECTS, kinds);
     fz_views vs;
-    fz_decode_views(in, &vs, 5);
     tcase tc;
-    fz_decode_tcase(in, &tc, 1);
+    decode_forward(in, F_DEFECTS, kinds, &vs, &tc);
     const uint8_t v = fz_u8(in);
     const int with_values = v & 1;
     const lig_dtype val_dtype = v & 2 ? LIG_FLOAT32 : tc.dtype;
@@ -64,11 +79,8 @@ static void forward(fz_in *in, const char *env, char *label, size_t label_size)
         }
     }
     op_inst oi;
-    fwd_setup(&tc, with_values, val_dtype, &oi);
-    tbuf_set_stride_source(NULL, NULL);
     char desc[512];
-    tc_describe(&tc, desc, sizeof desc);
-    if (fz_creation_failed(&oi)) {
+    if (setup_forward(&tc, with_values, val_dtype, &oi, desc, sizeof desc)) {
         snprintf(label, label_size, "forward [%s] (a negative stride)", desc);
     } else {
         const ref_problem *p = &tc.p;
@@ -120,11 +132,9 @@ enum { P_BAD_ENTRY = 0, P_SHORT_WS, P_STREAM, P_NULL_WS, P_DEFECTS };
 static void paged(fz_in *in, const char *env, char *label, size_t label_size)
 {
     int kinds[2];
-    fz_decode_kinds(in, P_DEFECTS, kinds);
     fz_views vs;
-    fz_decode_views(in, &vs, 5);
     tcase tc;
-    fz_decode_tcase(in, &tc, 1);
+    decode_forward(in, P_DEFECTS, kinds, &vs, &tc);
     const ref_problem *p = &tc.p;
     if (p->layout == REF_BSND && !tc.has_seq_k) {
         tc.has_seq_k = 1; /* the paged form needs the key lengths */
@@ -134,12 +144,10 @@ static void paged(fz_in *in, const char *env, char *label, size_t label_size)
     const int64_t bs = fz_range(in, 1, 4);
     const lig_dtype table_dtype = v & 4 ? LIG_INT64 : LIG_INT32;
     op_inst oi;
-    fwd_setup(&tc, v & 1, v & 2 ? LIG_FLOAT32 : tc.dtype, &oi);
-    tbuf_set_stride_source(NULL, NULL);
-    oi.phase1 = paged_phase1;
     char desc[512];
-    tc_describe(&tc, desc, sizeof desc);
-    if (fz_creation_failed(&oi)) {
+    const int creation_failed = setup_forward(&tc, v & 1, v & 2 ? LIG_FLOAT32 : tc.dtype, &oi, desc, sizeof desc);
+    oi.phase1 = paged_phase1;
+    if (creation_failed) {
         snprintf(label, label_size, "paged forward [%s] (a negative stride)", desc);
         inst_teardown(&oi);
         tc_free(&tc);
@@ -282,9 +290,8 @@ static void decode_kl(fz_in *in, klcase *kc, int bad_target)
 static void kl_step(fz_in *in, const char *env, char *label, size_t label_size)
 {
     int kinds[2];
-    fz_decode_kinds(in, K_DEFECTS, kinds);
     fz_views vs;
-    fz_decode_views(in, &vs, 5);
+    fz_decode_defects_and_views(in, K_DEFECTS, kinds, &vs, 5);
     klcase kc;
     decode_kl(in, &kc, kinds[0] == K_TARGET || kinds[1] == K_TARGET);
     const int p2 = fz_p2_of(kinds, K_SHORT_WS, K_STREAM, K_NULL_WS);
@@ -447,13 +454,10 @@ static void quant(fz_in *in, const char *env, char *label, size_t label_size)
     qcase_free(&c);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const int before = th_current_failures();
     fz_in in;
-    fz_init(&in, data, size);
+    const int before = fz_begin(&in, data, size);
     const uint8_t op = fz_u8(&in) % 5;
     char env[96], label[1400];
     if (op == 2) {

@@ -23,19 +23,15 @@ enum { G_SEQ = FZ_D_COMMON, G_INDEX, G_HEAD, G_SHORT_WS, G_STREAM, G_NULL_WS, G_
 
 static const int k_slots[8] = {RB_Q, RB_K, RB_DY, RB_IDX, RB_W, RB_DQ, RB_DK, RB_DW};
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const int before = th_current_failures();
     fz_in in;
-    fz_init(&in, data, size);
+    const int before = fz_begin(&in, data, size);
     char env[96];
     fz_decode_env(&in, env, sizeof env);
     int kinds[2];
-    fz_decode_kinds(&in, G_DEFECTS, kinds);
     fz_views vs;
-    fz_decode_views(&in, &vs, 8);
+    fz_decode_defects_and_views(&in, G_DEFECTS, kinds, &vs, 8);
     tcase tc;
     fz_decode_tcase(&in, &tc, 0);
     fuzz_expect ex;

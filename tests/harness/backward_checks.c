@@ -10,6 +10,7 @@
 #include "framework.h"
 #include "lig.h"
 #include "error_bounds.h"
+#include "suite.h"
 
 /* Grid data: q, k, w, dy are multiples of 1/8, so every product term of dQ, dK and dW (and of the
  * scores S inside dW) is a multiple of 2^-9; partial sums are exact in fp32 while their magnitude,
@@ -167,25 +168,10 @@ int check_inst(const run_inst *ri, const tcase *tc, const char *label)
     return ok;
 }
 
-int check_case_or_refused(tcase *tc, const char *label, int *refused)
-{
-    char desc[512];
-    char full[768];
-    tc_describe(tc, desc, sizeof desc);
-    snprintf(full, sizeof full, "%s [%s]", label, desc);
-    run_result res;
-    run_case(tc, &res);
-    int ok;
-    if (inst_result_ran(&res, full, refused, &ok)) {
-        ok = check_result(tc, &res, full);
-    }
-    inst_result_free(&res);
-    return ok;
-}
-
 int check_case(tcase *tc, const char *label)
 {
-    return check_case_or_refused(tc, label, NULL);
+    suite_case sc = {.tc = tc};
+    return suite_check(&suite_backward, &sc, label, NULL);
 }
 
 void check_stats_note(const char *what, int64_t min_work)

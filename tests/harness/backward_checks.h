@@ -57,10 +57,7 @@ int check_inst(const run_inst *ri, const tcase *tc, const char *label);
 
 /* Runs the case and expects success matching the reference. Returns 1 on success. */
 int check_case(tcase *tc, const char *label);
-
 /* For layouts the contract lets the library refuse (innermost stride != 1, stride-0 broadcast):
- * either a clean PARAM_INVALID from phase 1 (message set, nothing written; *refused = 1) or a
- * result matching the reference. Returns 1 when one of the two happened. */
-int check_case_or_refused(tcase *tc, const char *label, int *refused);
+ * suite_check (suite.h) with `refused`. */
 
 #endif /* LIG_TESTS_HARNESS_BACKWARD_CHECKS_H */

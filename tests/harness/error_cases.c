@@ -278,6 +278,20 @@ void errtest_run(const errtest_operator *op, const errtest_case *cases, size_t n
     }
 }
 
+void errtest_run_replacements(const errtest_operator *op, const errtest_replacement *defects, size_t n)
+{
+    errtest_case *cases = th_xcalloc(n, sizeof *cases);
+    for (size_t i = 0; i < n; i++) {
+        const errtest_replacement *d = &defects[i];
+        cases[i] = (errtest_case){.name = d->name, .layout = d->layout, .edit_dims = d->edit_dims, .kind = ET_REPLACE,
+                                  .target = d->target, .dtype = d->dtype, .ndim = d->ndim, .phase = 1,
+                                  .want = LIG_ERR_PARAM_INVALID, .names = d->names};
+        memcpy(cases[i].shape, d->shape, sizeof d->shape);
+    }
+    errtest_run(op, cases, n);
+    free(cases);
+}
+
 void errtest_run_seq_defects(const errtest_operator *op, int which)
 {
     for (size_t i = 0; i < errtest_n_seq_defects; i++) {

@@ -144,6 +144,22 @@ typedef struct errtest_operator {
  * byte unchanged after a failure; a case that fails is named in a note. */
 void errtest_run(const errtest_operator *op, const errtest_case *cases, size_t n);
 
+/* The commonest phase-1 defect: a tensor replaced by one of another dtype (dtype >= 0) and/or rank
+ * and shape (ndim >= 0), which phase 1 must refuse with PARAM_INVALID naming one of `names`. */
+typedef struct errtest_replacement {
+    const char *name;
+    ref_layout layout;
+    void (*edit_dims)(tcase *tc); /* NULL: the default problem's dimensions */
+    int target;
+    int dtype; /* -1 keeps the target's dtype */
+    int ndim;  /* -1 keeps the target's shape */
+    int64_t shape[6];
+    const char *names;
+} errtest_replacement;
+
+/* errtest_run over the replacements, each as its ET_REPLACE case. */
+void errtest_run_replacements(const errtest_operator *op, const errtest_replacement *defects, size_t n);
+
 /* The length defects and the mode/band defects above, as phase-1 cases of `op`'s problem `which`. */
 void errtest_run_seq_defects(const errtest_operator *op, int which);
 void errtest_run_mode_band_defects(const errtest_operator *op, int which);

@@ -124,6 +124,8 @@ double th_f16_value(uint16_t bits)
     return (bits & 0x8000u) ? -v : v;
 }
 
+/* The contract's element sizes, written apart from the library's lig_dtype_size on purpose: the
+ * harness sizes and reads its buffers without trusting the code under test. */
 size_t th_dtype_size(lig_dtype dtype)
 {
     switch (dtype) {

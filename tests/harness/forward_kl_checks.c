@@ -10,6 +10,7 @@
 #include "framework.h"
 #include "lig.h"
 #include "error_bounds.h"
+#include "suite.h"
 
 /* Grid data: scores are multiples of 2^-9; every partial sum of a score is bounded by the sum of
  * |terms| ("scale"), so fp32 is exact while that stays below 2^24 * 2^-9. */
@@ -289,17 +290,8 @@ int fwd_check_result(const tcase *tc, lig_dtype val_dtype, const op_result *res,
 
 int fwd_check_case_or_refused(tcase *tc, int with_values, lig_dtype val_dtype, const char *label, int *refused)
 {
-    char desc[512], full[900];
-    tc_describe(tc, desc, sizeof desc);
-    snprintf(full, sizeof full, "%s [%s values=%s]", label, desc, with_values ? th_dtype_name(val_dtype) : "none");
-    op_result res;
-    fwd_run(tc, with_values, val_dtype, &res);
-    int ok;
-    if (inst_result_ran(&res, full, refused, &ok)) {
-        ok = fwd_check_result(tc, val_dtype, &res, full);
-    }
-    inst_result_free(&res);
-    return ok;
+    suite_case sc = {.tc = tc, .with_values = with_values, .val_dtype = val_dtype};
+    return suite_check(&suite_forward, &sc, label, refused);
 }
 
 int fwd_check_case(tcase *tc, int with_values, lig_dtype val_dtype, const char *label)
@@ -441,22 +433,8 @@ int kl_check_result(const klcase *kc, const op_result *res, const char *label)
     return ok;
 }
 
-int kl_check_case_or_refused(klcase *kc, const char *label, int *refused)
-{
-    char desc[256], full[600];
-    kl_describe(kc, desc, sizeof desc);
-    snprintf(full, sizeof full, "%s [%s]", label, desc);
-    op_result res;
-    kl_run(kc, &res);
-    int ok;
-    if (inst_result_ran(&res, full, refused, &ok)) {
-        ok = kl_check_result(kc, &res, full);
-    }
-    inst_result_free(&res);
-    return ok;
-}
-
 int kl_check_case(klcase *kc, const char *label)
 {
-    return kl_check_case_or_refused(kc, label, NULL);
+    suite_case sc = {.kc = kc};
+    return suite_check(&suite_kl, &sc, label, NULL);
 }

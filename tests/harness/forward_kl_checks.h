@@ -81,7 +81,6 @@ int kl_check_inst(const op_inst *oi, const klcase *kc, const char *label);
 int kl_check_result(const klcase *kc, const op_result *res, const char *label);
 /* Runs the KL step and checks it. Returns 1 on success. */
 int kl_check_case(klcase *kc, const char *label);
-/* As kl_check_case, but a clean phase-1 PARAM_INVALID is accepted too (*refused = 1). */
-int kl_check_case_or_refused(klcase *kc, const char *label, int *refused);
+/* With a clean phase-1 PARAM_INVALID accepted too: suite_check (suite.h) with `refused`. */
 
 #endif /* LIG_TESTS_HARNESS_FORWARD_KL_CHECKS_H */

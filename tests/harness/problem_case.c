@@ -27,6 +27,13 @@ void *th_xcalloc(size_t count, size_t size)
     return p;
 }
 
+void th_free_all(void *const *buffers, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(buffers[i]);
+    }
+}
+
 int64_t tc_numel_q(const tcase *tc)
 {
     return ref_rows_q(&tc->p) * tc->p.N1 * tc->p.D;
@@ -77,13 +84,8 @@ void tc_set_dims(tcase *tc, int64_t B, int64_t N1, int64_t N2, int64_t D, int64_
 
 void tc_free(tcase *tc)
 {
-    free(tc->seq_q);
-    free(tc->seq_k);
-    free(tc->q);
-    free(tc->k);
-    free(tc->w);
-    free(tc->dy);
-    free(tc->idx);
+    void *const owned[] = {tc->seq_q, tc->seq_k, tc->q, tc->k, tc->w, tc->dy, tc->idx};
+    th_free_all(owned, sizeof owned / sizeof owned[0]);
     tc->seq_q = tc->seq_k = NULL;
     tc->q = tc->k = tc->w = tc->dy = NULL;
     tc->idx = NULL;

@@ -71,5 +71,7 @@ void tc_describe(const tcase *tc, char *buf, size_t size);
 /* Checked allocation helpers: abort on out-of-memory, never return NULL (even for 0 bytes). */
 void *th_xmalloc(size_t bytes);
 void *th_xcalloc(size_t count, size_t size);
+/* Frees each of the n buffers (NULL ones included: free ignores them). */
+void th_free_all(void *const *buffers, size_t n);
 
 #endif /* LIG_TESTS_HARNESS_PROBLEM_CASE_H */

@@ -235,15 +235,8 @@ void qcase_make(th_rng *r, const qspec *s, qcase *c)
 
 void qcase_free(qcase *c)
 {
-    free(c->qc);
-    free(c->kc);
-    free(c->q);
-    free(c->k);
-    free(c->w);
-    free(c->sq);
-    free(c->sk);
-    free(c->dup_of);
-    free(c->table);
+    void *const owned[] = {c->qc, c->kc, c->q, c->k, c->w, c->sq, c->sk, c->dup_of, c->table};
+    th_free_all(owned, sizeof owned / sizeof owned[0]);
     memset(c, 0, sizeof *c);
 }
 

@@ -12,12 +12,47 @@ const lig_dtype suite_float_dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16}
 const lig_dtype suite_index_dtypes[2] = {LIG_INT32, LIG_INT64};
 const int64_t suite_modes[2] = {0, 3};
 
+int suite_check(const suite_op *op, suite_case *sc, const char *label, int *refused)
+{
+    char desc[640], full[1024];
+    op->describe(sc, desc, sizeof desc);
+    snprintf(full, sizeof full, "%s [%s]", label, desc);
+    inst_result res;
+    op->run(sc, &res);
+    int ok;
+    if (inst_result_ran(&res, full, refused, &ok)) {
+        ok = op->check_result(sc, &res, full);
+    }
+    inst_result_free(&res);
+    return ok;
+}
+
 static suite_case case_of(tcase *tc)
 {
     suite_case sc;
     memset(&sc, 0, sizeof sc);
     sc.tc = tc;
     return sc;
+}
+
+/* Case v of a driver (but the matrix's): its generator, seeded with seed + v, and tc at tc_init's
+ * defaults. */
+static th_rng start_case(const suite_spec *s, int v, tcase *tc)
+{
+    tc_init(tc);
+    return th_rng_make(s->seed + (uint64_t)v);
+}
+
+/* Case v of a driver: the test's data for tc (its shape set, lengths drawn), then the run and check
+ * under `label`; frees tc. Returns suite_check's verdict. */
+static int data_and_check(const suite_op *op, const suite_spec *s, th_rng *r, tcase *tc, int v, const char *label,
+                          int *refused)
+{
+    suite_case sc = case_of(tc);
+    s->data(r, &sc, v);
+    const int ok = suite_check(op, &sc, label, refused);
+    tc_free(tc);
+    return ok;
 }
 
 void suite_matrix(const suite_op *op, const suite_spec *s, ref_layout layout)
@@ -33,13 +68,10 @@ void suite_matrix(const suite_op *op, const suite_spec *s, ref_layout layout)
                         tcase tc;
                         gen_matrix_shape(&r, &tc, layout, suite_float_dtypes[di], suite_modes[mi],
                                          suite_index_dtypes[ii], n2, v, s->Ks, s->nK);
-                        suite_case sc = case_of(&tc);
-                        s->data(&r, &sc, v);
                         char label[96];
                         snprintf(label, sizeof label, "%s case %d", s->label, v);
-                        ok += op->check(&sc, label, NULL);
+                        ok += data_and_check(op, s, &r, &tc, v, label, NULL);
                         cases++;
-                        tc_free(&tc);
                     }
                 }
             }
@@ -58,9 +90,8 @@ void suite_strides(const suite_op *op, const suite_spec *s)
     for (int in = 0; in < TC_STRIDE_KINDS; in++) {
         for (int out = 0; out < 4; out++) {
             for (int di = 0; di < 3; di++, v++) {
-                th_rng r = th_rng_make(s->seed + (uint64_t)v);
                 tcase tc;
-                tc_init(&tc);
+                th_rng r = start_case(s, v, &tc);
                 tc.dtype = suite_float_dtypes[di];
                 tc.idx_dtype = suite_index_dtypes[v % 2];
                 tc_set_dims(&tc, 2, 2 * (1 + v % 2), 1 + v % 2, 7 + 8 * (v % 3), 5);
@@ -75,13 +106,10 @@ void suite_strides(const suite_op *op, const suite_spec *s)
                     tc.has_seq_q = tc.has_seq_k = v % 3 == 1;
                     gen_bsnd(&r, &tc);
                 }
-                suite_case sc = case_of(&tc);
-                s->data(&r, &sc, v);
                 int was_refused = 0;
                 const int may_refuse = in == TC_INNER_STRIDED || in == TC_BROADCAST;
-                op->check(&sc, s->label, may_refuse ? &was_refused : NULL);
+                data_and_check(op, s, &r, &tc, v, s->label, may_refuse ? &was_refused : NULL);
                 refused[in] += was_refused;
-                tc_free(&tc);
             }
         }
     }
@@ -93,26 +121,18 @@ void suite_strides(const suite_op *op, const suite_spec *s)
 void suite_bands(const suite_op *op, const suite_spec *s)
 {
     static const int64_t bands[] = {0, 1, 2, 5, INT64_MAX - 1, INT64_MAX};
-    int v = 0;
     op->stats_reset();
-    for (int mi = 0; mi < 2; mi++) {
-        for (int pi = 0; pi < 6; pi++) {
-            for (int ni = 0; ni < 6; ni++, v++) {
-                th_rng r = th_rng_make(s->seed + (uint64_t)v);
-                tcase tc;
-                tc_init(&tc);
-                tc.dtype = suite_float_dtypes[v % 3];
-                tc.p.sparse_mode = suite_modes[mi];
-                tc.p.pre_tokens = bands[pi];
-                tc.p.next_tokens = bands[ni];
-                tc_set_dims(&tc, 2, 2, 1, 6, s->Ks[v % s->nK]);
-                gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
-                suite_case sc = case_of(&tc);
-                s->data(&r, &sc, v);
-                op->check(&sc, s->label, NULL);
-                tc_free(&tc);
-            }
-        }
+    /* case v: mode v / 36, pre_tokens band (v / 6) % 6, next_tokens band v % 6 */
+    for (int v = 0; v < 2 * 6 * 6; v++) {
+        tcase tc;
+        th_rng r = start_case(s, v, &tc);
+        tc.dtype = suite_float_dtypes[v % 3];
+        tc.p.sparse_mode = suite_modes[v / 36];
+        tc.p.pre_tokens = bands[(v / 6) % 6];
+        tc.p.next_tokens = bands[v % 6];
+        tc_set_dims(&tc, 2, 2, 1, 6, s->Ks[v % s->nK]);
+        gen_layout(&r, &tc, v % 2, 9, 12, 1, 0, 1);
+        data_and_check(op, s, &r, &tc, v, s->label, NULL);
     }
     op->stats_note(s->label, 1);
 }
@@ -124,19 +144,15 @@ void suite_continuous(const suite_op *op, const suite_spec *s)
     for (int di = 0; di < 3; di++) {
         for (int layout = 0; layout < 2; layout++) {
             for (int rep = 0; rep < 3; rep++, v++) {
-                th_rng r = th_rng_make(s->seed + (uint64_t)v);
                 tcase tc;
-                tc_init(&tc);
+                th_rng r = start_case(s, v, &tc);
                 tc.grid = 0;
                 tc.dtype = suite_float_dtypes[di];
                 tc.p.sparse_mode = rep == 0 ? 0 : 3;
                 tc_set_dims(&tc, 2, 1 + rep, 1 + rep, 31 + 16 * rep, 1);
                 s->shape(&tc, v);
                 gen_layout(&r, &tc, layout, s->s1, s->s2, 2, 1, rep > 0);
-                suite_case sc = case_of(&tc);
-                s->data(&r, &sc, v);
-                op->check(&sc, s->label, NULL);
-                tc_free(&tc);
+                data_and_check(op, s, &r, &tc, v, s->label, NULL);
             }
         }
     }
@@ -234,7 +250,7 @@ void suite_large(const suite_op *op, suite_case *sc, const char *label)
 {
     const double t0 = th_now();
     op->stats_reset();
-    op->check(sc, label, NULL);
+    suite_check(op, sc, label, NULL);
     const double t1 = th_now();
     const int64_t rows = sc->tc != NULL ? ref_rows_q(&sc->tc->p) : 0;
     op->stats_note(label, (rows + 3) / 4);

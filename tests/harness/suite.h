@@ -7,6 +7,7 @@
 #ifndef LIG_TESTS_HARNESS_SUITE_H
 #define LIG_TESTS_HARNESS_SUITE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "two_phase_call.h"
@@ -35,8 +36,8 @@ typedef struct suite_op {
     void (*run)(suite_case *sc, inst_result *res);
     /* A successful run's outputs against the reference, and its gaps. */
     int (*check_result)(suite_case *sc, const inst_result *res, const char *label);
-    /* Runs and checks; with refused != NULL a clean PARAM_INVALID from phase 1 passes (*refused = 1). */
-    int (*check)(suite_case *sc, const char *label, int *refused);
+    /* The case in one line, for the labels of suite_check. */
+    void (*describe)(const suite_case *sc, char *buf, size_t size);
     /* Materializes the case; checks the outputs (not the gaps) of an instance whose phase 2 succeeded. */
     void (*setup)(suite_case *sc, inst *in);
     int (*check_inst)(const inst *in, suite_case *sc, const char *label);
@@ -47,6 +48,10 @@ typedef struct suite_op {
 } suite_op;
 
 extern const suite_op suite_backward, suite_forward, suite_kl;
+
+/* Runs and checks one case (op->run, then op->check_result), labelled "label [description]"; with
+ * refused != NULL a clean PARAM_INVALID from phase 1 passes (*refused = 1). Returns 1 when it passed. */
+int suite_check(const suite_op *op, suite_case *sc, const char *label, int *refused);
 
 /* A test's own part of a driven case: the operator's options and the data of case v, on a case
  * whose shape is set, lengths drawn and arrays allocated. */

@@ -1,7 +1,9 @@
 /* The backward, the forward and the KL step behind suite_op (suite.h). */
 #include <inttypes.h>
+#include <stdio.h>
 
 #include "backward_checks.h"
+#include "float_formats.h"
 #include "framework.h"
 #include "forward_kl_checks.h"
 #include "forward_kl_runner.h"
@@ -20,9 +22,9 @@ static int grad_check_result(suite_case *sc, const inst_result *res, const char 
     return check_result(sc->tc, res, label);
 }
 
-static int grad_check(suite_case *sc, const char *label, int *refused)
+static void grad_describe(const suite_case *sc, char *buf, size_t size)
 {
-    return check_case_or_refused(sc->tc, label, refused);
+    tc_describe(sc->tc, buf, size);
 }
 
 static void grad_setup(suite_case *sc, inst *in)
@@ -41,7 +43,7 @@ const suite_op suite_backward = {
     .output_names = {"d_query", "d_key", "d_weights"},
     .run = grad_run,
     .check_result = grad_check_result,
-    .check = grad_check,
+    .describe = grad_describe,
     .setup = grad_setup,
     .check_inst = grad_check_inst,
     .stats_reset = check_stats_reset,
@@ -60,9 +62,12 @@ static int fwd_check_run(suite_case *sc, const inst_result *res, const char *lab
     return fwd_check_result(sc->tc, sc->val_dtype, res, label);
 }
 
-static int fwd_check(suite_case *sc, const char *label, int *refused)
+
+static void fwd_describe(const suite_case *sc, char *buf, size_t size)
 {
-    return fwd_check_case_or_refused(sc->tc, sc->with_values, sc->val_dtype, label, refused);
+    char desc[512];
+    tc_describe(sc->tc, desc, sizeof desc);
+    snprintf(buf, size, "%s values=%s", desc, sc->with_values ? th_dtype_name(sc->val_dtype) : "none");
 }
 
 static void fwd_setup_case(suite_case *sc, inst *in)
@@ -89,7 +94,7 @@ const suite_op suite_forward = {
     .output_names = {"sparse_indices", "sparse_values"},
     .run = fwd_run_case,
     .check_result = fwd_check_run,
-    .check = fwd_check,
+    .describe = fwd_describe,
     .setup = fwd_setup_case,
     .check_inst = fwd_check_instance,
     .stats_reset = fwd_check_stats_reset,
@@ -108,9 +113,10 @@ static int kl_check_run(suite_case *sc, const inst_result *res, const char *labe
     return kl_check_result(sc->kc, res, label);
 }
 
-static int kl_check(suite_case *sc, const char *label, int *refused)
+
+static void kl_describe_case(const suite_case *sc, char *buf, size_t size)
 {
-    return kl_check_case_or_refused(sc->kc, label, refused);
+    kl_describe(sc->kc, buf, size);
 }
 
 static void kl_setup_case(suite_case *sc, inst *in)
@@ -140,7 +146,7 @@ const suite_op suite_kl = {
     .output_names = {"loss", "dy"},
     .run = kl_run_case,
     .check_result = kl_check_run,
-    .check = kl_check,
+    .describe = kl_describe_case,
     .setup = kl_setup_case,
     .check_inst = kl_check_instance,
     .stats_reset = kl_stats_reset,

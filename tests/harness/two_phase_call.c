@@ -327,14 +327,8 @@ void inst_keep_raw(const inst *in, inst_result *res, const int *which, int n)
 
 void inst_result_free(inst_result *res)
 {
-    free(res->dq);
-    free(res->dk);
-    free(res->dw);
-    free(res->idx);
-    free(res->val);
-    free(res->dy);
-    for (int i = 0; i < 3; i++) {
-        free(res->raw[i]);
-    }
+    void *const owned[] = {res->dq,  res->dk,     res->dw,     res->idx,   res->val,
+                           res->dy,  res->raw[0], res->raw[1], res->raw[2]};
+    th_free_all(owned, sizeof owned / sizeof owned[0]);
     memset(res, 0, sizeof *res);
 }

@@ -133,10 +133,9 @@ lig_status lig_cpu_grad_plan_init(lig_cpu_grad_plan *p, const lig_grad_problem *
 
 lig_status lig_cpu_plan_indexer_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    void *mem;
-    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_grad_plan), &ks, &mem);
-    if (st != LIG_SUCCESS) return st;
-    lig_cpu_grad_plan *p = mem;
+    lig_status st;
+    lig_cpu_grad_plan *p = lig_cpu_plan_alloc(sizeof *p, &ks, &st);
+    if (!p) return st;
     if ((st = lig_cpu_grad_plan_init(p, pb, ks, 0, 0, false)) != LIG_SUCCESS) {
         lig_cpu_plan_free(p);
         return st;

@@ -41,10 +41,9 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
 
 lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    void *mem;
-    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_fwd_plan), &ks, &mem);
-    if (st != LIG_SUCCESS) return st;
-    lig_cpu_fwd_plan *p = mem;
+    lig_status st;
+    lig_cpu_fwd_plan *p = lig_cpu_plan_alloc(sizeof *p, &ks, &st);
+    if (!p) return st;
     const lig_problem *pr = &pb->pr;
     p->pb = pb;
     int64_t longest = 0;

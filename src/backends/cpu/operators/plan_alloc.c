@@ -4,11 +4,11 @@
 
 #include "core/error.h"
 
-lig_status lig_cpu_plan_alloc(size_t bytes, const lig_kernel_set **ks, void **plan) {
-    const lig_status st = lig_kernel_set_current(ks);
-    if (st != LIG_SUCCESS) return st;
-    *plan = calloc(1, bytes);
-    return *plan ? LIG_SUCCESS : lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+void *lig_cpu_plan_alloc(size_t bytes, const lig_kernel_set **ks, lig_status *st) {
+    if ((*st = lig_kernel_set_current(ks)) != LIG_SUCCESS) return NULL;
+    void *plan = calloc(1, bytes);
+    if (!plan) *st = lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    return plan;
 }
 
 void lig_cpu_plan_free(void *plan) { free(plan); }

@@ -7,8 +7,9 @@
 #include "backends/cpu/kernels/kernel_set.h"
 #include "lig.h"
 
-/* *ks: the set new plans use; *plan: `bytes` of zeroed memory, freed with lig_cpu_plan_free. */
-lig_status lig_cpu_plan_alloc(size_t bytes, const lig_kernel_set **ks, void **plan);
+/* `bytes` of zeroed memory for a plan, freed with lig_cpu_plan_free, and in *ks the set new plans
+ * use; NULL on failure, with its status in *st. */
+void *lig_cpu_plan_alloc(size_t bytes, const lig_kernel_set **ks, lig_status *st);
 void lig_cpu_plan_free(void *plan);
 
 #endif

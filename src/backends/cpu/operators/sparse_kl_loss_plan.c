@@ -33,17 +33,16 @@ lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream)
 
 lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
-    void *mem;
-    lig_status st = lig_cpu_plan_alloc(sizeof(lig_cpu_kl_loss_plan), &ks, &mem);
-    if (st != LIG_SUCCESS) return st;
-    lig_cpu_kl_loss_plan *p = mem;
-    const lig_grad_problem *g = &pb->g;
-    const lig_problem *pr = &g->pr;
+    lig_status st;
+    lig_cpu_kl_loss_plan *p = lig_cpu_plan_alloc(sizeof *p, &ks, &st);
+    if (!p) return st;
     p->pb = pb;
     p->teacher = (lig_teacher_ctx){.ks = ks, .dtype = pb->mq.dtype, .N1 = pb->N1m, .Dm = pb->Dm, .Dr = pb->Dr,
                                    .q_head = pb->mq.head, .q_dim = pb->mq.dim, .qr_head = pb->mqr.head,
                                    .qr_dim = pb->mqr.dim, .k_dim = pb->mk.dim, .kr_dim = pb->mkr.dim};
     lig_teacher_configure(&p->teacher);
+    const lig_grad_problem *g = &pb->g;
+    const lig_problem *pr = &g->pr;
     /* I on the forward's engine, one query row per pass (the unit's row), chosen as the forward does */
     const bool fwd_bf16 = g->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && pr->G >= ks->bf16->min_group;
     p->fwd = fwd_bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;

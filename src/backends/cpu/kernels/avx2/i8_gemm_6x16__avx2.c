@@ -34,9 +34,16 @@ static inline void widen_row(const int8_t *a, int64_t len, int16_t *buf) {
     }
 }
 
-static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc, const int8_t *a, int64_t lda,
-                                                       const int16_t *b, int32_t *c, int64_t ldc, bool accumulate,
-                                                       __m256i m0, __m256i m1) {
+/* lanes j < n of a ymm of 8 int32, as a maskload/maskstore mask */
+static inline __m256i lanes(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
+                                                       int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
+                                                       bool accumulate) {
+    const __m256i m0 = lanes(nr), m1 = lanes(nr - 8);
+    const int16_t *b = b_panel;
     __m256i acc[MR][2];
     int16_t buf[MR][KC + 16];
 #pragma GCC unroll 6
@@ -68,21 +75,9 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
     }
 }
 
-/* lanes j < n of a ymm of 8 int32, as a maskload/maskstore mask */
-static inline __m256i lanes(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+#include "backends/cpu/kernels/i8_gemm_rows.h"
 
 void lig_i8_gemm_ukernel_6x16__avx2(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
                                     const void *b_panel, int32_t *c, int64_t ldc, bool accumulate) {
-    const __m256i m0 = lanes(nr), m1 = lanes(nr - 8);
-    const int16_t *b = b_panel;
-    switch (mr) {
-    case 6: tile(6, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 5: tile(5, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 4: tile(4, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 3: tile(3, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 2: tile(2, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    default: tile(1, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    }
+    tile_rows(mr, nr, kc, a, lda, b_panel, c, ldc, accumulate);
 }

@@ -26,6 +26,11 @@
 #define NR 32
 #define KC 256 /* a multiple of 64 */
 
+typedef uint8_t staged_t; /* A flipped to u8 */
+typedef int8_t panel_t;
+
+#include "backends/cpu/kernels/avx512/i8_gemm_zmm_chunks.h"
+
 void lig_i8_pack_b_12x32__avx512vnni(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                                      int64_t panel_bytes) {
     const int64_t nq = (K + 3) / 4;
@@ -52,8 +57,8 @@ void lig_i8_pack_b_12x32__avx512vnni(int64_t K, int64_t N, const int8_t *src, in
     }
 }
 
-/* [k0, k0 + len) of a row as u8 (a ^ 0x80) into buf, zeros up to a multiple of 64 */
-static inline void flip_row(const int8_t *a, int64_t len, uint8_t *buf) {
+/* as u8 (a ^ 0x80), zeros up to a multiple of 64 */
+static inline void stage_row(const int8_t *a, int64_t len, uint8_t *buf) {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     for (int64_t k = 0; k < len; k += 64) {
         const __mmask64 live = len - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (len - k)) - 1);
@@ -61,43 +66,23 @@ static inline void flip_row(const int8_t *a, int64_t len, uint8_t *buf) {
     }
 }
 
-/* Each chunk's sums start in registers at 0 and are added to `sum` (on the stack) after it, so no
- * accumulator is live across the next chunk's flip (GCC spilled all 24 when they were). */
-static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc, const int8_t *a, int64_t lda,
-                                                       const int8_t *b, int32_t *c, int64_t ldc, bool accumulate,
-                                                       __mmask16 m0, __mmask16 m1) {
+/* acc += x (u8) . b (s8), as _mm512_dpbusd_epi32(acc, x, b); in asm because GCC 12 copied every
+ * accumulator between registers around the intrinsic */
+static inline __attribute__((always_inline)) void multiply_add_group(__m512i acc[2], __m512i x, __m512i b0,
+                                                                     __m512i b1) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[0]) : "v"(x), "v"(b0));
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[1]) : "v"(x), "v"(b1));
+}
+
+/* The sums of the flipped A, then the corrections off. */
+static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
+                                                       int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
+                                                       bool accumulate) {
+    __mmask16 m0, m1;
+    zmm_column_masks(nr, &m0, &m1);
+    const int8_t *b = b_panel;
     int32_t sum[MR][NR] __attribute__((aligned(64))) = {{0}};
-    uint8_t buf[MR][KC];
-    for (int64_t k0 = 0; k0 < kc; k0 += KC) {
-        const int64_t len = kc - k0 < KC ? kc - k0 : KC;
-        for (int i = 0; i < mr; i++) flip_row(a + i * lda + k0, len, buf[i]);
-        __m512i acc[MR][2];
-#pragma GCC unroll 12
-        for (int i = 0; i < mr; i++) {
-            acc[i][0] = _mm512_setzero_si512();
-            acc[i][1] = _mm512_setzero_si512();
-        }
-        const int8_t *bp = b + k0 * NR;
-        for (int64_t q = 0; q < (len + 3) / 4; q++) {
-            const __m512i b0 = _mm512_loadu_si512(bp + q * 4 * NR);
-            const __m512i b1 = _mm512_loadu_si512(bp + q * 4 * NR + 64);
-#pragma GCC unroll 12
-            for (int i = 0; i < mr; i++) {
-                int32_t quad;
-                memcpy(&quad, &buf[i][4 * q], sizeof quad);
-                const __m512i x = _mm512_set1_epi32(quad);
-                /* acc += x (u8) . b (s8), as _mm512_dpbusd_epi32(acc, x, b); in asm because GCC 12
-                 * copied every accumulator between registers around the intrinsic */
-                __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[i][0]) : "v"(x), "v"(b0));
-                __asm__("vpdpbusd %2, %1, %0" : "+v"(acc[i][1]) : "v"(x), "v"(b1));
-            }
-        }
-#pragma GCC unroll 12
-        for (int i = 0; i < mr; i++) {
-            _mm512_store_si512(sum[i], _mm512_add_epi32(_mm512_load_si512(sum[i]), acc[i][0]));
-            _mm512_store_si512(sum[i] + 16, _mm512_add_epi32(_mm512_load_si512(sum[i] + 16), acc[i][1]));
-        }
-    }
+    accumulate_chunks(mr, kc, a, lda, b, sum);
     const int32_t *corr = (const int32_t *)(const void *)(b + (kc + 3) / 4 * 4 * NR);
     const __m512i corr0 = _mm512_loadu_si512(corr), corr1 = _mm512_loadu_si512(corr + 16);
 #pragma GCC unroll 12
@@ -113,23 +98,9 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kc,
     }
 }
 
+#include "backends/cpu/kernels/i8_gemm_rows.h"
+
 void lig_i8_gemm_ukernel_12x32__avx512vnni(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
                                            const void *b_panel, int32_t *c, int64_t ldc, bool accumulate) {
-    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1u);
-    const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1u);
-    const int8_t *b = b_panel;
-    switch (mr) {
-    case 12: tile(12, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 11: tile(11, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 10: tile(10, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 9: tile(9, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 8: tile(8, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 7: tile(7, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 6: tile(6, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 5: tile(5, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 4: tile(4, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 3: tile(3, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    case 2: tile(2, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    default: tile(1, kc, a, lda, b, c, ldc, accumulate, m0, m1); break;
-    }
+    tile_rows(mr, nr, kc, a, lda, b_panel, c, ldc, accumulate);
 }

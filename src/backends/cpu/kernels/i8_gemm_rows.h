@@ -1,0 +1,38 @@
+/* The row dispatch every SIMD int8 GEMM micro-kernel shares (avx2, avx512, avx512vnni): included by
+ * the kernel's file, after its
+ *   static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc,
+ *       const int8_t *a, int64_t lda, const void *b_panel, int32_t *c, int64_t ldc, bool accumulate);
+ * and its MR (6 or 12). tile_rows calls tile with the row count as a compile-time constant, so each
+ * case is a tile specialised (unrolled, its accumulators in registers) for that many rows. Compiled
+ * once per ISA, with that file's target flags: static inline, no symbol of its own. */
+#ifndef LIG_BACKENDS_CPU_KERNELS_I8_GEMM_ROWS_H
+#define LIG_BACKENDS_CPU_KERNELS_I8_GEMM_ROWS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#if MR != 6 && MR != 12
+#error "i8_gemm_rows.h: MR must be 6 or 12"
+#endif
+
+static inline void tile_rows(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda, const void *b_panel,
+                             int32_t *c, int64_t ldc, bool accumulate) {
+    switch (mr) {
+#if MR == 12
+    case 12: tile(12, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 11: tile(11, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 10: tile(10, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 9: tile(9, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 8: tile(8, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 7: tile(7, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+#endif
+    case 6: tile(6, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 5: tile(5, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 4: tile(4, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 3: tile(3, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    case 2: tile(2, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    default: tile(1, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
+    }
+}
+
+#endif /* LIG_BACKENDS_CPU_KERNELS_I8_GEMM_ROWS_H */
