@@ -402,6 +402,15 @@ static void e_query_dtype(lkcase *c) {
     const int64_t s[4] = {c->d.B, c->d.S1, c->d.N1m, c->d.Dm};
     retype(NULL, c, KA_Q, LIG_FLOAT16, 4, s);
 }
+/* The indexer's own tensors are named query_index / key_index (query and key are the main attention's). */
+static void e_key_index_dims(lkcase *c) {
+    const int64_t s[4] = {c->d.B, c->d.S2, c->d.N2, c->d.D / 2};
+    retype(NULL, c, KA_KI, c->d.dtype, 4, s);
+}
+static void e_query_index_rank(lkcase *c) {
+    const int64_t s[3] = {c->d.B * c->d.S1, c->d.N1, c->d.D};
+    retype(NULL, c, KA_QI, c->d.dtype, 3, s);
+}
 static void e_rope_dims(lkcase *c) {
     const int64_t s[4] = {c->d.B, c->d.S1, c->d.N1m / 2, c->d.Dr};
     retype(NULL, c, KA_QR, c->d.dtype, 4, s);
@@ -456,6 +465,8 @@ static const kl_err_case err_cases[] = {
     {"key with two heads", e_key_two_heads, 1, LIG_ERR_PARAM_INVALID, "key"},
     {"key rows unlike key_index", e_key_rows, 1, LIG_ERR_PARAM_INVALID, "key"},
     {"query dtype unlike query_index", e_query_dtype, 1, LIG_ERR_PARAM_INVALID, "query"},
+    {"key_index D unlike query_index", e_key_index_dims, 1, LIG_ERR_PARAM_INVALID, "key_index"},
+    {"query_index rank", e_query_index_rank, 1, LIG_ERR_PARAM_INVALID, "query_index"},
     {"query_rope heads", e_rope_dims, 1, LIG_ERR_PARAM_INVALID, "query_rope"},
     {"softmax_max shape", e_stat_shape, 1, LIG_ERR_PARAM_INVALID, "softmax_max"},
     {"softmax_sum dtype", e_stat_dtype, 1, LIG_ERR_PARAM_INVALID, "softmax_sum"},

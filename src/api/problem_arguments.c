@@ -1,36 +1,40 @@
 #include "api/problem_arguments.h"
 
+#include <stdio.h>
+
 #include "api/argument_checks.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
 /* The dtypes of query, key and weights: one float dtype for all three, or (quantized) query and
  * key both FLOAT8_E4M3FN or both INT8 with weights of any float dtype. */
-static lig_status check_qkw_dtypes(const lig_tensor *query, const lig_tensor *key, const char *key_name,
-                                   const lig_tensor *weights, bool quant) {
+static lig_status check_qkw_dtypes(const lig_tensor *query, const char *q_name, const lig_tensor *key,
+                                   const char *key_name, const lig_tensor *weights, bool quant) {
     lig_status st;
     if (quant) {
         if (query->dtype != LIG_FLOAT8_E4M3FN && query->dtype != LIG_INT8)
-            return lig_fail(LIG_ERR_PARAM_INVALID, "query: expected dtype FLOAT8_E4M3FN or INT8, got %s",
+            return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT8_E4M3FN or INT8, got %s", q_name,
                             lig_dtype_name(query->dtype));
-        if ((st = lig_check_same_dtype(key, key_name, query, "query")) != LIG_SUCCESS) return st;
+        if ((st = lig_check_same_dtype(key, key_name, query, q_name)) != LIG_SUCCESS) return st;
         return lig_check_float_dtype(weights, "weights");
     }
-    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_same_dtype(key, key_name, query, "query")) != LIG_SUCCESS) return st;
-    return lig_check_same_dtype(weights, "weights", query, "query");
+    if ((st = lig_check_float_dtype(query, q_name)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_same_dtype(key, key_name, query, q_name)) != LIG_SUCCESS) return st;
+    return lig_check_same_dtype(weights, "weights", query, q_name);
 }
 
-static lig_status check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
-                            const char *layout, bool quant, lig_problem *p) {
+/* q_name / k_name: the operator's names for its query and key (the fused KL loss calls its
+ * indexer's tensors query_index and key_index: query and key are the main attention's there). */
+static lig_status check_qkw(const lig_tensor *query, const char *q_name, const lig_tensor *key, const char *k_name,
+                            const lig_tensor *weights, const char *layout, bool quant, lig_problem *p) {
     lig_status st;
     bool tnd;
     if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
     const int64_t rank = tnd ? 3 : 4; /* of query and key */
-    if ((st = lig_check_rank(query, "query", rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
-    if ((st = lig_check_rank(key, "key", rank, tnd ? "[T2,N2,D]" : "[B,S2,N2,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(query, q_name, rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
+    if ((st = lig_check_rank(key, k_name, rank, tnd ? "[T2,N2,D]" : "[B,S2,N2,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(weights, "weights", rank - 1, tnd ? "[T1,N1]" : "[B,S1,N1]")) != LIG_SUCCESS) return st;
-    if ((st = check_qkw_dtypes(query, key, "key", weights, quant)) != LIG_SUCCESS) return st;
+    if ((st = check_qkw_dtypes(query, q_name, key, k_name, weights, quant)) != LIG_SUCCESS) return st;
 
     const int64_t *qs = query->shape, *ks = key->shape;
     *p = (lig_problem){.tnd = tnd, .B = tnd ? -1 : qs[0], .K = -1};
@@ -39,32 +43,39 @@ static lig_status check_qkw(const lig_tensor *query, const lig_tensor *key, cons
     p->D = qs[rank - 1];
     p->S2 = ks[rank - 3];
     p->N2 = ks[rank - 2];
+    char why[64];
     int64_t expect[4], n = 0;
     if (!tnd) expect[n++] = p->B;
     expect[n++] = p->S2;
     expect[n++] = p->N2;
     expect[n++] = p->D;
-    if ((st = lig_check_shape(key, "key", n, expect, "batch and D like query")) != LIG_SUCCESS) return st;
+    snprintf(why, sizeof why, "batch and D like %s", q_name);
+    if ((st = lig_check_shape(key, k_name, n, expect, why)) != LIG_SUCCESS) return st;
     if (p->N2 == 0 ? p->N1 != 0 : p->N1 % p->N2 != 0)
-        return lig_fail(LIG_ERR_PARAM_INVALID,
-                        "key: expected a head count N2 that divides query's N1 = %lld, got N2 = %lld", (long long)p->N1,
-                        (long long)p->N2);
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected a head count N2 that divides %s's N1 = %lld, got N2 = %lld",
+                        k_name, q_name, (long long)p->N1, (long long)p->N2);
     p->G = p->N2 ? p->N1 / p->N2 : 0;
     n = 0;
     if (!tnd) expect[n++] = p->B;
     expect[n++] = p->S1;
     expect[n++] = p->N1;
-    return lig_check_shape(weights, "weights", n, expect, "like query without D");
+    snprintf(why, sizeof why, "like %s without D", q_name);
+    return lig_check_shape(weights, "weights", n, expect, why);
 }
 
 lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
                                  const char *layout, lig_problem *p) {
-    return check_qkw(query, key, weights, layout, false, p);
+    return check_qkw(query, "query", key, "key", weights, layout, false, p);
+}
+
+lig_status lig_problem_check_index_qkw(const lig_tensor *query_index, const lig_tensor *key_index,
+                                       const lig_tensor *weights, const char *layout, lig_problem *p) {
+    return check_qkw(query_index, "query_index", key_index, "key_index", weights, layout, false, p);
 }
 
 lig_status lig_problem_check_quant_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
                                        const char *layout, lig_problem *p) {
-    return check_qkw(query, key, weights, layout, true, p);
+    return check_qkw(query, "query", key, "key", weights, layout, true, p);
 }
 
 lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K, const char *why,
@@ -101,7 +112,7 @@ static lig_status check_paged_qkw(const lig_tensor *query, const lig_tensor *key
     if ((st = lig_check_rank(key_cache, key_name, 4, "[num_blocks,block_size,N2,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(block_table, "block_table", 2, "[B,max_blocks_per_seq]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(weights, "weights", rank - 1, tnd ? "[T1,N1]" : "[B,S1,N1]")) != LIG_SUCCESS) return st;
-    if ((st = check_qkw_dtypes(query, key_cache, key_name, weights, quant)) != LIG_SUCCESS) return st;
+    if ((st = check_qkw_dtypes(query, "query", key_cache, key_name, weights, quant)) != LIG_SUCCESS) return st;
     if ((st = lig_check_index_dtype(block_table, "block_table")) != LIG_SUCCESS) return st;
 
     const int64_t *qs = query->shape, *cs = key_cache->shape;

@@ -9,6 +9,9 @@
  * fills the geometry of *p (K, B for TND and the rows are filled later). */
 lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
                                  const char *layout, lig_problem *p);
+/* The same, naming the tensors query_index and key_index (the fused KL loss's indexer inputs). */
+lig_status lig_problem_check_index_qkw(const lig_tensor *query_index, const lig_tensor *key_index,
+                                       const lig_tensor *weights, const char *layout, lig_problem *p);
 
 /* The same for a paged key cache [num_blocks, block_size, N2, D] read through block_table
  * [B, max_blocks_per_seq] (INT32 or INT64): fills p with S2 = max_blocks_per_seq * block_size

@@ -106,7 +106,7 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
 
     /* the indexer, as the backward checks it */
     lig_problem pr;
-    if ((st = lig_problem_check_qkw(query_index, key_index, weights, layout, &pr)) != LIG_SUCCESS) return st;
+    if ((st = lig_problem_check_index_qkw(query_index, key_index, weights, layout, &pr)) != LIG_SUCCESS) return st;
     if ((st = lig_check_index_dtype(sparse_indices, "sparse_indices")) != LIG_SUCCESS) return st;
     bool short_form;
     if ((st = lig_problem_check_slots(&pr, sparse_indices, "sparse_indices", -1,
