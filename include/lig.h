@@ -15,6 +15,7 @@
 #define LIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define LIG_VERSION_MAJOR 0
@@ -323,6 +324,11 @@ LIG_API uint8_t lig_float_to_float8_e4m3fn(float value);
 
 /* This thread's last failure message, "" if none. */
 LIG_API const char *lig_get_last_error(void);
+
+/* A shape as lig's error messages write it, "[2,3,4]" ("[]" for rank 0), into buf (capacity
+ * bytes, cut short and terminated when it does not fit); returns buf. For front ends and bindings
+ * whose own messages should read like lig's. */
+LIG_API const char *lig_format_shape(char *buf, size_t capacity, int64_t ndim, const int64_t *shape);
 LIG_API const char *lig_status_string(lig_status status);
 LIG_API const char *lig_version(void);
 

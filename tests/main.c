@@ -48,6 +48,7 @@ static const th_test all_tests[] = {
     {"kernels_fp8_rows", test_kernels_fp8_rows},
     /* API basics */
     {"api_version", test_api_version},
+    {"api_format_shape", test_api_format_shape},
     {"api_status_strings", test_api_status_strings},
     {"api_create_tensor", test_api_create_tensor},
     {"api_last_error_is_per_thread", test_api_last_error_is_per_thread},

@@ -25,6 +25,23 @@ void test_api_version(void)
           LIG_VERSION_STRING);
 }
 
+/* The public shape formatter: what error messages print, cut short and terminated when small. */
+void test_api_format_shape(void)
+{
+    char buf[32];
+    const int64_t shape[3] = {2, 0, 4096};
+    CHECK(strcmp(lig_format_shape(buf, sizeof buf, 3, shape), "[2,0,4096]") == 0, "rank 3: %s", buf);
+    CHECK(strcmp(lig_format_shape(buf, sizeof buf, 0, shape), "[]") == 0, "rank 0: %s", buf);
+    const int64_t big[2] = {INT64_MIN, INT64_MAX};
+    lig_format_shape(buf, sizeof buf, 2, big);
+    CHECK(strlen(buf) == sizeof buf - 1 && strncmp(buf, "[-9223372036854775808,922", 25) == 0,
+          "cut at the capacity: %s", buf);
+    char tiny[4];
+    memset(tiny, 'x', sizeof tiny);
+    lig_format_shape(tiny, sizeof tiny, 3, shape);
+    CHECK(tiny[3] == '\0' && strncmp(tiny, "[2,", 3) == 0, "capacity 4 holds \"[2,\": %.4s", tiny);
+}
+
 void test_api_status_strings(void)
 {
     const lig_status all[] = {LIG_SUCCESS, LIG_ERR_PARAM_NULLPTR, LIG_ERR_PARAM_INVALID, LIG_ERR_RUNTIME,

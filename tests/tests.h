@@ -48,6 +48,7 @@ void test_ref_generator_mix(void);
 
 /* test_api.c */
 void test_api_version(void);
+void test_api_format_shape(void);
 void test_api_status_strings(void);
 void test_api_create_tensor(void);
 void test_api_last_error_is_per_thread(void);

@@ -21,8 +21,8 @@ static aclnnStatus check_dy_shape(const aclTensor *query, const aclTensor *dy, c
     bool like_idx = dy->ndim == idx->ndim && !memcmp(dy->shape, idx->shape, (size_t)dy->ndim * sizeof(int64_t));
     if (!like_query || like_idx) return ACLNN_SUCCESS;
     char got[200], want[200];
-    fe_format_dims(got, sizeof got, dy->ndim, dy->shape);
-    fe_format_dims(want, sizeof want, idx->ndim, idx->shape);
+    lig_format_shape(got, sizeof got, dy->ndim, dy->shape);
+    lig_format_shape(want, sizeof want, idx->ndim, idx->shape);
     bool tnd = query->ndim == 3;
     return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
                    "dy: got shape %s, the %s shape of query that CANN's documentation shows for dy; the operator "

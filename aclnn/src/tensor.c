@@ -11,19 +11,6 @@
 #include "errmsg.h"
 #include "registry.h"
 
-const char *fe_format_dims(char *buf, size_t cap, int64_t ndim, const int64_t *dims) {
-    size_t used = 0;
-    int n = snprintf(buf, cap, "[");
-    used = n > 0 ? (size_t)n : 0;
-    for (int64_t i = 0; i < ndim && used < cap; i++) {
-        n = snprintf(buf + used, cap - used, "%s%lld", i ? "," : "", (long long)dims[i]);
-        if (n < 0) break;
-        used += (size_t)n;
-    }
-    if (used < cap) snprintf(buf + used, cap - used, "]");
-    return buf;
-}
-
 static bool product(const int64_t *dims, int64_t n, int64_t *out) {
     int64_t p = 1;
     for (int64_t i = 0; i < n; i++)
@@ -107,8 +94,8 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     }
     if (!ok) {
         fe_fail(ACLNN_ERR_PARAM_INVALID, api, "viewDims %s / storageDims %s: element counts overflow 64 bits",
-                fe_format_dims(vbuf, sizeof vbuf, t->ndim, t->shape),
-                fe_format_dims(sbuf, sizeof sbuf, t->storage_ndim, t->storage_shape));
+                lig_format_shape(vbuf, sizeof vbuf, t->ndim, t->shape),
+                lig_format_shape(sbuf, sizeof sbuf, t->storage_ndim, t->storage_shape));
         free(t);
         return NULL;
     }
@@ -117,9 +104,9 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
             fe_fail(ACLNN_ERR_PARAM_INVALID, api,
                     "the view (viewDims %s, stride %s, offset %lld) reaches outside its storage (storageDims %s, "
                     "%lld elements)",
-                    fe_format_dims(vbuf, sizeof vbuf, t->ndim, t->shape),
-                    fe_format_dims(tbuf, sizeof tbuf, t->ndim, t->strides), (long long)offset,
-                    fe_format_dims(sbuf, sizeof sbuf, t->storage_ndim, t->storage_shape), (long long)storage_numel);
+                    lig_format_shape(vbuf, sizeof vbuf, t->ndim, t->shape),
+                    lig_format_shape(tbuf, sizeof tbuf, t->ndim, t->strides), (long long)offset,
+                    lig_format_shape(sbuf, sizeof sbuf, t->storage_ndim, t->storage_shape), (long long)storage_numel);
             free(t);
             return NULL;
         }

@@ -47,7 +47,4 @@ aclnnStatus fe_tensor_bind(const aclTensor *tensor, const char *name, const char
 /* Whether the bytes of a bound tensor are still inside a live allocation (phase 2 re-checks). */
 bool fe_bound_still_valid(const fe_bound *bound);
 
-/* "[2,3,64]" into buf. */
-const char *fe_format_dims(char *buf, size_t cap, int64_t ndim, const int64_t *dims);
-
 #endif /* LIG_ACLNN_TENSOR_H */

@@ -21,9 +21,7 @@ lig_status lig_fail(lig_status status, const char *fmt, ...) LIG_PRINTF(2, 3);
 /* This thread's last failure message, "" before the first failure. */
 const char *lig_error_message(void);
 
-/* Writes "[a,b,c]" into buf (always NUL-terminated) and returns buf. */
-const char *lig_format_shape(char *buf, size_t cap, int64_t ndim, const int64_t *shape);
-
+/* lig_format_shape (lig.h) writes the shapes of the messages. */
 #define LIG_SHAPE_BUF 192
 
 #endif
