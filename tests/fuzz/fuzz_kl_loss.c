@@ -18,7 +18,7 @@
 #include "fuzz_case.h"
 #include "tensor_buffers.h"
 
-void fz_decode_lkcase(fz_in *in, lkcase *c, char *desc, size_t desc_size)
+void fz_decode_lkcase(fz_in *in, lkcase *c, int cann, char *desc, size_t desc_size)
 {
     static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     static const lig_kl_target targets[3] = {LIG_KL_TARGET_HEAD_MEAN, LIG_KL_TARGET_L1, LIG_KL_TARGET_CANN};
@@ -45,6 +45,10 @@ void fz_decode_lkcase(fz_in *in, lkcase *c, char *desc, size_t desc_size)
     d.Dm = fz_range(in, 0, 12);
     d.Dr = fz_chance(in, 128) ? fz_range(in, 1, 4) : 0;
     d.short_form = (f & 16) != 0 && d.N2 == 1;
+    if (cann) { /* CANN's operator: its target, softmax_max / softmax_sum only */
+        d.target = LIG_KL_TARGET_CANN;
+        d.lse = false;
+    }
     if (d.layout == REF_TND && d.S2 < d.B) {
         d.S2 = d.B; /* kl_loss_case gives every batch at least one key */
     }
@@ -326,7 +330,7 @@ void fz_kl_loss(fz_in *in, const char *env, char *label, size_t label_size)
     fz_decode_kinds(in, KD_COUNT, kinds);
     lkcase c;
     char desc[512];
-    fz_decode_lkcase(in, &c, desc, sizeof desc);
+    fz_decode_lkcase(in, &c, 0, desc, sizeof desc);
     kl_expect ex;
     memset(&ex, 0, sizeof ex);
     for (int i = 0; i < 2; i++) {

@@ -17,8 +17,9 @@
  * or without lengths or TND, sparse_mode 0 / 3 with a band, statistics dense or sparse, max/sum
  * or lse, the target (head_mean, l1, cann), the short index form, index and d_weights dtypes,
  * determinism; then the data from a seed read from the input (indices with padding, duplicates
- * and masked keys; absurd values in invalid rows). */
-void fz_decode_lkcase(fz_in *in, lkcase *c, char *desc, size_t desc_size);
+ * and masked keys; absurd values in invalid rows). With `cann`, CANN's operator's problem: target
+ * LIG_KL_TARGET_CANN, softmax_max / softmax_sum. */
+void fz_decode_lkcase(fz_in *in, lkcase *c, int cann, char *desc, size_t desc_size);
 
 /* One call of lig_sparse_indexer_kl_loss with up to two decoded defects; the label receives the
  * call in words. */

@@ -150,6 +150,11 @@ def main():
     write("fuzz-aclnn", "op-backward-bsnd", [0, 1] + env() + [1, NONE] + views8 + problem(lens=[(4, 6), (2, 3)]))
     write("fuzz-aclnn", "op-forward-tnd", [0, 1] + env(2) + [0, NONE] + padded() * 5 +
           fwd_problem(dtype=F16, tnd=True, ends=[(2, 3), (3, 5)], extra=(1, 1)))
+    # the KL loss (operator byte 2): front-end defect byte, the problem (CANN's target and statistics)
+    write("fuzz-aclnn", "op-kl-loss-bsnd-lengths", [0, 1] + env() + [2, NONE] +
+          kl_loss(lengths=True, Dr=2, N2=2, G=1, K=5))
+    write("fuzz-aclnn", "op-kl-loss-tnd-bf16", [0, 1] + env(2) + [2, NONE] +
+          kl_loss(dtype=BF16, tnd=True, sparse=True, idx64=True, S1=5, S2=7, Dm=10))
 
 
 if __name__ == "__main__":
