@@ -47,8 +47,10 @@ static void mirror_make(const lkcase *c, kl_mirror *m, int defect, int victim)
             continue;
         }
         const size_t bytes = (size_t)c->bytes[a];
-        CHECK(aclrtMalloc(&m->dev[a], bytes, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "aclrtMalloc(%zu)", bytes);
-        CHECK(aclrtMemcpy(m->dev[a], bytes, c->buf[a], bytes, ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS,
+        /* the runtime refuses 0-byte allocations and copies: an empty tensor gets one spare byte */
+        CHECK(aclrtMalloc(&m->dev[a], bytes ? bytes : 1, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS,
+              "aclrtMalloc(%zu)", bytes);
+        CHECK(bytes == 0 || aclrtMemcpy(m->dev[a], bytes, c->buf[a], bytes, ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS,
               "aclrtMemcpy host to device");
         m->before[a] = th_xmalloc(bytes + 1);
         memcpy(m->before[a], c->buf[a], bytes);
