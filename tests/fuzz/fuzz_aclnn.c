@@ -630,35 +630,16 @@ static void operator_call(fz_in *in, char *label, size_t label_size)
             }
         }
     }
-    const char *msg = aclGetRecentErrMsg();
-    if (a1 != ACLNN_SUCCESS || a2 != ACLNN_SUCCESS) {
-        CHECK(outputs_unchanged(&oi, &m), "%s: a failed call (%d, %d) wrote to an output", label, (int)a1, (int)a2);
-        CHECK(msg != NULL && msg[0] != '\0', "%s: a failure without a message", label);
-    }
     const int failed = a1 != ACLNN_SUCCESS || a2 != ACLNN_SUCCESS;
     g_matched += !failed;
     g_refused_defect += failed && (refused_view || defect != FE_NONE);
     g_failed_alike += failed && !refused_view && defect == FE_NONE;
-    if (refused_view || fe_must_fail) {
-        CHECK(failed, "%s: the front end accepted a defective call", label);
-        CHECK(a1 == ACLNN_SUCCESS || a1 == ACLNN_ERR_PARAM_INVALID || a1 == ACLNN_ERR_PARAM_NULLPTR,
-              "%s: phase 1 returned %d", label, (int)a1);
-        CHECK(a2 == ACLNN_SUCCESS || a2 == ACLNN_ERR_PARAM_INVALID, "%s: phase 2 returned %d", label, (int)a2);
-    } else {
-        /* lig's statuses are CANN's codes (docs/aclnn.md, Return codes) */
-        CHECK(a1 == (aclnnStatus)l1, "%s: phase 1 returned %d, lig %d: %s", label, (int)a1, (int)l1, msg ? msg : "");
-        if (a1 == ACLNN_SUCCESS && !phase2_defect) {
-            CHECK(a2 == (aclnnStatus)l2, "%s: phase 2 returned %d, lig %d: %s", label, (int)a2, (int)l2,
-                  msg ? msg : "");
-        } else if (a1 == ACLNN_SUCCESS) {
-            CHECK(a2 == ACLNN_ERR_PARAM_INVALID || (l2 != LIG_SUCCESS && a2 == (aclnnStatus)l2),
-                  "%s: phase 2 with a defect returned %d", label, (int)a2);
-        }
-        if (a1 == ACLNN_SUCCESS && a2 == ACLNN_SUCCESS) {
-            for (int i = oi.first_output; i < oi.nbuf; i++) {
-                CHECK(!oi.present[i] || m.freed[i] || memcmp(m.dev[i], oi.buf[i].base, oi.buf[i].bytes) == 0,
-                      "%s: output buffer %d differs from lig's", label, i);
-            }
+    const int must_fail = refused_view || fe_must_fail;
+    fz_acl_judge(label, a1, a2, l1, l2, must_fail, phase2_defect, !failed || outputs_unchanged(&oi, &m));
+    if (!failed && !must_fail) {
+        for (int i = oi.first_output; i < oi.nbuf; i++) {
+            CHECK(!oi.present[i] || m.freed[i] || memcmp(m.dev[i], oi.buf[i].base, oi.buf[i].bytes) == 0,
+                  "%s: output buffer %d differs from lig's", label, i);
         }
     }
     inst_teardown(&oi);

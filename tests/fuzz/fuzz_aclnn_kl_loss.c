@@ -27,6 +27,32 @@ aclDataType fz_acl_dtype(lig_dtype d)
     }
 }
 
+void fz_acl_judge(const char *label, aclnnStatus a1, aclnnStatus a2, lig_status l1, lig_status l2, int must_fail,
+                  int phase2_defect, int outputs_unchanged)
+{
+    const char *msg = aclGetRecentErrMsg();
+    const int failed = a1 != ACLNN_SUCCESS || a2 != ACLNN_SUCCESS;
+    if (failed) {
+        CHECK(outputs_unchanged, "%s: a failed call (%d, %d) wrote to an output", label, (int)a1, (int)a2);
+        CHECK(msg != NULL && msg[0] != '\0', "%s: a failure without a message", label);
+    }
+    if (must_fail) {
+        CHECK(failed, "%s: the front end accepted a defective call", label);
+        CHECK(a1 == ACLNN_SUCCESS || a1 == ACLNN_ERR_PARAM_INVALID || a1 == ACLNN_ERR_PARAM_NULLPTR,
+              "%s: phase 1 returned %d", label, (int)a1);
+        CHECK(a2 == ACLNN_SUCCESS || a2 == ACLNN_ERR_PARAM_INVALID, "%s: phase 2 returned %d", label, (int)a2);
+        return;
+    }
+    /* lig's statuses are CANN's codes (docs/aclnn.md, Return codes) */
+    CHECK(a1 == (aclnnStatus)l1, "%s: phase 1 returned %d, lig %d: %s", label, (int)a1, (int)l1, msg ? msg : "");
+    if (a1 == ACLNN_SUCCESS && !phase2_defect) {
+        CHECK(a2 == (aclnnStatus)l2, "%s: phase 2 returned %d, lig %d: %s", label, (int)a2, (int)l2, msg ? msg : "");
+    } else if (a1 == ACLNN_SUCCESS) {
+        CHECK(a2 == ACLNN_ERR_PARAM_INVALID || (l2 != LIG_SUCCESS && a2 == (aclnnStatus)l2),
+              "%s: phase 2 with a defect returned %d", label, (int)a2);
+    }
+}
+
 enum { KF_NONE = -1, KF_DESTROYED = 0, KF_FREED_BEFORE, KF_FREED_BETWEEN, KF_FORMAT, KF_DTYPE, KF_RUN_TWICE,
        KF_EXEC_DESTROYED, KF_WS_SHORT, KF_STREAM, KF_ARRAY_DESTROYED, KF_ARRAY_BETWEEN, KF_KINDS };
 
@@ -192,34 +218,14 @@ int fz_aclnn_kl_loss(fz_in *in, char *label, size_t label_size)
     if (a1 == ACLNN_SUCCESS && a2 == ACLNN_SUCCESS && fz_env_flag("LIG_FUZZ_PERTURB")) {
         ((unsigned char *)m.dev[KA_LOSS])[0] ^= 1; /* the loss always has its element */
     }
-    const char *msg = aclGetRecentErrMsg();
     const int failed = a1 != ACLNN_SUCCESS || a2 != ACLNN_SUCCESS;
-    if (failed) {
-        CHECK(outputs_unchanged(&c, &m), "%s: a failed call (%d, %d) wrote to an output", label, (int)a1, (int)a2);
-        CHECK(msg != NULL && msg[0] != '\0', "%s: a failure without a message", label);
-    }
-    if (fe_must_fail) {
-        CHECK(failed, "%s: the front end accepted a defective call", label);
-        CHECK(a1 == ACLNN_SUCCESS || a1 == ACLNN_ERR_PARAM_INVALID || a1 == ACLNN_ERR_PARAM_NULLPTR,
-              "%s: phase 1 returned %d", label, (int)a1);
-        CHECK(a2 == ACLNN_SUCCESS || a2 == ACLNN_ERR_PARAM_INVALID, "%s: phase 2 returned %d", label, (int)a2);
-    } else {
-        /* lig's statuses are CANN's codes (docs/aclnn.md, Return codes) */
-        CHECK(a1 == (aclnnStatus)l1, "%s: phase 1 returned %d, lig %d: %s", label, (int)a1, (int)l1, msg ? msg : "");
-        if (a1 == ACLNN_SUCCESS && !phase2_defect) {
-            CHECK(a2 == (aclnnStatus)l2, "%s: phase 2 returned %d, lig %d: %s", label, (int)a2, (int)l2,
-                  msg ? msg : "");
-        } else if (a1 == ACLNN_SUCCESS) {
-            CHECK(a2 == ACLNN_ERR_PARAM_INVALID || (l2 != LIG_SUCCESS && a2 == (aclnnStatus)l2),
-                  "%s: phase 2 with a defect returned %d", label, (int)a2);
-        }
-        if (!failed) {
-            /* d_key_index is bitwise reproducible only in deterministic mode (contract 2.5) */
-            for (int a = KA_DQ; a <= KA_LOSS; a++) {
-                CHECK((a == KA_DK && !c.deterministic) || m.freed[a] ||
-                          memcmp(m.dev[a], c.buf[a], (size_t)c.bytes[a]) == 0,
-                      "%s: output %d differs from lig's", label, a);
-            }
+    fz_acl_judge(label, a1, a2, l1, l2, fe_must_fail, phase2_defect, !failed || outputs_unchanged(&c, &m));
+    if (!failed && !fe_must_fail) {
+        /* d_key_index is bitwise reproducible only in deterministic mode (contract 2.5) */
+        for (int a = KA_DQ; a <= KA_LOSS; a++) {
+            CHECK((a == KA_DK && !c.deterministic) || m.freed[a] ||
+                      memcmp(m.dev[a], c.buf[a], (size_t)c.bytes[a]) == 0,
+                  "%s: output %d differs from lig's", label, a);
         }
     }
     mirror_free(&m);

@@ -16,6 +16,12 @@
 /* The aclDataType of a lig dtype (FLOAT32, FLOAT16, BFLOAT16, INT32, INT64). */
 aclDataType fz_acl_dtype(lig_dtype d);
 
+/* The statuses of one aclnn call (a1, a2) against lig's on the same data (l1, l2), or with
+ * must_fail (a front-end defect lig cannot see) a failure; with phase2_defect phase 2 may fail
+ * where lig's did not. A failure must carry a message and leave the outputs unchanged. */
+void fz_acl_judge(const char *label, aclnnStatus a1, aclnnStatus a2, lig_status l1, lig_status l2, int must_fail,
+                  int phase2_defect, int outputs_unchanged);
+
 /* What one operator call did, for the target's totals. */
 enum { FZ_ACL_MATCHED, FZ_ACL_FAILED_ALIKE, FZ_ACL_REFUSED_DEFECT };
 
