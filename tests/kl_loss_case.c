@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "framework.h"
 #include "rng.h"
 #include "tensor_buffers.h"
 
@@ -19,6 +20,13 @@ static void *alloc_filled(uint64_t bytes, int fill) {
 
 static int64_t dsize(lig_dtype t) { return t == LIG_FLOAT32 || t == LIG_INT32 ? 4 : t == LIG_INT64 ? 8 : 2; }
 
+/* The description of tensor a, for callers that rebuild it (the fuzzers' defects). */
+static void describe(lkcase *c, int a, lig_dtype dt, int ndim, const int64_t *shape) {
+    c->dtype[a] = dt;
+    c->ndim[a] = ndim;
+    memcpy(c->shape[a], shape, sizeof(int64_t) * (size_t)ndim);
+}
+
 /* A float tensor of n elements from `gen`, its values read back rounded into v. */
 static void make_float(lkcase *c, int a, lig_dtype dt, int ndim, const int64_t *shape, double *v, int64_t n) {
     c->bytes[a] = (uint64_t)(n * dsize(dt));
@@ -28,12 +36,14 @@ static void make_float(lkcase *c, int a, lig_dtype dt, int ndim, const int64_t *
         v[i] = th_load(c->buf[a], dt, i);
     }
     c->t[a] = lig_create_tensor(c->buf[a], dt, ndim, shape, NULL);
+    describe(c, a, dt, ndim, shape);
 }
 
 static void make_output(lkcase *c, int a, lig_dtype dt, int ndim, const int64_t *shape, int64_t n) {
     c->bytes[a] = (uint64_t)(n * dsize(dt));
     c->buf[a] = alloc_filled(c->bytes[a], TB_OUTPUT_FILL);
     c->t[a] = lig_create_tensor(c->buf[a], dt, ndim, shape, NULL);
+    describe(c, a, dt, ndim, shape);
 }
 
 static double *grid(th_rng *r, int64_t n, double step, int64_t half) {
@@ -211,6 +221,7 @@ void lkcase_make(lkcase *c, const lkcase_desc *d, uint64_t seed) {
     c->buf[KA_IDX] = alloc_filled(c->bytes[KA_IDX], 0);
     for (int64_t i = 0; i < ni; i++) th_store_int(c->buf[KA_IDX], d->index_dtype, i, c->idx[i]);
     c->t[KA_IDX] = lig_create_tensor(c->buf[KA_IDX], d->index_dtype, s_idx_n, s_idx, NULL);
+    describe(c, KA_IDX, d->index_dtype, s_idx_n, s_idx);
 
     make_statistics(c);
     if (d->lse) make_float(c, KA_LSE, LIG_FLOAT32, (int)s_st_n, s_st, c->lse, nq * d->N1m);
@@ -227,6 +238,8 @@ void lkcase_make(lkcase *c, const lkcase_desc *d, uint64_t seed) {
         memcpy(c->buf[KA_AK], c->seq_k, c->bytes[KA_AK]);
         c->t[KA_AQ] = lig_create_tensor(c->buf[KA_AQ], LIG_INT64, 1, sb, NULL);
         c->t[KA_AK] = lig_create_tensor(c->buf[KA_AK], LIG_INT64, 1, sb, NULL);
+        describe(c, KA_AQ, LIG_INT64, 1, sb);
+        describe(c, KA_AK, LIG_INT64, 1, sb);
     }
     make_output(c, KA_DQ, d->dtype, s_qi_n, s_qi, nq * d->N1 * d->D);
     make_output(c, KA_DK, d->dtype, s_ki_n, s_ki, nk * d->N2 * d->D);
@@ -287,3 +300,75 @@ void lkcase_outputs(const lkcase *c, double **dq, double **dk, double **dw, doub
     memcpy(&f, c->buf[KA_LOSS], sizeof f);
     *loss = f;
 }
+
+/* The output rounding of a dtype, relative. */
+double lkcase_out_rel(lig_dtype t) { return t == LIG_BFLOAT16 ? 1.0 / 256 : t == LIG_FLOAT16 ? 1.0 / 2048 : 1e-6; }
+
+double lkcase_maxabs(const double *v, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) m = fabs(v[i]) > m ? fabs(v[i]) : m;
+    return m;
+}
+
+/* Elements within rel * |ref| + 2e-4 * max |ref| + 4e-6 * sizes (the fp32 teacher's and dI's
+ * errors: relative to the tensor's size, and dI's absolute error, about fp32's epsilon of the
+ * target's scale, times the sizes of the terms that carry it, `sizes` = the sum of |w k|, |w q|,
+ * |q k| over the counted slots); an element with no counted term must be exactly 0. */
+static void check_close(const char *label, const char *what, const double *got, const double *ref,
+                        const double *sizes, int64_t n, double rel) {
+    const double m = lkcase_maxabs(ref, n);
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 3; i++) {
+        const double bound = sizes[i] == 0.0 ? 0.0 : rel * fabs(ref[i]) + 2e-4 * m + 4e-6 * sizes[i] + 1e-30;
+        if (!(fabs(got[i] - ref[i]) <= bound)) {
+            CHECK(0, "%s: %s[%lld] = %.9g, reference %.9g (bound %.3g)", label, what, (long long)i, got[i], ref[i],
+                  bound);
+            bad++;
+        }
+    }
+}
+
+void lkcase_check_outputs(const lkcase *c, const char *label) {
+    const lkcase_desc *d = &c->d;
+    const int64_t nq = c->rows_q * d->N1 * d->D, nk = c->rows_k * d->N2 * d->D, nw = c->rows_q * d->N1;
+    const int64_t ni = c->rows_q * d->N2 * d->K;
+    const ref_kl_loss_case rc = lkcase_ref(c);
+    double *dI = calloc((size_t)ni + 1, sizeof(double)), abs_loss = 0.0;
+    const double loss_ref = ref_kl_loss(&rc, dI, &abs_loss);
+    ref_grads g = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8),
+                   .dq_abs = calloc((size_t)nq + 1, 8), .dk_abs = calloc((size_t)nk + 1, 8),
+                   .dw_abs = calloc((size_t)nw + 1, 8)};
+    ref_backward(&c->p, c->qi, c->ki, c->w, c->idx, dI, &g);
+    /* the sizes of the terms: the backward's with dy = 1 on every counted slot */
+    double *ones = calloc((size_t)ni + 1, sizeof(double));
+    int64_t units = 0; /* (row, key head) with a counted slot: each adds fp32's error of a sum of p log p */
+    for (int64_t row = 0; row < c->rows_q; row++) {
+        ref_row info;
+        ref_row_info(&c->p, row, &info);
+        for (int64_t h = 0; info.valid && h < d->N2; h++) {
+            int64_t counted = 0;
+            for (int64_t j = (row * d->N2 + h) * d->K; j < (row * d->N2 + h + 1) * d->K; j++)
+                counted += ones[j] = ref_classify(&c->p, &info, c->idx[j]) == REF_SLOT_COUNTED;
+            units += counted > 0;
+        }
+    }
+    ref_grads sz = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8),
+                    .dq_abs = calloc((size_t)nq + 1, 8), .dk_abs = calloc((size_t)nk + 1, 8),
+                    .dw_abs = calloc((size_t)nw + 1, 8)};
+    ref_backward(&c->p, c->qi, c->ki, c->w, c->idx, ones, &sz);
+    double *dq, *dk, *dw, loss;
+    lkcase_outputs(c, &dq, &dk, &dw, &loss);
+    /* relative to the terms' sizes, and absolute per unit: p and y carry fp32's relative error,
+     * so each unit's sum_j p (log p - log y) is off by about eps * sum_j p <= eps even where the
+     * terms cancel to ~0 (one key, every slot a duplicate: the fuzzer's case) */
+    CHECK(fabs(loss - loss_ref) <= 1e-4 * abs_loss + 1e-6 * fabs(loss_ref) + 1e-6 * (double)units + 1e-7,
+          "%s: loss %.9g, reference %.9g", label, loss, loss_ref);
+    check_close(label, "d_query_index", dq, g.dq, sz.dq_abs, nq, lkcase_out_rel(d->dtype));
+    check_close(label, "d_key_index", dk, g.dk, sz.dk_abs, nk, lkcase_out_rel(d->dtype));
+    check_close(label, "d_weights", dw, g.dw, sz.dw_abs, nw, lkcase_out_rel(d->dw_dtype));
+    free(ones);
+    free(sz.dq); free(sz.dk); free(sz.dw); free(sz.dq_abs); free(sz.dk_abs); free(sz.dw_abs);
+    free(dq); free(dk); free(dw); free(dI);
+    free(g.dq); free(g.dk); free(g.dw); free(g.dq_abs); free(g.dk_abs); free(g.dw_abs);
+}
+

@@ -39,6 +39,9 @@ typedef struct lkcase {
     void *buf[KA_COUNT];        /* the tensors' memory */
     uint64_t bytes[KA_COUNT];
     lig_tensor *t[KA_COUNT];    /* NULL where absent */
+    lig_dtype dtype[KA_COUNT];  /* what t[a] was made with */
+    int ndim[KA_COUNT];
+    int64_t shape[KA_COUNT][6];
     /* the call's scalars (error cases edit them) */
     double scale;
     const char *layout;
@@ -58,5 +61,12 @@ lig_status lkcase_call(lkcase *c);
 lig_status lkcase_phase1(lkcase *c, uint64_t *ws_size, lig_executor **ex);
 /* The outputs as doubles: d_query_index, d_key_index, d_weights (caller frees), and the loss. */
 void lkcase_outputs(const lkcase *c, double **dq, double **dk, double **dw, double *loss);
+/* After a successful call: the loss and every gradient against the float64 reference (CHECK),
+ * within the bounds of the fp32 teacher and dI and the outputs' rounding; an element with no
+ * counted term must be exactly 0. */
+void lkcase_check_outputs(const lkcase *c, const char *label);
+/* The output rounding of a dtype, relative; the largest |v[i]|. */
+double lkcase_out_rel(lig_dtype t);
+double lkcase_maxabs(const double *v, int64_t n);
 
 #endif

@@ -27,70 +27,11 @@ static lkcase_desc base_desc(void) {
                          .dw_dtype = LIG_FLOAT32};
 }
 
-/* The output rounding of a dtype, relative. */
-static double out_rel(lig_dtype t) { return t == LIG_BFLOAT16 ? 1.0 / 256 : t == LIG_FLOAT16 ? 1.0 / 2048 : 1e-6; }
-
-static double maxabs(const double *v, int64_t n) {
-    double m = 0.0;
-    for (int64_t i = 0; i < n; i++) m = fabs(v[i]) > m ? fabs(v[i]) : m;
-    return m;
-}
-
-/* Elements within rel * |ref| + 2e-4 * max |ref| + 4e-6 * sizes (the fp32 teacher's and dI's
- * errors: relative to the tensor's size, and dI's absolute error, about fp32's epsilon of the
- * target's scale, times the sizes of the terms that carry it, `sizes` = the sum of |w k|, |w q|,
- * |q k| over the counted slots); an element with no counted term must be exactly 0. */
-static void check_close(const char *label, const char *what, const double *got, const double *ref,
-                        const double *sizes, int64_t n, double rel) {
-    const double m = maxabs(ref, n);
-    int bad = 0;
-    for (int64_t i = 0; i < n && bad < 3; i++) {
-        const double bound = sizes[i] == 0.0 ? 0.0 : rel * fabs(ref[i]) + 2e-4 * m + 4e-6 * sizes[i] + 1e-30;
-        if (!(fabs(got[i] - ref[i]) <= bound)) {
-            CHECK(0, "%s: %s[%lld] = %.9g, reference %.9g (bound %.3g)", label, what, (long long)i, got[i], ref[i],
-                  bound);
-            bad++;
-        }
-    }
-}
-
-/* Runs the case and compares every output with the reference. */
+/* Runs the case and compares every output with the reference (lkcase_check_outputs). */
 static void run_and_compare(lkcase *c, const char *label) {
-    const lkcase_desc *d = &c->d;
     const lig_status st = lkcase_call(c);
     if (!CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) return;
-    const int64_t nq = c->rows_q * d->N1 * d->D, nk = c->rows_k * d->N2 * d->D, nw = c->rows_q * d->N1;
-    const int64_t ni = c->rows_q * d->N2 * d->K;
-    const ref_kl_loss_case rc = lkcase_ref(c);
-    double *dI = calloc((size_t)ni + 1, sizeof(double)), abs_loss = 0.0;
-    const double loss_ref = ref_kl_loss(&rc, dI, &abs_loss);
-    ref_grads g = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8),
-                   .dq_abs = calloc((size_t)nq + 1, 8), .dk_abs = calloc((size_t)nk + 1, 8),
-                   .dw_abs = calloc((size_t)nw + 1, 8)};
-    ref_backward(&c->p, c->qi, c->ki, c->w, c->idx, dI, &g);
-    /* the sizes of the terms: the backward's with dy = 1 on every counted slot */
-    double *ones = calloc((size_t)ni + 1, sizeof(double));
-    for (int64_t row = 0; row < c->rows_q; row++) {
-        ref_row info;
-        ref_row_info(&c->p, row, &info);
-        for (int64_t j = 0; info.valid && j < d->N2 * d->K; j++)
-            ones[row * d->N2 * d->K + j] = ref_classify(&c->p, &info, c->idx[row * d->N2 * d->K + j]) == REF_SLOT_COUNTED;
-    }
-    ref_grads sz = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8),
-                    .dq_abs = calloc((size_t)nq + 1, 8), .dk_abs = calloc((size_t)nk + 1, 8),
-                    .dw_abs = calloc((size_t)nw + 1, 8)};
-    ref_backward(&c->p, c->qi, c->ki, c->w, c->idx, ones, &sz);
-    double *dq, *dk, *dw, loss;
-    lkcase_outputs(c, &dq, &dk, &dw, &loss);
-    CHECK(fabs(loss - loss_ref) <= 1e-4 * abs_loss + 1e-6 * fabs(loss_ref) + 1e-7, "%s: loss %.9g, reference %.9g",
-          label, loss, loss_ref);
-    check_close(label, "d_query_index", dq, g.dq, sz.dq_abs, nq, out_rel(d->dtype));
-    check_close(label, "d_key_index", dk, g.dk, sz.dk_abs, nk, out_rel(d->dtype));
-    check_close(label, "d_weights", dw, g.dw, sz.dw_abs, nw, out_rel(d->dw_dtype));
-    free(ones);
-    free(sz.dq); free(sz.dk); free(sz.dw); free(sz.dq_abs); free(sz.dk_abs); free(sz.dw_abs);
-    free(dq); free(dk); free(dw); free(dI);
-    free(g.dq); free(g.dk); free(g.dw); free(g.dq_abs); free(g.dk_abs); free(g.dw_abs);
+    lkcase_check_outputs(c, label);
 }
 
 void test_kl_loss_ref_finite_differences(void) {
@@ -204,9 +145,9 @@ void test_kl_loss_sparse_statistics_targets_agree(void) {
         }
         CHECK(fabs(loss[0] - loss[1]) <= 1e-4 * (fabs(loss[0]) + 1e-3), "losses %.9g and %.9g", loss[0], loss[1]);
         for (int a = 0; a < 3; a++) {
-            const double m = maxabs(out[0][a], counts[a]);
+            const double m = lkcase_maxabs(out[0][a], counts[a]);
             for (int64_t i = 0; i < counts[a]; i++)
-                if (!CHECK(fabs(out[0][a][i] - out[1][a][i]) <= 1e-3 * m + out_rel(d.dtype) * fabs(out[0][a][i]),
+                if (!CHECK(fabs(out[0][a][i] - out[1][a][i]) <= 1e-3 * m + lkcase_out_rel(d.dtype) * fabs(out[0][a][i]),
                            "output %d [%lld]: head_mean %.9g, l1 %.9g", a, (long long)i, out[0][a][i], out[1][a][i]))
                     break;
             free(out[0][a]);
@@ -360,7 +301,7 @@ void test_kl_loss_cann_clamps(void) {
     }
     double diff = 0.0;
     for (int64_t i = 0; i < nq; i++) diff = fmax(diff, fabs(out[0][0][i] - out[1][0][i]));
-    CHECK(diff > 1e-3 * maxabs(out[0][0], nq), "dense statistics: d_query_index must differ, max diff %.3g", diff);
+    CHECK(diff > 1e-3 * lkcase_maxabs(out[0][0], nq), "dense statistics: d_query_index must differ, max diff %.3g", diff);
     for (int t = 0; t < 2; t++)
         for (int a = 0; a < 3; a++) free(out[t][a]);
 }

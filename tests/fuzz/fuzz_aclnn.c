@@ -12,7 +12,7 @@
  *     Each is judged by a model of the runtime built from the table of docs/aclnn.md: the code,
  *     and for copies the destination (the source's old bytes after success, unchanged after
  *     failure).
- *   operator: a backward or forward problem decoded as for the lig targets (fuzz_case.h), its
+ *   operator: the KL loss (fuzz_aclnn_kl_loss.h), or a backward or forward problem decoded as for the lig targets (fuzz_case.h), its
  *     tensors copied into aclrtMalloc memory and described with aclCreateTensor (same strides
  *     and offsets), run through aclnnLightningIndexerGrad* / aclnnLightningIndexer*, and compared
  *     with lig's own call on the same data: the same status in each phase and, after success, the
@@ -38,6 +38,7 @@
 #include "framework.h"
 #include "forward_kl_runner.h"
 #include "backward_runner.h"
+#include "fuzz_aclnn_kl_loss.h"
 
 /* ---- the runtime model ---- */
 
@@ -425,17 +426,6 @@ static void cmd_int_array(fz_in *in, session *s)
 enum { FE_NONE = -1, FE_DESTROYED = 0, FE_FREED_BEFORE, FE_FREED_BETWEEN, FE_FORMAT, FE_DTYPE, FE_RUN_TWICE,
        FE_OTHER_OP, FE_EXEC_DESTROYED, FE_WS_CALLER, FE_WS_SHORT, FE_STREAM, FE_KINDS };
 
-static aclDataType acl_dtype(lig_dtype d)
-{
-    switch (d) {
-    case LIG_FLOAT32: return ACL_FLOAT;
-    case LIG_FLOAT16: return ACL_FLOAT16;
-    case LIG_BFLOAT16: return ACL_BF16;
-    case LIG_INT32: return ACL_INT32;
-    default: return ACL_INT64;
-    }
-}
-
 typedef struct mirror {
     void *dev[INST_MAX_BUFS];       /* each buffer's copy in aclrtMalloc memory */
     aclTensor *t[INST_MAX_BUFS];    /* and its description */
@@ -455,7 +445,7 @@ static void mirror_make(const inst *oi, mirror *m, int defect, int victim)
         CHECK(aclrtMemcpy(m->dev[i], b->bytes, b->base, b->bytes, ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS,
               "aclrtMemcpy host to device");
         const int64_t storage = (int64_t)(b->bytes / th_dtype_size(b->dtype));
-        const aclDataType dt = defect == FE_DTYPE && i == victim ? ACL_DOUBLE : acl_dtype(b->dtype);
+        const aclDataType dt = defect == FE_DTYPE && i == victim ? ACL_DOUBLE : fz_acl_dtype(b->dtype);
         const aclFormat fmt = defect == FE_FORMAT && i == victim ? ACL_FORMAT_FRACTAL_NZ : ACL_FORMAT_ND;
         m->t[i] = aclCreateTensor(b->shape, (uint64_t)b->ndim, dt, b->null_strides ? NULL : b->strides, b->offset, fmt,
                                   &storage, 1, m->dev[i]);
@@ -516,7 +506,15 @@ static void operator_call(fz_in *in, char *label, size_t label_size)
         }
     }
     g_calls++;
-    const int backward = fz_u8(in) & 1;
+    const int which = fz_u8(in) % 3; /* 0 forward, 1 backward, 2 the KL loss */
+    if (which == 2) {
+        const int outcome = fz_aclnn_kl_loss(in, label, label_size);
+        g_matched += outcome == FZ_ACL_MATCHED;
+        g_failed_alike += outcome == FZ_ACL_FAILED_ALIKE;
+        g_refused_defect += outcome == FZ_ACL_REFUSED_DEFECT;
+        return;
+    }
+    const int backward = which;
     const uint8_t d = fz_u8(in);
     const int defect = d < 128 ? FE_NONE : d % FE_KINDS;
     fz_views vs;
@@ -632,35 +630,16 @@ static void operator_call(fz_in *in, char *label, size_t label_size)
             }
         }
     }
-    const char *msg = aclGetRecentErrMsg();
-    if (a1 != ACLNN_SUCCESS || a2 != ACLNN_SUCCESS) {
-        CHECK(outputs_unchanged(&oi, &m), "%s: a failed call (%d, %d) wrote to an output", label, (int)a1, (int)a2);
-        CHECK(msg != NULL && msg[0] != '\0', "%s: a failure without a message", label);
-    }
     const int failed = a1 != ACLNN_SUCCESS || a2 != ACLNN_SUCCESS;
     g_matched += !failed;
     g_refused_defect += failed && (refused_view || defect != FE_NONE);
     g_failed_alike += failed && !refused_view && defect == FE_NONE;
-    if (refused_view || fe_must_fail) {
-        CHECK(failed, "%s: the front end accepted a defective call", label);
-        CHECK(a1 == ACLNN_SUCCESS || a1 == ACLNN_ERR_PARAM_INVALID || a1 == ACLNN_ERR_PARAM_NULLPTR,
-              "%s: phase 1 returned %d", label, (int)a1);
-        CHECK(a2 == ACLNN_SUCCESS || a2 == ACLNN_ERR_PARAM_INVALID, "%s: phase 2 returned %d", label, (int)a2);
-    } else {
-        /* lig's statuses are CANN's codes (docs/aclnn.md, Return codes) */
-        CHECK(a1 == (aclnnStatus)l1, "%s: phase 1 returned %d, lig %d: %s", label, (int)a1, (int)l1, msg ? msg : "");
-        if (a1 == ACLNN_SUCCESS && !phase2_defect) {
-            CHECK(a2 == (aclnnStatus)l2, "%s: phase 2 returned %d, lig %d: %s", label, (int)a2, (int)l2,
-                  msg ? msg : "");
-        } else if (a1 == ACLNN_SUCCESS) {
-            CHECK(a2 == ACLNN_ERR_PARAM_INVALID || (l2 != LIG_SUCCESS && a2 == (aclnnStatus)l2),
-                  "%s: phase 2 with a defect returned %d", label, (int)a2);
-        }
-        if (a1 == ACLNN_SUCCESS && a2 == ACLNN_SUCCESS) {
-            for (int i = oi.first_output; i < oi.nbuf; i++) {
-                CHECK(!oi.present[i] || m.freed[i] || memcmp(m.dev[i], oi.buf[i].base, oi.buf[i].bytes) == 0,
-                      "%s: output buffer %d differs from lig's", label, i);
-            }
+    const int must_fail = refused_view || fe_must_fail;
+    fz_acl_judge(label, a1, a2, l1, l2, must_fail, phase2_defect, !failed || outputs_unchanged(&oi, &m));
+    if (!failed && !must_fail) {
+        for (int i = oi.first_output; i < oi.nbuf; i++) {
+            CHECK(!oi.present[i] || m.freed[i] || memcmp(m.dev[i], oi.buf[i].base, oi.buf[i].bytes) == 0,
+                  "%s: output buffer %d differs from lig's", label, i);
         }
     }
     inst_teardown(&oi);

@@ -540,10 +540,8 @@ static void perturb_output(inst *oi)
     }
 }
 
-void fz_run(fz_in *in, inst *oi, const fuzz_expect *ex, int p2, int invalid2, const suite_op *op, suite_case *sc,
-            const char *label)
+fuzz_stats *fz_stats(void)
 {
-    fuzz_stats *stats = &g_stats;
     if (!g_stats_registered) {
         g_stats_registered = 1;
         if (fz_env_flag("LIG_FUZZ_STATS")) {
@@ -551,6 +549,19 @@ void fz_run(fz_in *in, inst *oi, const fuzz_expect *ex, int p2, int invalid2, co
         }
         g_perturb = fz_env_flag("LIG_FUZZ_PERTURB");
     }
+    return &g_stats;
+}
+
+int fz_perturb(void)
+{
+    (void)fz_stats();
+    return g_perturb;
+}
+
+void fz_run(fz_in *in, inst *oi, const fuzz_expect *ex, int p2, int invalid2, const suite_op *op, suite_case *sc,
+            const char *label)
+{
+    fuzz_stats *stats = fz_stats();
     stats->iterations++;
     if (!fuzz_check_phase1(oi, inst_phase1(oi), ex, label, stats)) {
         return;

@@ -99,6 +99,10 @@ void fz_run(fz_in *in, inst *oi, const fuzz_expect *ex, int p2, int invalid2, co
  * LIG_FUZZ_PERTURB (change one output after every successful call: the checks must then abort,
  * which make test-fuzz verifies). */
 int fz_env_flag(const char *name);
+/* The outcomes of the process's calls (printed at exit with LIG_FUZZ_STATS=1), for a target that
+ * judges its calls itself; and whether LIG_FUZZ_PERTURB is on. */
+fuzz_stats *fz_stats(void);
+int fz_perturb(void);
 /* Aborts (libFuzzer then saves the input) when a check of this input failed. */
 void fz_verdict(int failures_before, const char *label);
 /* The start of every target's LLVMFuzzerTestOneInput: in reads data (fz_init); returns the

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the forward (lig_indexer), the fused KL step (lig_indexer_kl_grad), the
- * tensor descriptor (lig_create_tensor) and the forward over a paged key cache
- * (lig_indexer_paged_get_workspace_size) through the public C API; the first byte picks which.
+ * tensor descriptor (lig_create_tensor), the forward over a paged key cache
+ * (lig_indexer_paged_get_workspace_size), the quantized forward and the fused KL loss
+ * (lig_sparse_indexer_kl_loss) through the public C API; the first byte picks which.
  *
  * Forward: threads and kernel set, up to two defects, the views of query, key, weights,
  * sparse_indices and sparse_values, the problem as for the backward (fuzz_case.h: dtypes, layout,
@@ -24,6 +25,11 @@
  * dims with zeros (tests/harness/quant_case.h); the result must match the float64 reference
  * (exact index sets where the scores are apart by more than the fp32 bound) with every input
  * and every byte past the outputs unchanged.
+ * Fused KL loss (lig_sparse_indexer_kl_loss, fuzz_kl_loss.h): the C tests' problems with dims
+ * (zeros too), layouts, lengths, modes, bands, statistics, rope, targets and forms from the input,
+ * defects (NULL, dtype, shape, aliased outputs, pointers, layout, mode, band, target, scale,
+ * statistics, rope, lengths, an index out of range, phase-2 workspace and stream); the result
+ * must match the float64 reference within the C tests' bounds, a failure change nothing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -37,6 +43,7 @@
 #include "framework.h"
 #include "forward_kl_runner.h"
 #include "quant_case.h"
+#include "fuzz_kl_loss.h"
 
 /* ---- forward ---- */
 
@@ -458,7 +465,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_in in;
     const int before = fz_begin(&in, data, size);
-    const uint8_t op = fz_u8(&in) % 5;
+    const uint8_t op = fz_u8(&in) % 6;
     char env[96], label[1400];
     if (op == 2) {
         descriptor(&in, label, sizeof label);
@@ -470,6 +477,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             kl_step(&in, env, label, sizeof label);
         } else if (op == 3) {
             paged(&in, env, label, sizeof label);
+        } else if (op == 5) {
+            fz_kl_loss(&in, env, label, sizeof label);
         } else {
             quant(&in, env, label, sizeof label);
         }

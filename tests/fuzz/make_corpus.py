@@ -61,6 +61,18 @@ def fwd_problem(K=4, **kw):
     return problem(K=K - 1, **kw)  # the forward reads K as 1 + byte % 20
 
 
+def kl_loss(dtype=F32, tnd=False, lengths=False, lse=False, sparse=False, short=False, idx64=False, dw32=False,
+            det=True, target=0, mode3=True, pre=None, nxt=None, B=2, S1=4, S2=6, N2=1, G=2, D=8, K=4, N1m=2, Dm=8,
+            Dr=0, seed=(1, 2, 3, 4)):
+    """The fused KL loss's problem (fuzz_kl_loss.c): flags, dtype/target/mode/band, dims, rope, a data seed.
+    target: 0 head_mean, 1 l1, 2 cann."""
+    f = tnd | lengths << 1 | lse << 2 | sparse << 3 | short << 4 | idx64 << 5 | dw32 << 6 | det << 7
+    g = dtype | target << 2 | mode3 << 4 | (pre is not None) << 5 | (nxt is not None) << 6
+    out = [f, g] + ([pre] if pre is not None else []) + ([nxt] if nxt is not None else [])
+    out += [B, S1, S2, N2 - 1, G, D, K, N1m, Dm] + ([0, Dr - 1] if Dr else [255])
+    return out + list(seed)
+
+
 def write(target, name, data):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -117,6 +129,16 @@ def main():
     write("fuzz-lig-fwd", "quant-int8-extreme", [4] + env() + [1 | 16, 0, 3 << 3 | 1 << 5] + [0, 2, 5, 0, 0, 140, 5, 0] +
           [9, 9, 9, 9])
 
+    # fused KL loss (op 5): env, defects, the problem (kl_loss above); the data from its seed
+    write("fuzz-lig-fwd", "klloss-bsnd-f32-rope-lengths", [5] + env() + [NONE, NONE] +
+          kl_loss(lengths=True, Dr=4, N2=2, G=2, K=5))
+    write("fuzz-lig-fwd", "klloss-tnd-bf16-lse-sparse-l1", [5] + env(2) + [NONE, NONE] +
+          kl_loss(dtype=BF16, tnd=True, lse=True, sparse=True, target=1, idx64=True, S1=6, S2=8, Dm=12))
+    write("fuzz-lig-fwd", "klloss-bsnd-f16-band-cann-short", [5] + env(3, 1) + [NONE, NONE] +
+          kl_loss(dtype=F16, target=2, mode3=False, pre=2, nxt=1, short=True, dw32=True, det=False, Dr=2,
+                  S1=5, S2=7, K=6))
+    write("fuzz-lig-fwd", "klloss-empty-heads", [5] + env() + [NONE, NONE] + kl_loss(G=0, N1m=0, D=0, Dm=0))
+
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,
                                              0, 0, 100, 7,        # aclrtMalloc 200 bytes, filled with 7
@@ -128,6 +150,11 @@ def main():
     write("fuzz-aclnn", "op-backward-bsnd", [0, 1] + env() + [1, NONE] + views8 + problem(lens=[(4, 6), (2, 3)]))
     write("fuzz-aclnn", "op-forward-tnd", [0, 1] + env(2) + [0, NONE] + padded() * 5 +
           fwd_problem(dtype=F16, tnd=True, ends=[(2, 3), (3, 5)], extra=(1, 1)))
+    # the KL loss (operator byte 2): front-end defect byte, the problem (CANN's target and statistics)
+    write("fuzz-aclnn", "op-kl-loss-bsnd-lengths", [0, 1] + env() + [2, NONE] +
+          kl_loss(lengths=True, Dr=2, N2=2, G=1, K=5))
+    write("fuzz-aclnn", "op-kl-loss-tnd-bf16", [0, 1] + env(2) + [2, NONE] +
+          kl_loss(dtype=BF16, tnd=True, sparse=True, idx64=True, S1=5, S2=7, Dm=10))
 
 
 if __name__ == "__main__":
