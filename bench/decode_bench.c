@@ -9,10 +9,14 @@
  * and fp32 weights. N2 = 1, BSND, sparse_mode 3 (row i of a step sees keys <= C - next_n + i).
  * Data: q, k ~ N(0, 1), w ~ N(0, 1) / sqrt(N1 D), fixed seeds.
  *
- * Timed: phase 2 only (phase 1 and the workspace outside), one warm-up, then --reps runs; the
- * median. Per form and thread count: the decode step split along the keys (the default plan), the
- * same step forced unsplit (the planner's hook at 0: one unit per row group, as before the split),
- * and the prefill S x S causal forward (no split: many rows). Rates: decode keys/s = B next_n C /
+ * Timed: phase 2 only (phase 1 outside; one workspace, touched before, for every run), one warm-up, then --reps rounds; the
+ * median and the minimum of the wall time, and the median of the process's CPU time (all threads;
+ * idle pool threads sleep), which a shared machine's other load hardly changes: cpuxT1 = T x the
+ * 1-thread CPU time / the T-thread CPU time is the speedup T threads would give on T free cores.
+ * Per form and thread count: the decode step split along the keys (the default plan) and the same
+ * step forced unsplit (the planner's hook at 0: one unit per row group, as before the split), run in
+ * alternation so that they share the machine's state, then the prefill S x S causal forward (no
+ * split: many rows). Rates: decode keys/s = B next_n C /
  * time; prefill key-rows/s = S (S + 1) / 2 / time; the ratio decode / prefill of those rates.
  *
  * Checked (each run's output of the last timed run): every decode row and 3 prefill rows against
@@ -174,39 +178,82 @@ static lig_status phase2(problem *p, void *ws, uint64_t size, lig_executor *e) {
     return p->f == FORM_BF16 ? lig_indexer(ws, size, e, NULL) : lig_quant_indexer(ws, size, e, NULL);
 }
 
+/* Timings of one configuration: wall seconds and process CPU seconds (every thread's; the pool's
+ * threads sleep when idle, so this is the work done whatever else the machine runs). */
+typedef struct timing {
+    double wall[MAX_REPS], cpu[MAX_REPS];
+    int n;
+    const char *kernels;
+} timing;
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One phase 1 + phase 2 with the split hook at `keys`, timed (phase 2 only) into *t unless warm-up. */
+static int run_once(problem *p, int64_t keys, timing *t, int record) {
+    lig_fwd_split_set_keys(keys);
+    uint64_t size = 0;
+    lig_executor *e = NULL;
+    if (phase1(p, &size, &e) != LIG_SUCCESS) {
+        fprintf(stderr, "phase 1: %s\n", lig_get_last_error());
+        return 0;
+    }
+    t->kernels = lig_executor_kernel_set(e);
+    /* one workspace for every run, touched before any timing (a fresh one would time page faults) */
+    static void *ws;
+    static uint64_t ws_size;
+    if (size > ws_size) {
+        free(ws);
+        ws = malloc(size);
+        memset(ws, 0, size);
+        ws_size = size;
+    }
+    const double w0 = now(), c0 = cpu_now();
+    const lig_status st = phase2(p, ws, size, e);
+    const double w1 = now(), c1 = cpu_now();
+    lig_fwd_split_set_keys(-1);
+    if (st != LIG_SUCCESS) {
+        fprintf(stderr, "phase 2: %s\n", lig_get_last_error());
+        return 0;
+    }
+    if (record) {
+        t->wall[t->n] = w1 - w0;
+        t->cpu[t->n] = c1 - c0;
+        t->n++;
+    }
+    return 1;
+}
+
+/* reps rounds (after a warm-up) of each of the n hook settings in turn, so that the settings share
+ * the machine's state; returns 0 on a failure. */
+static int time_rounds(problem *p, int threads, int reps, const int64_t *keys, int n, timing *t) {
+    lig_set_num_threads(threads);
+    for (int i = 0; i < n; i++) t[i].n = 0;
+    for (int r = -1; r < reps; r++)
+        for (int i = 0; i < n; i++)
+            if (!run_once(p, keys[i], &t[i], r >= 0)) return 0;
+    return 1;
+}
+
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-/* Median seconds of phase 2 over reps runs (after one warm-up); 0 on failure. */
-static double time_forward(problem *p, int threads, int reps, const char **kernels) {
-    lig_set_num_threads(threads);
-    double t[MAX_REPS];
-    uint64_t size = 0;
-    void *ws = NULL;
-    for (int r = -1; r < reps; r++) {
-        lig_executor *e = NULL;
-        if (phase1(p, &size, &e) != LIG_SUCCESS) {
-            fprintf(stderr, "phase 1: %s\n", lig_get_last_error());
-            return 0;
-        }
-        *kernels = lig_executor_kernel_set(e);
-        if (!ws) {
-            ws = malloc(size ? size : 1);
-            memset(ws, 0, size);
-        }
-        const double t0 = now();
-        if (phase2(p, ws, size, e) != LIG_SUCCESS) {
-            fprintf(stderr, "phase 2: %s\n", lig_get_last_error());
-            free(ws);
-            return 0;
-        }
-        if (r >= 0) t[r] = now() - t0;
-    }
-    free(ws);
-    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-    return t[reps / 2];
+static double median(const double *x, int n) {
+    double y[MAX_REPS];
+    memcpy(y, x, sizeof(double) * (size_t)n);
+    qsort(y, (size_t)n, sizeof y[0], cmp_double);
+    return n % 2 ? y[n / 2] : 0.5 * (y[n / 2 - 1] + y[n / 2]);
+}
+
+static double minimum(const double *x, int n) {
+    double m = x[0];
+    for (int i = 1; i < n; i++) m = x[i] < m ? x[i] : m;
+    return m;
 }
 
 /* Row t of batch b against float64 (see the header); returns 0 and prints on a failure. */
@@ -298,44 +345,55 @@ int main(int argc, char **argv) {
     printf("decode: B=%lld next_n=%lld context=%lld keys; prefill S=%lld causal; N1=%lld N2=1 D=%lld K=%lld; median of %d\n",
            (long long)o.B, (long long)o.next_n, (long long)o.ctx, (long long)o.prefill, (long long)o.N1, (long long)o.D,
            (long long)o.K, o.reps);
-    printf("%-5s %-11s %3s | %10s %9s %11s | %10s %12s | %9s %7s | %s\n", "form", "kernels", "thr", "decode ms", "Mkeys/s",
-           "unsplit ms", "prefill ms", "Mkeyrows/s", "dec/pre", "xT1", "check");
+    printf("ms of phase 2: wall median (min) / CPU median (all threads); rates per second of wall time, and [on free\n"
+           "cores] per second of CPU time / T; dec/pre: decode keys/s over prefill key-rows/s, CPU-based\n");
+    printf("%-5s %-11s %3s | %-24s | %-24s | %-24s | %-17s | %-17s | %7s %6s %6s | %s\n", "form", "kernels", "thr",
+           "decode split", "decode unsplit", "prefill", "Mkeys/s [free]", "Mkeyrows/s [free]", "dec/pre", "xT1",
+           "cpuxT1", "check");
     int failed = 0;
     for (int fi = 0; fi < o.n_forms; fi++) {
         const form f = (form)o.forms[fi];
         problem dec, pre;
         problem_make(&dec, f, o.B, o.next_n, o.ctx, &o);
-        problem_make(&pre, f, 1, o.prefill, o.prefill, &o);
-        double first = 0;
+        if (o.prefill > 0) problem_make(&pre, f, 1, o.prefill, o.prefill, &o);
+        double first_wall = 0, first_cpu = 0;
         for (int ti = 0; ti < o.n_threads; ti++) {
             const int th = o.threads[ti];
-            const char *ks = "?";
-            lig_fwd_split_set_keys(-1);
-            const double td = time_forward(&dec, th, o.reps, &ks);
-            int ok = td > 0;
+            const int64_t keys[2] = {-1, 0};
+            timing td[2], tp = {.n = 0};
+            int ok = time_rounds(&dec, th, o.reps, keys, o.unsplit ? 2 : 1, td);
             for (int64_t b = 0; b < o.B && ok; b++)
                 for (int64_t t = 0; t < o.next_n && ok; t++) ok = check_row(&dec, b, t);
-            double tu = 0;
-            if (o.unsplit) {
-                lig_fwd_split_set_keys(0);
-                tu = time_forward(&dec, th, o.reps, &ks);
-                lig_fwd_split_set_keys(-1);
+            if (ok && o.prefill > 0) {
+                ok = time_rounds(&pre, th, o.reps < 3 ? o.reps : 3, keys, 1, &tp);
+                ok = ok && check_row(&pre, 0, 0) && check_row(&pre, 0, o.prefill / 2) && check_row(&pre, 0, o.prefill - 1);
             }
-            const int pre_reps = o.reps < 3 ? o.reps : 3;
-            const double tp = o.prefill > 0 ? time_forward(&pre, th, pre_reps, &ks) : 0;
-            if (o.prefill > 0 && ok) ok = tp > 0 && check_row(&pre, 0, 0) && check_row(&pre, 0, o.prefill / 2) &&
-                                          check_row(&pre, 0, o.prefill - 1);
             failed |= !ok;
-            const double dkeys = (double)(o.B * o.next_n) * (double)o.ctx / td;
-            const double prows = tp > 0 ? (double)o.prefill * (double)(o.prefill + 1) / 2.0 / tp : 0;
-            if (ti == 0) first = td;
-            printf("%-5s %-11s %3d | %10.3f %9.2f %11.3f | %10.1f %12.2f | %8.0f%% %6.2fx | %s\n", form_names[f], ks, th,
-                   1e3 * td, dkeys / 1e6, 1e3 * tu, 1e3 * tp, prows / 1e6, prows > 0 ? 100.0 * dkeys / prows : 0.0,
-                   first / td, ok ? "ok" : "FAILED");
+            if (!ok) {
+                printf("%-5s %3d: FAILED\n", form_names[f], th);
+                continue;
+            }
+            const double dw = median(td[0].wall, td[0].n), dc = median(td[0].cpu, td[0].n);
+            const double uw = o.unsplit ? median(td[1].wall, td[1].n) : 0, um = o.unsplit ? minimum(td[1].wall, td[1].n) : 0;
+            const double uc = o.unsplit ? median(td[1].cpu, td[1].n) : 0;
+            const double pw = tp.n ? median(tp.wall, tp.n) : 0, pm = tp.n ? minimum(tp.wall, tp.n) : 0;
+            const double pc = tp.n ? median(tp.cpu, tp.n) : 0;
+            const double nkeys = (double)(o.B * o.next_n) * (double)o.ctx;
+            const double rows = (double)o.prefill * (double)(o.prefill + 1) / 2.0;
+            if (ti == 0) {
+                first_wall = dw;
+                first_cpu = dc;
+            }
+            printf("%-5s %-11s %3d | %7.2f (%6.2f) / %7.2f | %7.2f (%6.2f) / %7.2f | %7.1f (%6.1f) / %7.1f | %7.2f [%7.2f] | "
+                   "%7.2f [%7.2f] | %6.0f%% %5.2fx %5.2fx | %s\n",
+                   form_names[f], td[0].kernels, th, 1e3 * dw, 1e3 * minimum(td[0].wall, td[0].n), 1e3 * dc, 1e3 * uw,
+                   1e3 * um, 1e3 * uc, 1e3 * pw, 1e3 * pm, 1e3 * pc, nkeys / dw / 1e6, nkeys * th / dc / 1e6,
+                   pw > 0 ? rows / pw / 1e6 : 0.0, pc > 0 ? rows * th / pc / 1e6 : 0.0,
+                   pc > 0 ? 100.0 * (nkeys / dc) / (rows / pc) : 0.0, first_wall / dw, first_cpu * th / dc, "ok");
             fflush(stdout);
         }
         problem_free(&dec);
-        problem_free(&pre);
+        if (o.prefill > 0) problem_free(&pre);
     }
     return failed;
 }

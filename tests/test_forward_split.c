@@ -93,7 +93,7 @@ void test_fwd_split_plan(void) {
     CHECK(slots >= 16, "K = 2048: %lld slots, expected room for 16 chunks at least", (long long)slots);
     CHECK(lig_fwd_split_slots(INT64_C(1) << 40) == 0, "a huge K must not split (%lld slots)",
           (long long)lig_fwd_split_slots(INT64_C(1) << 40));
-    /* decode B = 1, next_n = 1 against 64K keys, G = 64: one group, 16 chunks of 4096 */
+    /* decode B = 1, next_n = 1 against 64K keys, G = 64: one group, 8 chunks of 8192 (4 K) */
     fake_problem f;
     const int64_t lk64[1] = {65536};
     fake_decode(&f, 1, 1, lk64, 64);
@@ -104,7 +104,7 @@ void test_fwd_split_plan(void) {
     CHECK(gs.group[0].lo == 0 && gs.group[0].hi == 65535, "64K decode: keys %lld..%lld", (long long)gs.group[0].lo,
           (long long)gs.group[0].hi);
     lig_fwd_split_groups(&gs, K, block, -1, slots);
-    CHECK(gs.group[0].chunks == 16 && gs.group[0].chunk_keys == 4096, "64K decode: %lld chunks of %lld, expected 16 of 4096",
+    CHECK(gs.group[0].chunks == 8 && gs.group[0].chunk_keys == 8192, "64K decode: %lld chunks of %lld, expected 8 of 8192",
           (long long)gs.group[0].chunks, (long long)gs.group[0].chunk_keys);
     check_chunks(&gs, block, slots, "64K decode");
     lig_fwd_split_groups(&gs, K, block, 0, slots);
@@ -253,7 +253,7 @@ void test_fwd_split_decode(void) {
         tc_free(&tc);
         cases++;
     }
-    /* the default chunk length (4096 keys or 2 K): a longer context */
+    /* the default chunk length (4096 keys or 4 K): a longer context */
     {
         th_rng r = th_rng_make(0x5799u);
         const int64_t ctx[1] = {20000};

@@ -77,7 +77,7 @@ static int64_t cut_groups(lig_fwd_groups *gs, int64_t block, int64_t min_keys, i
 
 void lig_fwd_split_groups(lig_fwd_groups *gs, int64_t K, int64_t block, int64_t split_keys, int64_t slots) {
     int64_t min_keys = split_keys;
-    if (split_keys < 0) min_keys = LIG_FWD_SPLIT_MIN_KEYS > 2 * K ? LIG_FWD_SPLIT_MIN_KEYS : 2 * K;
+    if (split_keys < 0) min_keys = LIG_FWD_SPLIT_MIN_KEYS > 4 * K ? LIG_FWD_SPLIT_MIN_KEYS : 4 * K;
     int64_t want = slots > 0 ? (LIG_FWD_SPLIT_UNITS + gs->n - 1) / gs->n : 1;
     /* fewer chunks until the (row, chunk) pairs fit the region; one chunk each needs no slot */
     while (cut_groups(gs, block, min_keys, want) > slots) want = want > 2 ? want / 2 : 1;
