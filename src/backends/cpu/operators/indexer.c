@@ -57,12 +57,26 @@ static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
     }
 }
 
+/* A thread's bound from the chunks of one group it ran before (lower keys, since a thread takes
+ * its units in increasing order): has[i] says that K candidates of row i with lower keys rank at
+ * least worst[i], so a later key that does not rank above it cannot be in the row's result (an
+ * equal rank loses its tie to the lower keys). It only saves offers: the merge's result is the
+ * same with or without it, whatever chunks a thread happened to run. */
+typedef struct chunk_floor {
+    int64_t group; /* -1: none */
+    bool has[LIG_FWD_MAX_ROWS];
+    float worst[LIG_FWD_MAX_ROWS];
+} chunk_floor;
+_Static_assert(sizeof(chunk_floor) <= 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS, "indexer_plan.c sizes a chunk_floor");
+
 /* Where a walk's rows leave their top-k: written to the outputs (NULL), or kept, in key order, as
- * one chunk's candidates (cand: row i's at cand + i * kept; count[i]: how many). */
+ * one chunk's candidates (cand: row i's at cand + i * kept; count[i]: how many), with the thread's
+ * floor read and raised. */
 typedef struct chunk_out {
     lig_candidate *cand;
     int64_t *count;
     int64_t kept;
+    chunk_floor *floor;
 } chunk_out;
 
 /* Up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)), over the keys
@@ -85,6 +99,7 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
         w[i] = lig_q_row_ptr(&pb->w, pr, x[i].b, x[i].t, h0);
         if (pb->has_sq) sq[i] = lig_q_row_ptr(&pb->sq, pr, x[i].b, x[i].t, h0);
         top[i] = lig_topk_start(s + L->topk + (uint64_t)i * L->topk_bytes, p->heap_cap, visible < pr->K ? visible : pr->K);
+        if (out && out->floor->has[i]) lig_topk_floor(&top[i], out->floor->worst[i]);
     }
     p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w, pb->has_sq ? sq : NULL);
     const int64_t block = p->ctx.block;
@@ -103,6 +118,10 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
     for (int64_t i = 0; i < m; i++) {
         if (out) { /* the chunk's best, still in key order, for the merge */
             lig_topk_cut(&top[i]);
+            if (top[i].full && top[i].cap == pr->K) { /* K kept, all above the floor: a higher one */
+                out->floor->has[i] = true;
+                out->floor->worst[i] = top[i].worst;
+            }
             memcpy(out->cand + i * out->kept, top[i].buf, sizeof(lig_candidate) * (size_t)top[i].n);
             out->count[i] = top[i].n;
         } else {
@@ -152,9 +171,12 @@ static void run_chunk(const fwd_run *r, char *s, int64_t v) {
     const int64_t c = v - G->first_unit, k0 = G->lo + c * G->chunk_keys;
     const int64_t k1 = G->hi - k0 < G->chunk_keys ? G->hi : k0 + G->chunk_keys - 1;
     const int64_t slot = G->slot + c * G->m;
+    chunk_floor *floor = (chunk_floor *)(void *)(s + p->scratch.floor);
+    if (floor->group != i) *floor = (chunk_floor){.group = i};
     const chunk_out out = {.cand = (lig_candidate *)(void *)(r->ws + p->scratch.cand) + slot * p->heap_cap,
                            .count = (int64_t *)(void *)(r->ws + p->scratch.count) + slot,
-                           .kept = p->heap_cap};
+                           .kept = p->heap_cap,
+                           .floor = floor};
     run_rows(r, s, x, G->m, k0, k1, &out);
 }
 
@@ -199,6 +221,7 @@ static void units_task(void *ctx, int tid, int n) {
     const lig_cpu_fwd_plan *p = wk->r->p;
     char *s = wk->r->ws + p->scratch.threads_at + (uint64_t)tid * p->scratch.total;
     if (wk->engine && p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
+    *(chunk_floor *)(void *)(s + p->scratch.floor) = (chunk_floor){.group = -1};
     for (;;) {
         const int64_t v = atomic_fetch_add_explicit(&wk->next, 1, memory_order_relaxed);
         if (v >= wk->units) break;

@@ -39,6 +39,7 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     p->scratch.topk_bytes = topk_bytes;
     p->scratch.topk = lig_ws_take(&at, topk);
     p->scratch.engine = lig_ws_take(&at, engine);
+    p->scratch.floor = lig_ws_take(&at, 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS); /* a chunk_floor */
     p->scratch.total = at;
     p->workspace_size = lig_ws_total(p->scratch.threads_at, (uint64_t)p->threads, at);
     return lig_size_check(p->workspace_size, topk > engine ? "sparse_count" : "query", "the bytes of the workspace",

@@ -20,6 +20,7 @@ typedef struct lig_fwd_scratch_layout {
     uint64_t topk;  /* rows x topk_bytes: each row's top-k */
     uint64_t topk_bytes; /* lig_topk_scratch_bytes(heap_cap), 64-byte aligned */
     uint64_t engine;
+    uint64_t floor; /* the thread's bound from its earlier chunks of a group (indexer.c) */
     uint64_t total;
     /* The workspace's shared part, before the threads' scratch (fwd_split.h): the split groups'
      * kept candidates (heap_cap per slot), then their counts (one per slot). */

@@ -78,6 +78,13 @@ static inline void lig_topk_offer_run(lig_topk *t, const float *score, int64_t n
     }
 }
 
+/* Rejects from now on every offer that does not rank above `worst`: for a caller that knows cap
+ * better candidates with lower keys exist elsewhere (a key split's earlier chunks, fwd_split.h). */
+static inline void lig_topk_floor(lig_topk *t, float worst) {
+    t->full = true;
+    t->worst = worst;
+}
+
 /* Offers n candidates whose keys increase, each above every key offered before (the kept
  * candidates of consecutive key ranges, range after range): the same rule as lig_topk_offer_run. */
 static inline void lig_topk_offer_candidates(lig_topk *t, const lig_candidate *c, int64_t n) {
