@@ -28,6 +28,12 @@ void test_quant_fwd_same_on_every_set(void);
 void test_quant_fwd_fp8_each_set(void);
 void test_quant_fwd_nonfinite_weights_and_scales(void);
 
+/* test_forward_split.c */
+void test_fwd_split_plan(void);
+void test_fwd_split_decode(void);
+void test_fwd_split_ties_and_nan(void);
+void test_quant_fwd_split_decode(void);
+
 /* test_errors_quant.c */
 void test_errors_quant_table(void);
 void test_errors_quant_phase2(void);

@@ -21,7 +21,6 @@
 typedef struct fwd_run {
     const lig_cpu_fwd_plan *p;
     char *ws;
-    atomic_llong next_pass; /* run_pass */
 } fwd_run;
 
 static void store_index(lig_dtype dtype, char *dst, int64_t v) {
@@ -58,10 +57,33 @@ static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
     }
 }
 
-/* Up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)): the keys
- * any of them sees go through the engine once per block, and each row offers the scores of the
- * keys it sees to its own top-k. */
-static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
+/* A thread's bound from the chunks of one group it ran before (lower keys, since a thread takes
+ * its units in increasing order): has[i] says that K candidates of row i with lower keys rank at
+ * least worst[i], so a later key that does not rank above it cannot be in the row's result (an
+ * equal rank loses its tie to the lower keys). It only saves offers: the merge's result is the
+ * same with or without it, whatever chunks a thread happened to run. */
+typedef struct chunk_floor {
+    int64_t group; /* -1: none */
+    bool has[LIG_FWD_MAX_ROWS];
+    float worst[LIG_FWD_MAX_ROWS];
+} chunk_floor;
+_Static_assert(sizeof(chunk_floor) <= 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS, "indexer_plan.c sizes a chunk_floor");
+
+/* Where a walk's rows leave their top-k: written to the outputs (NULL), or kept, in key order, as
+ * one chunk's candidates (cand: row i's at cand + i * kept; count[i]: how many), with the thread's
+ * floor read and raised. */
+typedef struct chunk_out {
+    lig_candidate *cand;
+    int64_t *count;
+    int64_t kept;
+    chunk_floor *floor;
+} chunk_out;
+
+/* Up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)), over the keys
+ * k0 .. k1 (the first block starts at k0): the keys any of them sees go through the engine once per
+ * block, and each row offers the scores of the keys it sees to its own top-k. */
+static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, int64_t k0, int64_t k1,
+                     const chunk_out *out) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
@@ -70,22 +92,19 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
     const char **q = (const char **)(void *)(s + L->q), **w = q + p->ctx.rows, **sq = w + p->ctx.rows;
     float *score = (float *)(void *)(s + L->score);
     lig_topk top[LIG_FWD_MAX_ROWS];
-    int64_t lo = INT64_MAX, hi = -1;
     for (int64_t i = 0; i < m; i++) {
-        const int64_t h0 = x[i].g * pr->G, visible = x[i].hi >= x[i].lo ? x[i].hi - x[i].lo + 1 : 0;
+        const int64_t h0 = x[i].g * pr->G, a = x[i].lo > k0 ? x[i].lo : k0, e = x[i].hi < k1 ? x[i].hi : k1;
+        const int64_t visible = e >= a ? e - a + 1 : 0;
         q[i] = lig_q_row_ptr(&pb->q, pr, x[i].b, x[i].t, h0);
         w[i] = lig_q_row_ptr(&pb->w, pr, x[i].b, x[i].t, h0);
         if (pb->has_sq) sq[i] = lig_q_row_ptr(&pb->sq, pr, x[i].b, x[i].t, h0);
         top[i] = lig_topk_start(s + L->topk + (uint64_t)i * L->topk_bytes, p->heap_cap, visible < pr->K ? visible : pr->K);
-        if (visible > 0) {
-            lo = x[i].lo < lo ? x[i].lo : lo;
-            hi = x[i].hi > hi ? x[i].hi : hi;
-        }
+        if (out && out->floor->has[i]) lig_topk_floor(&top[i], out->floor->worst[i]);
     }
     p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w, pb->has_sq ? sq : NULL);
     const int64_t block = p->ctx.block;
-    for (int64_t s0 = lo; s0 <= hi; s0 += block) {
-        const int64_t nb = hi - s0 + 1 < block ? hi - s0 + 1 : block;
+    for (int64_t s0 = k0; s0 <= k1; s0 += block) {
+        const int64_t nb = k1 - s0 + 1 < block ? k1 - s0 + 1 : block;
         for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x[0].b, s0 + n, x[0].g);
         if (pb->quant) /* the block's key scales, through the same table when paged */
             for (int64_t n = 0; n < nb; n++) ksc[n] = lig_fwd_key_elem(pb, &pb->sk, x[0].b, s0 + n, x[0].g);
@@ -97,43 +116,126 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m) {
         }
     }
     for (int64_t i = 0; i < m; i++) {
-        lig_topk_finish(&top[i]);
-        write_slots(pb, &x[i], top[i].best, top[i].n);
+        if (out) { /* the chunk's best, still in key order, for the merge */
+            lig_topk_cut(&top[i]);
+            if (top[i].full && top[i].cap == pr->K) { /* K kept, all above the floor: a higher one */
+                out->floor->has[i] = true;
+                out->floor->worst[i] = top[i].worst;
+            }
+            memcpy(out->cand + i * out->kept, top[i].buf, sizeof(lig_candidate) * (size_t)top[i].n);
+            out->count[i] = top[i].n;
+        } else {
+            lig_topk_finish(&top[i]);
+            write_slots(pb, &x[i], top[i].best, top[i].n);
+        }
     }
 }
 
 /* Pass v: the rows [v / N2 * rows, ...) of key head v % N2, cut where a batch ends. */
 static void run_pass(const fwd_run *r, char *s, int64_t v) {
     const lig_problem *pr = &r->p->pb->pr;
-    const int64_t R = r->p->ctx.rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
+    const int64_t R = r->p->pass_rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
     const int64_t r1 = r0 + R < rows_total ? r0 + R : rows_total;
     lig_unit x[LIG_FWD_MAX_ROWS];
-    int64_t m = 0;
-    for (int64_t row = r0; row < r1; row++) {
-        const lig_unit u = lig_unit_decode(pr, row * pr->N2 + g);
-        if (m > 0 && u.b != x[0].b) {
-            run_rows(r, s, x, m);
+    int64_t m = 0, lo, hi;
+    for (int64_t row = r0; row <= r1; row++) {
+        const lig_unit u = row < r1 ? lig_unit_decode(pr, row * pr->N2 + g) : (lig_unit){0};
+        if (m > 0 && (row == r1 || u.b != x[0].b)) {
+            lig_fwd_rows_span(x, m, &lo, &hi);
+            run_rows(r, s, x, m, lo, hi, NULL);
             m = 0;
         }
-        x[m++] = u;
+        if (row < r1) x[m++] = u;
     }
-    if (m > 0) run_rows(r, s, x, m);
 }
 
-static void units_task(void *ctx, int tid, int n) {
-    fwd_run *r = ctx;
-    (void)n;
+/* The rows of a group, decoded. */
+static void group_units(const lig_problem *pr, const lig_fwd_group *G, lig_unit *x) {
+    for (int64_t i = 0; i < G->m; i++) x[i] = lig_unit_decode(pr, (G->row0 + i) * pr->N2 + G->g);
+}
+
+/* Unit v of the grouped walk: chunk c of its group, written out when the group has one chunk, else
+ * kept for the merge. */
+static void run_chunk(const fwd_run *r, char *s, int64_t v) {
     const lig_cpu_fwd_plan *p = r->p;
-    char *s = r->ws + (uint64_t)tid * p->scratch.total;
-    const lig_problem *pr = &p->pb->pr;
-    const int64_t R = p->ctx.rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
-    if (p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
-    for (;;) {
-        const int64_t v = atomic_fetch_add_explicit(&r->next_pass, 1, memory_order_relaxed);
-        if (v >= passes) break;
-        run_pass(r, s, v);
+    const lig_fwd_groups *gs = &p->groups;
+    int64_t i = 0;
+    while (i + 1 < gs->n && gs->group[i + 1].first_unit <= v) i++;
+    const lig_fwd_group *G = &gs->group[i];
+    lig_unit x[LIG_FWD_MAX_ROWS];
+    group_units(&p->pb->pr, G, x);
+    if (G->chunks == 1) {
+        run_rows(r, s, x, G->m, G->lo, G->hi, NULL);
+        return;
     }
-    if (p->engine->thread_end) p->engine->thread_end(&p->ctx);
+    const int64_t c = v - G->first_unit, k0 = G->lo + c * G->chunk_keys;
+    const int64_t k1 = G->hi - k0 < G->chunk_keys ? G->hi : k0 + G->chunk_keys - 1;
+    const int64_t slot = G->slot + c * G->m;
+    chunk_floor *floor = (chunk_floor *)(void *)(s + p->scratch.floor);
+    if (floor->group != i) *floor = (chunk_floor){.group = i};
+    const chunk_out out = {.cand = (lig_candidate *)(void *)(r->ws + p->scratch.cand) + slot * p->heap_cap,
+                           .count = (int64_t *)(void *)(r->ws + p->scratch.count) + slot,
+                           .kept = p->heap_cap,
+                           .floor = floor};
+    run_rows(r, s, x, G->m, k0, k1, &out);
+}
+
+/* Merge v: row v of the split groups (in group order) takes the best of its chunks' candidates,
+ * offered chunk after chunk, i.e. in increasing key order, as the unsplit walk offers them. */
+static void run_merge(const fwd_run *r, char *s, int64_t v) {
+    const lig_cpu_fwd_plan *p = r->p;
+    const lig_problem *pr = &p->pb->pr;
+    const lig_fwd_groups *gs = &p->groups;
+    const lig_fwd_group *G = gs->group;
+    for (;; G++) {
+        if (G->chunks > 1 && v < G->m) break;
+        if (G->chunks > 1) v -= G->m;
+    }
+    lig_unit x[LIG_FWD_MAX_ROWS];
+    group_units(pr, G, x);
+    const lig_unit *u = &x[v];
+    const int64_t visible = u->hi >= u->lo ? u->hi - u->lo + 1 : 0;
+    lig_topk top = lig_topk_start(s + p->scratch.topk, p->heap_cap, visible < pr->K ? visible : pr->K);
+    const lig_candidate *cand = (const lig_candidate *)(const void *)(r->ws + p->scratch.cand);
+    const int64_t *count = (const int64_t *)(const void *)(r->ws + p->scratch.count);
+    for (int64_t c = 0, slot = G->slot + v; c < G->chunks; c++, slot += G->m)
+        lig_topk_offer_candidates(&top, cand + slot * p->heap_cap, count[slot]);
+    lig_topk_finish(&top);
+    write_slots(p->pb, u, top.best, top.n);
+}
+
+typedef void (*unit_fn)(const fwd_run *r, char *s, int64_t v);
+
+/* Units 0 .. units - 1 of one kind, taken in turn by the threads. */
+typedef struct unit_walk {
+    fwd_run *r;
+    unit_fn fn;
+    int64_t units;
+    bool engine; /* the engine's per-thread setup around them */
+    atomic_llong next;
+} unit_walk;
+
+static void units_task(void *ctx, int tid, int n) {
+    unit_walk *wk = ctx;
+    (void)n;
+    const lig_cpu_fwd_plan *p = wk->r->p;
+    char *s = wk->r->ws + p->scratch.threads_at + (uint64_t)tid * p->scratch.total;
+    if (wk->engine && p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
+    *(chunk_floor *)(void *)(s + p->scratch.floor) = (chunk_floor){.group = -1};
+    for (;;) {
+        const int64_t v = atomic_fetch_add_explicit(&wk->next, 1, memory_order_relaxed);
+        if (v >= wk->units) break;
+        wk->fn(wk->r, s, v);
+    }
+    if (wk->engine && p->engine->thread_end) p->engine->thread_end(&p->ctx);
+}
+
+static void run_units(fwd_run *r, unit_fn fn, int64_t units, bool engine, double flops) {
+    const lig_cpu_fwd_plan *p = r->p;
+    unit_walk wk = {.r = r, .fn = fn, .units = units, .engine = engine};
+    atomic_init(&wk.next, 0);
+    (engine && p->own_threads ? lig_parallel_own_threads : lig_parallel)(lig_threads_for(flops, p->threads), units_task,
+                                                                        &wk);
 }
 
 /* A paged cache's table entries for the blocks that hold each batch's keys. */
@@ -175,9 +277,16 @@ static lig_status run_indexer(void *plan, void *workspace, void *stream) {
         for (int64_t u = 0; u < pr->units; u++) run_trivial_unit(pb, u);
     } else if (pr->units > 0) {
         fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
-        atomic_init(&r.next_pass, 0);
         const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
-        (p->own_threads ? lig_parallel_own_threads : lig_parallel)(lig_threads_for(flops, p->threads), units_task, &r);
+        const lig_fwd_groups *gs = &p->groups;
+        if (gs->n == 0) {
+            const int64_t R = p->pass_rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
+            run_units(&r, run_pass, passes, true, flops);
+        } else {
+            run_units(&r, run_chunk, gs->units, true, flops);
+            /* the merge reads what every chunk kept: after the join above */
+            if (gs->merge_rows > 0) run_units(&r, run_merge, gs->merge_rows, false, 4e6 * (double)gs->merge_rows);
+        }
     }
     return LIG_SUCCESS;
 }

@@ -25,7 +25,13 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     if (st == LIG_SUCCESS)
         st = lig_size_check(engine, "query", "the bytes of each thread's scoring scratch", engine_detail);
     if (st != LIG_SUCCESS) return st;
+    /* the shared part: the split groups' kept candidates and their counts */
     uint64_t at = 0;
+    const uint64_t slots = (uint64_t)lig_fwd_split_slots(p->heap_cap);
+    p->scratch.cand = lig_ws_take(&at, lig_size_mul3(sizeof(lig_candidate), slots, (uint64_t)p->heap_cap));
+    p->scratch.count = lig_ws_take(&at, sizeof(int64_t) * slots);
+    p->scratch.threads_at = at;
+    at = 0;
     const uint64_t nb = (uint64_t)p->ctx.block;
     p->scratch.key = lig_ws_take(&at, 2 * sizeof(const char *) * nb);
     p->scratch.q = lig_ws_take(&at, 3 * sizeof(const char *) * (uint64_t)rows);
@@ -33,8 +39,9 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     p->scratch.topk_bytes = topk_bytes;
     p->scratch.topk = lig_ws_take(&at, topk);
     p->scratch.engine = lig_ws_take(&at, engine);
+    p->scratch.floor = lig_ws_take(&at, 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS); /* a chunk_floor */
     p->scratch.total = at;
-    p->workspace_size = lig_ws_total(0, (uint64_t)p->threads, at);
+    p->workspace_size = lig_ws_total(p->scratch.threads_at, (uint64_t)p->threads, at);
     return lig_size_check(p->workspace_size, topk > engine ? "sparse_count" : "query", "the bytes of the workspace",
                           topk > engine ? topk_detail : engine_detail);
 }
@@ -54,6 +61,12 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
     int64_t rows = pb->quant ? lig_fwd_quant_rows_for(pr->G) : lig_fwd_rows_for(pr->G);
     while (rows > 1 && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)rows) rows--;
+    /* few rows (decode): groups of each batch's rows, so that they share every key block, and
+     * perhaps split along the keys (fwd_split.h); the scratch is sized for a group either way */
+    int64_t group_rows = lig_fwd_group_rows(pr->G, rows);
+    while (group_rows > rows && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)group_rows) group_rows--;
+    p->pass_rows = rows;
+    if (lig_fwd_list_groups(pr, group_rows, &p->groups)) rows = group_rows;
     /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
      * heads) are wide enough; everything else is fp32 */
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
@@ -63,18 +76,20 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
                 : bf16    ? &lig_fwd_engine_bf16
                           : &lig_fwd_engine_f32;
     p->own_threads = (bf16 || p->engine == &lig_fwd_engine_fp8) && ks->bf16->gemm.thread_begin != NULL;
-    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
+    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = group_rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
                            .has_sq = pb->quant && pb->has_sq, .sq_dtype = pb->sq.dtype, .sk_dtype = pb->sk.dtype,
                            .sq_head = pb->sq.head};
     p->engine->configure(&p->ctx);
+    if (p->groups.n > 0)
+        lig_fwd_split_groups(&p->groups, pr->K, p->ctx.block, lig_fwd_split_keys(), lig_fwd_split_slots(p->heap_cap));
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     /* a paged cache without blocks holds no key: phase 2's table check refuses every batch that
      * has keys, and the others only get -1 / -inf */
     p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pr->paged && pr->num_blocks == 0);
     if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (contract 6.4) */
-        if ((st = size_scratch(p, topk_bytes, rows)) != LIG_SUCCESS) {
+        if ((st = size_scratch(p, topk_bytes, group_rows)) != LIG_SUCCESS) {
             lig_cpu_plan_free(p);
             return st;
         }

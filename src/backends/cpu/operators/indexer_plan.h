@@ -7,6 +7,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/operators/fwd_engine.h"
+#include "backends/cpu/operators/fwd_split.h"
 #include "core/problem.h"
 
 /* Byte offsets inside one thread's scratch: the operator's block list and top-k, then the
@@ -19,7 +20,11 @@ typedef struct lig_fwd_scratch_layout {
     uint64_t topk;  /* rows x topk_bytes: each row's top-k */
     uint64_t topk_bytes; /* lig_topk_scratch_bytes(heap_cap), 64-byte aligned */
     uint64_t engine;
+    uint64_t floor; /* the thread's bound from its earlier chunks of a group (indexer.c) */
     uint64_t total;
+    /* The workspace's shared part, before the threads' scratch (fwd_split.h): the split groups'
+     * kept candidates (heap_cap per slot), then their counts (one per slot). */
+    uint64_t cand, count, threads_at;
 } lig_fwd_scratch_layout;
 
 typedef struct lig_cpu_fwd_plan {
@@ -30,6 +35,8 @@ typedef struct lig_cpu_fwd_plan {
     bool own_threads;    /* the engine keeps per-thread unit state (tiles): run on lig's threads only */
     int64_t heap_cap;    /* min(K, longest key length): no unit keeps more */
     int threads;         /* thread count the scratch was sized for */
+    int64_t pass_rows;   /* rows per pass when groups.n == 0 (ctx.rows sizes the scratch) */
+    lig_fwd_groups groups; /* n > 0: the grouped walk (few rows), possibly split along the keys */
     lig_fwd_scratch_layout scratch;
     uint64_t workspace_size; /* 0 when there is no valid row or the problem is trivial */
 } lig_cpu_fwd_plan;

@@ -43,7 +43,8 @@ lig_topk lig_topk_start(char *scratch, int64_t plan_cap, int64_t cap);
 
 static inline float lig_topk_rank(float s) { return isnan(s) ? -INFINITY : s; }
 
-/* Cuts the buffer back to the best cap candidates (internal to the offer and the finish). */
+/* Cuts the buffer back to the best cap candidates, kept in key order (the offer and the finish
+ * call it; a key-split walk calls it to keep a chunk's best for the merge, fwd_split.h). */
 void lig_topk_cut(lig_topk *t);
 
 /* Offers the scores of keys key0, key0 + 1, ... key0 + n - 1 (above every key offered before):
@@ -74,6 +75,24 @@ static inline void lig_topk_offer_run(lig_topk *t, const float *score, int64_t n
         score += m;
         key0 += m;
         n -= m;
+    }
+}
+
+/* Rejects from now on every offer that does not rank above `worst`: for a caller that knows cap
+ * better candidates with lower keys exist elsewhere (a key split's earlier chunks, fwd_split.h). */
+static inline void lig_topk_floor(lig_topk *t, float worst) {
+    t->full = true;
+    t->worst = worst;
+}
+
+/* Offers n candidates whose keys increase, each above every key offered before (the kept
+ * candidates of consecutive key ranges, range after range): the same rule as lig_topk_offer_run. */
+static inline void lig_topk_offer_candidates(lig_topk *t, const lig_candidate *c, int64_t n) {
+    if (t->cap == 0) return;
+    for (int64_t i = 0; i < n; i++) {
+        if (t->full && !(lig_topk_rank(c[i].score) > t->worst)) continue;
+        t->buf[t->n++] = c[i];
+        if (t->n == 2 * t->cap) lig_topk_cut(t);
     }
 }
 
