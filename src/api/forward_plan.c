@@ -44,26 +44,8 @@ lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, ui
     }
     if ((st = lig_check_mask_args(a->sparse_mode, a->pre_tokens, a->next_tokens)) != LIG_SUCCESS) return st;
 
-    const lig_named_tensor inputs[] = {
-        {a->query, "query"}, {a->key, a->key_name}, {a->weights, "weights"}, {a->block_table, "block_table"},
-        {a->actual_seq_lengths_query, "actual_seq_lengths_query"},
-        {a->actual_seq_lengths_key, "actual_seq_lengths_key"},
-        {a->query_dequant_scale, "query_dequant_scale"}, {a->key_dequant_scale, "key_dequant_scale"},
-    };
-    const lig_named_tensor outputs[] = {{a->sparse_indices, "sparse_indices"}, {a->sparse_values, "sparse_values"}};
-    if ((st = lig_check_outputs_disjoint(outputs, 2, inputs, sizeof inputs / sizeof inputs[0])) != LIG_SUCCESS)
-        return st;
-
-    /* every tensor but the host-side length arrays lives on the device that runs the plan */
-    const lig_named_tensor on_device[] = {{a->query, "query"}, {a->key, a->key_name}, {a->weights, "weights"},
-                                          {a->block_table, "block_table"}, {a->query_dequant_scale, "query_dequant_scale"},
-                                          {a->key_dequant_scale, "key_dequant_scale"},
-                                          {a->sparse_indices, "sparse_indices"}, {a->sparse_values, "sparse_values"}};
     lig_placement placed;
-    if ((st = lig_check_backend(on_device, sizeof on_device / sizeof on_device[0], &placed)) != LIG_SUCCESS)
-        return st;
-    if ((st = lig_check_lengths_on_host(a->actual_seq_lengths_query, a->actual_seq_lengths_key)) != LIG_SUCCESS)
-        return st;
+    if ((st = lig_check_placement(a->arguments, &placed)) != LIG_SUCCESS) return st;
 
     st = lig_problem_resolve(&pr, a->sparse_mode, a->pre_tokens, a->next_tokens, a->actual_seq_lengths_query,
                              a->actual_seq_lengths_key);

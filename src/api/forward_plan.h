@@ -5,15 +5,17 @@
 #ifndef LIG_API_FORWARD_PLAN_H
 #define LIG_API_FORWARD_PLAN_H
 
+#include "api/argument_checks.h"
 #include "api/executor.h"
 #include "core/problem.h"
 
-/* The tensors of one forward call. `key` is the key tensor or the paged cache (block_table NULL
- * unless paged); key_name names it in messages. The scales are the quantized forward's (both
- * NULL otherwise; query_dequant_scale may be NULL there too). */
+/* The tensors of one forward call. `arguments` is the operator's table of them (for the overlap
+ * and device checks). `key` is the key tensor or the paged cache (block_table NULL unless
+ * paged). The scales are the quantized forward's (both NULL otherwise; query_dequant_scale may be
+ * NULL there too). */
 typedef struct lig_fwd_args {
+    const lig_arguments *arguments;
     const lig_tensor *query, *key, *block_table, *weights;
-    const char *key_name;
     const lig_tensor *query_dequant_scale, *key_dequant_scale;
     const lig_tensor *actual_seq_lengths_query, *actual_seq_lengths_key;
     int64_t sparse_count, sparse_mode, pre_tokens, next_tokens;
