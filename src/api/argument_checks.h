@@ -30,6 +30,9 @@ typedef struct lig_argument {
     lig_argument_role role;
 } lig_argument;
 
+/* An entry named by its parameter's own spelling: the message and the signature cannot drift. */
+#define LIG_ARGUMENT(tensor, role) {(tensor), #tensor, (role)}
+
 /* An operator's table of its tensor arguments: each is named once, with its role, and the
  * pointer, overlap and device checks all read the table. The order is the order of the
  * messages: the first NULL required argument; the first output (in order) that overlaps an
@@ -38,6 +41,7 @@ typedef struct lig_arguments {
     const lig_argument *list;
     size_t n;
 } lig_arguments;
+#define LIG_ARGUMENTS_OF(list) ((lig_arguments){(list), sizeof(list) / sizeof((list)[0])})
 
 /* Phase 1's pointer checks: every required tensor of the table non-NULL, then the layout
  * string (when `check_layout`), the workspace-size and executor out-pointers. */

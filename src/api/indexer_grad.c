@@ -22,18 +22,13 @@ lig_status lig_indexer_grad_get_workspace_size(
     int64_t pre_tokens, int64_t next_tokens, bool deterministic, const lig_tensor *d_query,
     const lig_tensor *d_key, const lig_tensor *d_weights, uint64_t *workspace_size, lig_executor **executor) {
     const lig_argument list[] = {
-        {query, "query", LIG_ARG_INPUT},
-        {key, "key", LIG_ARG_INPUT},
-        {dy, "dy", LIG_ARG_INPUT},
-        {sparse_indices, "sparse_indices", LIG_ARG_INPUT},
-        {weights, "weights", LIG_ARG_INPUT},
-        {d_query, "d_query", LIG_ARG_OUTPUT},
-        {d_key, "d_key", LIG_ARG_OUTPUT},
-        {d_weights, "d_weights", LIG_ARG_OUTPUT},
-        {actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS},
-        {actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS},
-    };
-    const lig_arguments args = {list, sizeof list / sizeof list[0]};
+        LIG_ARGUMENT(query, LIG_ARG_INPUT), LIG_ARGUMENT(key, LIG_ARG_INPUT), LIG_ARGUMENT(dy, LIG_ARG_INPUT),
+        LIG_ARGUMENT(sparse_indices, LIG_ARG_INPUT), LIG_ARGUMENT(weights, LIG_ARG_INPUT),
+        LIG_ARGUMENT(d_query, LIG_ARG_OUTPUT), LIG_ARGUMENT(d_key, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(d_weights, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
+        LIG_ARGUMENT(actual_seq_lengths_key, LIG_ARG_HOST_LENGTHS)};
+    const lig_arguments args = LIG_ARGUMENTS_OF(list);
     lig_status st = lig_check_phase1_pointers(&args, true, layout, workspace_size, executor);
     if (st != LIG_SUCCESS) return st;
 

@@ -21,13 +21,9 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
                                                   const lig_tensor *dy, uint64_t *workspace_size,
                                                   lig_executor **executor) {
     const lig_argument list[] = {
-        {sparse_values, "sparse_values", LIG_ARG_INPUT},
-        {sparse_indices, "sparse_indices", LIG_ARG_OPTIONAL_INPUT},
-        {target, "target", LIG_ARG_INPUT},
-        {loss, "loss", LIG_ARG_OUTPUT},
-        {dy, "dy", LIG_ARG_OUTPUT},
-    };
-    const lig_arguments args = {list, sizeof list / sizeof list[0]};
+        LIG_ARGUMENT(sparse_values, LIG_ARG_INPUT), LIG_ARGUMENT(sparse_indices, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(target, LIG_ARG_INPUT), LIG_ARGUMENT(loss, LIG_ARG_OUTPUT), LIG_ARGUMENT(dy, LIG_ARG_OUTPUT)};
+    const lig_arguments args = LIG_ARGUMENTS_OF(list);
     lig_status st = lig_check_phase1_pointers(&args, false, NULL, workspace_size, executor);
     if (st != LIG_SUCCESS) return st;
 

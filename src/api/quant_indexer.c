@@ -61,21 +61,14 @@ lig_status lig_quant_indexer_get_workspace_size(
     int64_t key_quant_mode, const char *layout_query, const char *layout_key, int64_t sparse_count,
     int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens, const lig_tensor *sparse_indices,
     const lig_tensor *sparse_values, uint64_t *workspace_size, lig_executor **executor) {
+    const lig_fwd_args a = {.query = query, .key = key, .block_table = block_table, .weights = weights,
+                            .key_name = "key", .query_dequant_scale = query_dequant_scale,
+                            .key_dequant_scale = key_dequant_scale, .actual_seq_lengths_query = actual_seq_lengths_query,
+                            .actual_seq_lengths_key = actual_seq_lengths_key, .sparse_count = sparse_count,
+                            .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
+                            .sparse_indices = sparse_indices, .sparse_values = sparse_values, .quant = true};
     /* block_table's presence depends on layout_key: check_key_layout checks it */
-    const lig_argument list[] = {
-        {query, "query", LIG_ARG_INPUT},
-        {key, "key", LIG_ARG_INPUT},
-        {weights, "weights", LIG_ARG_INPUT},
-        {block_table, "block_table", LIG_ARG_OPTIONAL_INPUT},
-        {actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS},
-        {actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS},
-        {query_dequant_scale, "query_dequant_scale", LIG_ARG_OPTIONAL_INPUT},
-        {key_dequant_scale, "key_dequant_scale", LIG_ARG_INPUT},
-        {sparse_indices, "sparse_indices", LIG_ARG_OUTPUT},
-        {sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT},
-    };
-    const lig_arguments args = {list, sizeof list / sizeof list[0]};
-    lig_status st = lig_check_phase1_pointers(&args, false, NULL, workspace_size, executor);
+    lig_status st = lig_fwd_check_pointers(&a, false, NULL, workspace_size, executor);
     if (st != LIG_SUCCESS) return st;
     if (!layout_query)
         return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout_query: expected \"BSND\" or \"TND\", got NULL");
@@ -93,12 +86,6 @@ lig_status lig_quant_indexer_get_workspace_size(
                : lig_problem_check_quant_qkw(query, key, weights, layout_query, &pr);
     if (st != LIG_SUCCESS) return st;
     if ((st = check_scales(query_dequant_scale, key_dequant_scale, key, weights)) != LIG_SUCCESS) return st;
-    const lig_fwd_args a = {.arguments = &args, .query = query, .key = key, .block_table = block_table,
-                            .weights = weights, .query_dequant_scale = query_dequant_scale,
-                            .key_dequant_scale = key_dequant_scale, .actual_seq_lengths_query = actual_seq_lengths_query,
-                            .actual_seq_lengths_key = actual_seq_lengths_key, .sparse_count = sparse_count,
-                            .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
-                            .sparse_indices = sparse_indices, .sparse_values = sparse_values, .quant = true};
     return lig_plan_forward(LIG_OP_QUANT_INDEXER, pr, &a, workspace_size, executor);
 }
 

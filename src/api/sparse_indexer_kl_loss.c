@@ -90,27 +90,18 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
     lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
     const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor) {
+    /* which statistics, and whether the rope pair, are given is checked below */
     const lig_argument list[] = {
-        {query, "query", LIG_ARG_INPUT},
-        {key, "key", LIG_ARG_INPUT},
-        {query_index, "query_index", LIG_ARG_INPUT},
-        {key_index, "key_index", LIG_ARG_INPUT},
-        {weights, "weights", LIG_ARG_INPUT},
-        {sparse_indices, "sparse_indices", LIG_ARG_INPUT},
-        /* which statistics, and the rope pair, are checked below (one form or the other) */
-        {softmax_max, "softmax_max", LIG_ARG_OPTIONAL_INPUT},
-        {softmax_sum, "softmax_sum", LIG_ARG_OPTIONAL_INPUT},
-        {softmax_lse, "softmax_lse", LIG_ARG_OPTIONAL_INPUT},
-        {query_rope, "query_rope", LIG_ARG_OPTIONAL_INPUT},
-        {key_rope, "key_rope", LIG_ARG_OPTIONAL_INPUT},
-        {d_query_index, "d_query_index", LIG_ARG_OUTPUT},
-        {d_key_index, "d_key_index", LIG_ARG_OUTPUT},
-        {d_weights, "d_weights", LIG_ARG_OUTPUT},
-        {loss, "loss", LIG_ARG_OUTPUT},
-        {actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS},
-        {actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS},
-    };
-    const lig_arguments args = {list, sizeof list / sizeof list[0]};
+        LIG_ARGUMENT(query, LIG_ARG_INPUT), LIG_ARGUMENT(key, LIG_ARG_INPUT), LIG_ARGUMENT(query_index, LIG_ARG_INPUT),
+        LIG_ARGUMENT(key_index, LIG_ARG_INPUT), LIG_ARGUMENT(weights, LIG_ARG_INPUT),
+        LIG_ARGUMENT(sparse_indices, LIG_ARG_INPUT), LIG_ARGUMENT(softmax_max, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(softmax_sum, LIG_ARG_OPTIONAL_INPUT), LIG_ARGUMENT(softmax_lse, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(query_rope, LIG_ARG_OPTIONAL_INPUT), LIG_ARGUMENT(key_rope, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(d_query_index, LIG_ARG_OUTPUT), LIG_ARGUMENT(d_key_index, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(d_weights, LIG_ARG_OUTPUT), LIG_ARGUMENT(loss, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
+        LIG_ARGUMENT(actual_seq_lengths_key, LIG_ARG_HOST_LENGTHS)};
+    const lig_arguments args = LIG_ARGUMENTS_OF(list);
     lig_status st = lig_check_phase1_pointers(&args, true, layout, workspace_size, executor);
     if (st != LIG_SUCCESS) return st;
     if ((st = check_statistics_present(softmax_max, softmax_sum, softmax_lse)) != LIG_SUCCESS) return st;
