@@ -25,6 +25,9 @@ static lig_status check_values(const lig_fwd_args *a) {
     return LIG_SUCCESS;
 }
 
+/* The three forwards' table of tensor arguments (argument_checks.h), made from `a` in one place:
+ * the key is named by key_name, the paged indexer's block_table and the quantized forward's key
+ * scales are required, every other optional tensor may be NULL. */
 enum { FWD_ARGUMENTS = 10 };
 
 static lig_arguments fwd_arguments(const lig_fwd_args *a, lig_argument list[FWD_ARGUMENTS]) {
