@@ -5,11 +5,14 @@
 #include "core/error.h"
 #include "core/tensor.h"
 
-lig_status lig_check_phase1_pointers(const lig_named_tensor *required, size_t n, bool check_layout, const char *layout,
+static bool is_required(lig_argument_role role) { return role == LIG_ARG_INPUT || role == LIG_ARG_OUTPUT; }
+static bool is_output(lig_argument_role role) { return role == LIG_ARG_OUTPUT || role == LIG_ARG_OPTIONAL_OUTPUT; }
+
+lig_status lig_check_phase1_pointers(const lig_arguments *args, bool check_layout, const char *layout,
                                      const uint64_t *workspace_size, lig_executor *const *executor) {
-    for (size_t i = 0; i < n; i++)
-        if (!required[i].tensor)
-            return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor, got NULL", required[i].name);
+    for (size_t i = 0; i < args->n; i++)
+        if (is_required(args->list[i].role) && !args->list[i].tensor)
+            return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor, got NULL", args->list[i].name);
     if (check_layout && !layout)
         return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout: expected \"BSND\" or \"TND\", got NULL");
     if (!workspace_size)
@@ -97,41 +100,45 @@ static bool ranges_intersect(const lig_tensor *a, const lig_tensor *b) {
     return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 
-lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_outputs,
-                                      const lig_named_tensor *inputs, size_t n_inputs) {
-    for (size_t i = 0; i < n_outputs; i++) {
-        const lig_tensor *o = outputs[i].tensor;
-        if (!o) continue;
-        if (lig_tensor_self_overlaps(o))
+static lig_status check_outputs_disjoint(const lig_arguments *args) {
+    for (size_t i = 0; i < args->n; i++) {
+        const lig_argument *out = &args->list[i];
+        if (!out->tensor || !is_output(out->role)) continue;
+        if (lig_tensor_self_overlaps(out->tensor))
             return lig_fail(LIG_ERR_PARAM_INVALID,
                             "%s: expected strides that give every element its own memory, got overlapping strides",
-                            outputs[i].name);
-        for (size_t j = 0; j < n_inputs; j++)
-            if (inputs[j].tensor && ranges_intersect(o, inputs[j].tensor))
+                            out->name);
+        for (size_t j = 0; j < args->n; j++) {
+            const lig_argument *in = &args->list[j];
+            if (in->tensor && !is_output(in->role) && ranges_intersect(out->tensor, in->tensor))
                 return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected memory disjoint from the input %s, got an overlap",
-                                outputs[i].name, inputs[j].name);
-        for (size_t j = 0; j < i; j++)
-            if (outputs[j].tensor && ranges_intersect(o, outputs[j].tensor))
+                                out->name, in->name);
+        }
+        for (size_t j = 0; j < i; j++) {
+            const lig_argument *earlier = &args->list[j];
+            if (earlier->tensor && is_output(earlier->role) && ranges_intersect(out->tensor, earlier->tensor))
                 return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected memory disjoint from the output %s, got an overlap",
-                                outputs[i].name, outputs[j].name);
+                                out->name, earlier->name);
+        }
     }
     return LIG_SUCCESS;
 }
 
-lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, lig_placement *placement) {
-    const lig_named_tensor *first = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const lig_tensor *t = tensors[i].tensor;
-        if (!t) continue;
+static lig_status check_backend(const lig_arguments *args, lig_placement *placement) {
+    const lig_argument *first = NULL;
+    for (size_t i = 0; i < args->n; i++) {
+        const lig_argument *a = &args->list[i];
+        const lig_tensor *t = a->tensor;
+        if (!t || a->role == LIG_ARG_HOST_LENGTHS) continue;
         if (!first) {
-            first = &tensors[i];
+            first = a;
             continue;
         }
         const lig_tensor *f = first->tensor;
         if (t->device != f->device || t->device_index != f->device_index)
             return lig_fail(LIG_ERR_PARAM_INVALID,
                             "%s: expected a tensor on the device of %s (%s device %d), got a tensor on %s device %d",
-                            tensors[i].name, first->name, lig_device_name(f->device), f->device_index,
+                            a->name, first->name, lig_device_name(f->device), f->device_index,
                             lig_device_name(t->device), t->device_index);
     }
     placement->backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_HOST, first ? first->name : "query");
@@ -139,14 +146,20 @@ lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, lig_plac
     return placement->backend ? LIG_SUCCESS : LIG_ERR_PARAM_INVALID;
 }
 
-lig_status lig_check_lengths_on_host(const lig_tensor *actual_seq_lengths_query,
-                                     const lig_tensor *actual_seq_lengths_key) {
-    const lig_named_tensor lengths[] = {{actual_seq_lengths_query, "actual_seq_lengths_query"},
-                                        {actual_seq_lengths_key, "actual_seq_lengths_key"}};
-    for (size_t i = 0; i < 2; i++)
-        if (lengths[i].tensor && lengths[i].tensor->device != LIG_DEVICE_HOST)
+static lig_status check_lengths_on_host(const lig_arguments *args) {
+    for (size_t i = 0; i < args->n; i++) {
+        const lig_argument *a = &args->list[i];
+        if (a->role == LIG_ARG_HOST_LENGTHS && a->tensor && a->tensor->device != LIG_DEVICE_HOST)
             return lig_fail(LIG_ERR_PARAM_INVALID,
                             "%s: expected a host tensor (phase 1 reads the sequence lengths), got a tensor on %s device %d",
-                            lengths[i].name, lig_device_name(lengths[i].tensor->device), lengths[i].tensor->device_index);
+                            a->name, lig_device_name(a->tensor->device), a->tensor->device_index);
+    }
     return LIG_SUCCESS;
+}
+
+lig_status lig_check_placement(const lig_arguments *args, lig_placement *placement) {
+    lig_status st;
+    if ((st = check_outputs_disjoint(args)) != LIG_SUCCESS) return st;
+    if ((st = check_backend(args, placement)) != LIG_SUCCESS) return st;
+    return check_lengths_on_host(args);
 }

@@ -15,10 +15,45 @@ typedef struct lig_named_tensor {
     const char *name;
 } lig_named_tensor;
 
-/* Phase 1's pointer checks: every named tensor non-NULL, then the layout string (when
- * `check_layout`), the workspace-size and executor out-pointers. */
-lig_status lig_check_phase1_pointers(const lig_named_tensor *required, size_t n, bool check_layout, const char *layout,
+/* What phase 1 checks of one tensor argument. */
+typedef enum lig_argument_role {
+    LIG_ARG_INPUT,           /* read on the device; never NULL */
+    LIG_ARG_OPTIONAL_INPUT,  /* read on the device; may be NULL */
+    LIG_ARG_OUTPUT,          /* written on the device; never NULL */
+    LIG_ARG_OPTIONAL_OUTPUT, /* written on the device; may be NULL */
+    LIG_ARG_HOST_LENGTHS     /* a sequence-length array: may be NULL, read by phase 1 on the host */
+} lig_argument_role;
+
+typedef struct lig_argument {
+    const lig_tensor *tensor;
+    const char *name; /* as in the operator's signature */
+    lig_argument_role role;
+} lig_argument;
+
+/* An entry named by its parameter's own spelling: the message and the signature cannot drift. */
+#define LIG_ARGUMENT(tensor, role) {(tensor), #tensor, (role)}
+
+/* An operator's table of its tensor arguments: each is named once, with its role, and the
+ * pointer, overlap and device checks all read the table. The order is the order of the
+ * messages: the first NULL required argument; the first output (in order) that overlaps an
+ * input (in order) or an earlier output; the first tensor off the device of the first present. */
+typedef struct lig_arguments {
+    const lig_argument *list;
+    size_t n;
+} lig_arguments;
+#define LIG_ARGUMENTS_OF(list) ((lig_arguments){(list), sizeof(list) / sizeof((list)[0])})
+
+/* Phase 1's pointer checks: every required tensor of the table non-NULL, then the layout
+ * string (when `check_layout`), the workspace-size and executor out-pointers. */
+lig_status lig_check_phase1_pointers(const lig_arguments *args, bool check_layout, const char *layout,
                                      const uint64_t *workspace_size, lig_executor *const *executor);
+
+/* Phase 1's last argument checks, once the shapes have passed: no output shares a byte with an
+ * input, another output, or (between two of its own elements) itself (byte ranges compared
+ * conservatively: interleaved views are refused); every tensor but the sequence lengths on one
+ * device, whose backend and ordinal `placement` receives; the sequence lengths, which phase 1
+ * reads, on the host whatever the device. */
+lig_status lig_check_placement(const lig_arguments *args, lig_placement *placement);
 
 lig_status lig_check_layout(const char *layout, bool *tnd);
 /* `form` describes the expected dimensions, e.g. "[B,S1,N1,D]". */
@@ -32,16 +67,4 @@ lig_status lig_check_shape(const lig_tensor *t, const char *name, int64_t ndim, 
 /* A loss output: FLOAT32, one element (shape [] or [1]). */
 lig_status lig_check_loss_scalar(const lig_tensor *loss);
 lig_status lig_check_mask_args(int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens);
-/* No output may share a byte with an input, another output, or (between two of its own
- * elements) itself. Byte ranges are compared conservatively: interleaved views are refused. */
-lig_status lig_check_outputs_disjoint(const lig_named_tensor *outputs, size_t n_outputs,
-                                      const lig_named_tensor *inputs, size_t n_inputs);
-
-/* Every present tensor on one device (host tensors only mix with host tensors); returns the
- * backend and ordinal of that device. The sequence-length arrays are not in the list: they are read by
- * phase 1 and must be host tensors whatever the device (lig_check_lengths_on_host). */
-lig_status lig_check_backend(const lig_named_tensor *tensors, size_t n, lig_placement *placement);
-lig_status lig_check_lengths_on_host(const lig_tensor *actual_seq_lengths_query,
-                                     const lig_tensor *actual_seq_lengths_key);
-
 #endif

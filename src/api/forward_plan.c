@@ -1,6 +1,7 @@
 #include "api/forward_plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/argument_checks.h"
 #include "api/problem_arguments.h"
@@ -24,6 +25,35 @@ static lig_status check_values(const lig_fwd_args *a) {
     return LIG_SUCCESS;
 }
 
+/* The three forwards' table of tensor arguments (argument_checks.h), made from `a` in one place:
+ * the key is named by key_name, the paged indexer's block_table and the quantized forward's key
+ * scales are required, every other optional tensor may be NULL. */
+enum { FWD_ARGUMENTS = 10 };
+
+static lig_arguments fwd_arguments(const lig_fwd_args *a, lig_argument list[FWD_ARGUMENTS]) {
+    const lig_argument table[FWD_ARGUMENTS] = {
+        {a->query, "query", LIG_ARG_INPUT},
+        {a->key, a->key_name, LIG_ARG_INPUT},
+        {a->weights, "weights", LIG_ARG_INPUT},
+        {a->block_table, "block_table", a->block_table_required ? LIG_ARG_INPUT : LIG_ARG_OPTIONAL_INPUT},
+        {a->actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS},
+        {a->actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS},
+        {a->query_dequant_scale, "query_dequant_scale", LIG_ARG_OPTIONAL_INPUT},
+        {a->key_dequant_scale, "key_dequant_scale", a->quant ? LIG_ARG_INPUT : LIG_ARG_OPTIONAL_INPUT},
+        {a->sparse_indices, "sparse_indices", LIG_ARG_OUTPUT},
+        {a->sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT},
+    };
+    memcpy(list, table, sizeof table);
+    return (lig_arguments){list, FWD_ARGUMENTS};
+}
+
+lig_status lig_fwd_check_pointers(const lig_fwd_args *a, bool check_layout, const char *layout,
+                                  const uint64_t *workspace_size, lig_executor *const *executor) {
+    lig_argument list[FWD_ARGUMENTS];
+    const lig_arguments args = fwd_arguments(a, list);
+    return lig_check_phase1_pointers(&args, check_layout, layout, workspace_size, executor);
+}
+
 lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, uint64_t *workspace_size,
                             lig_executor **executor) {
     lig_status st;
@@ -44,26 +74,10 @@ lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, ui
     }
     if ((st = lig_check_mask_args(a->sparse_mode, a->pre_tokens, a->next_tokens)) != LIG_SUCCESS) return st;
 
-    const lig_named_tensor inputs[] = {
-        {a->query, "query"}, {a->key, a->key_name}, {a->weights, "weights"}, {a->block_table, "block_table"},
-        {a->actual_seq_lengths_query, "actual_seq_lengths_query"},
-        {a->actual_seq_lengths_key, "actual_seq_lengths_key"},
-        {a->query_dequant_scale, "query_dequant_scale"}, {a->key_dequant_scale, "key_dequant_scale"},
-    };
-    const lig_named_tensor outputs[] = {{a->sparse_indices, "sparse_indices"}, {a->sparse_values, "sparse_values"}};
-    if ((st = lig_check_outputs_disjoint(outputs, 2, inputs, sizeof inputs / sizeof inputs[0])) != LIG_SUCCESS)
-        return st;
-
-    /* every tensor but the host-side length arrays lives on the device that runs the plan */
-    const lig_named_tensor on_device[] = {{a->query, "query"}, {a->key, a->key_name}, {a->weights, "weights"},
-                                          {a->block_table, "block_table"}, {a->query_dequant_scale, "query_dequant_scale"},
-                                          {a->key_dequant_scale, "key_dequant_scale"},
-                                          {a->sparse_indices, "sparse_indices"}, {a->sparse_values, "sparse_values"}};
+    lig_argument list[FWD_ARGUMENTS];
+    const lig_arguments args = fwd_arguments(a, list);
     lig_placement placed;
-    if ((st = lig_check_backend(on_device, sizeof on_device / sizeof on_device[0], &placed)) != LIG_SUCCESS)
-        return st;
-    if ((st = lig_check_lengths_on_host(a->actual_seq_lengths_query, a->actual_seq_lengths_key)) != LIG_SUCCESS)
-        return st;
+    if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
 
     st = lig_problem_resolve(&pr, a->sparse_mode, a->pre_tokens, a->next_tokens, a->actual_seq_lengths_query,
                              a->actual_seq_lengths_key);

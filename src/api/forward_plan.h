@@ -5,21 +5,30 @@
 #ifndef LIG_API_FORWARD_PLAN_H
 #define LIG_API_FORWARD_PLAN_H
 
+#include "api/argument_checks.h"
 #include "api/executor.h"
 #include "core/problem.h"
 
 /* The tensors of one forward call. `key` is the key tensor or the paged cache (block_table NULL
- * unless paged); key_name names it in messages. The scales are the quantized forward's (both
- * NULL otherwise; query_dequant_scale may be NULL there too). */
+ * unless paged); key_name names it in messages. block_table_required: the paged indexer's table
+ * (the quantized forward checks the table against layout_key itself). The scales are the
+ * quantized forward's (both NULL otherwise; query_dequant_scale may be NULL there too). */
 typedef struct lig_fwd_args {
     const lig_tensor *query, *key, *block_table, *weights;
     const char *key_name;
+    bool block_table_required;
     const lig_tensor *query_dequant_scale, *key_dequant_scale;
     const lig_tensor *actual_seq_lengths_query, *actual_seq_lengths_key;
     int64_t sparse_count, sparse_mode, pre_tokens, next_tokens;
     const lig_tensor *sparse_indices, *sparse_values;
     bool quant;
 } lig_fwd_args;
+
+/* The forwards' pointer checks (lig_check_phase1_pointers) on their table of tensor arguments:
+ * query, key, weights, block_table, the sequence lengths, the scales, sparse_indices and
+ * sparse_values, in that order. */
+lig_status lig_fwd_check_pointers(const lig_fwd_args *a, bool check_layout, const char *layout,
+                                  const uint64_t *workspace_size, lig_executor *const *executor);
 
 /* Checks the rest of the arguments, builds the lig_fwd_problem from `pr` (the geometry the
  * query/key/weights checks filled) and publishes the backend's plan as an executor of `op`. */

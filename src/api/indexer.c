@@ -5,6 +5,21 @@
 #include "api/forward_plan.h"
 #include "api/problem_arguments.h"
 
+/* Both entries, once their arguments are in `a`: the key tensor's or the paged cache's checks,
+ * then the forward's shared ones (api/forward_plan.h). */
+static lig_status plan_indexer(const lig_fwd_args *a, const char *layout, uint64_t *workspace_size,
+                               lig_executor **executor) {
+    lig_status st = lig_fwd_check_pointers(a, true, layout, workspace_size, executor);
+    if (st != LIG_SUCCESS) return st;
+    lig_problem pr;
+    if (a->block_table_required)
+        st = lig_problem_check_paged_qkw(a->query, a->key, a->block_table, a->weights, layout, &pr);
+    else
+        st = lig_problem_check_qkw(a->query, a->key, a->weights, layout, &pr);
+    if (st != LIG_SUCCESS) return st;
+    return lig_plan_forward(LIG_OP_INDEXER, pr, a, workspace_size, executor);
+}
+
 lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
                                           const lig_tensor *actual_seq_lengths_query,
                                           const lig_tensor *actual_seq_lengths_key, const char *layout,
@@ -12,20 +27,12 @@ lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_ten
                                           int64_t next_tokens, const lig_tensor *sparse_indices,
                                           const lig_tensor *sparse_values, uint64_t *workspace_size,
                                           lig_executor **executor) {
-    lig_status st;
-    const lig_named_tensor required[] = {
-        {query, "query"}, {key, "key"}, {weights, "weights"}, {sparse_indices, "sparse_indices"}};
-    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], true, layout, workspace_size,
-                                        executor)) != LIG_SUCCESS)
-        return st;
-    lig_problem pr;
-    if ((st = lig_problem_check_qkw(query, key, weights, layout, &pr)) != LIG_SUCCESS) return st;
     const lig_fwd_args a = {.query = query, .key = key, .weights = weights, .key_name = "key",
                             .actual_seq_lengths_query = actual_seq_lengths_query,
                             .actual_seq_lengths_key = actual_seq_lengths_key, .sparse_count = sparse_count,
                             .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
                             .sparse_indices = sparse_indices, .sparse_values = sparse_values};
-    return lig_plan_forward(LIG_OP_INDEXER, pr, &a, workspace_size, executor);
+    return plan_indexer(&a, layout, workspace_size, executor);
 }
 
 lig_status lig_indexer_paged_get_workspace_size(
@@ -34,24 +41,13 @@ lig_status lig_indexer_paged_get_workspace_size(
     int64_t sparse_count, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
     const lig_tensor *sparse_indices, const lig_tensor *sparse_values, uint64_t *workspace_size,
     lig_executor **executor) {
-    lig_status st;
-    const lig_named_tensor required[] = {{query, "query"},
-                                         {key_cache, "key_cache"},
-                                         {block_table, "block_table"},
-                                         {weights, "weights"},
-                                         {sparse_indices, "sparse_indices"}};
-    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], true, layout, workspace_size,
-                                        executor)) != LIG_SUCCESS)
-        return st;
-    lig_problem pr;
-    if ((st = lig_problem_check_paged_qkw(query, key_cache, block_table, weights, layout, &pr)) != LIG_SUCCESS)
-        return st;
     const lig_fwd_args a = {.query = query, .key = key_cache, .block_table = block_table, .weights = weights,
-                            .key_name = "key_cache", .actual_seq_lengths_query = actual_seq_lengths_query,
+                            .key_name = "key_cache", .block_table_required = true,
+                            .actual_seq_lengths_query = actual_seq_lengths_query,
                             .actual_seq_lengths_key = actual_seq_lengths_key, .sparse_count = sparse_count,
                             .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
                             .sparse_indices = sparse_indices, .sparse_values = sparse_values};
-    return lig_plan_forward(LIG_OP_INDEXER, pr, &a, workspace_size, executor);
+    return plan_indexer(&a, layout, workspace_size, executor);
 }
 
 lig_status lig_indexer(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

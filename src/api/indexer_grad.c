@@ -21,14 +21,16 @@ lig_status lig_indexer_grad_get_workspace_size(
     const lig_tensor *actual_seq_lengths_key, int64_t head_num, const char *layout, int64_t sparse_mode,
     int64_t pre_tokens, int64_t next_tokens, bool deterministic, const lig_tensor *d_query,
     const lig_tensor *d_key, const lig_tensor *d_weights, uint64_t *workspace_size, lig_executor **executor) {
-    lig_status st;
-    const lig_named_tensor required[] = {
-        {query, "query"},   {key, "key"},     {dy, "dy"},           {sparse_indices, "sparse_indices"},
-        {weights, "weights"}, {d_query, "d_query"}, {d_key, "d_key"}, {d_weights, "d_weights"},
-    };
-    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], true, layout, workspace_size,
-                                        executor)) != LIG_SUCCESS)
-        return st;
+    const lig_argument list[] = {
+        LIG_ARGUMENT(query, LIG_ARG_INPUT), LIG_ARGUMENT(key, LIG_ARG_INPUT), LIG_ARGUMENT(dy, LIG_ARG_INPUT),
+        LIG_ARGUMENT(sparse_indices, LIG_ARG_INPUT), LIG_ARGUMENT(weights, LIG_ARG_INPUT),
+        LIG_ARGUMENT(d_query, LIG_ARG_OUTPUT), LIG_ARGUMENT(d_key, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(d_weights, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
+        LIG_ARGUMENT(actual_seq_lengths_key, LIG_ARG_HOST_LENGTHS)};
+    const lig_arguments args = LIG_ARGUMENTS_OF(list);
+    lig_status st = lig_check_phase1_pointers(&args, true, layout, workspace_size, executor);
+    if (st != LIG_SUCCESS) return st;
 
     lig_problem pr;
     if ((st = lig_problem_check_qkw(query, key, weights, layout, &pr)) != LIG_SUCCESS) return st;
@@ -58,16 +60,8 @@ lig_status lig_indexer_grad_get_workspace_size(
                         (long long)pr.N1, (long long)head_num);
     if ((st = lig_check_mask_args(sparse_mode, pre_tokens, next_tokens)) != LIG_SUCCESS) return st;
 
-    /* outputs may overlap neither the inputs, nor each other, nor themselves */
-    const lig_named_tensor inputs[] = {
-        {query, "query"}, {key, "key"}, {dy, "dy"}, {sparse_indices, "sparse_indices"}, {weights, "weights"},
-        {actual_seq_lengths_query, "actual_seq_lengths_query"}, {actual_seq_lengths_key, "actual_seq_lengths_key"},
-    };
-    const lig_named_tensor outputs[] = {{d_query, "d_query"}, {d_key, "d_key"}, {d_weights, "d_weights"}};
-    if ((st = lig_check_outputs_disjoint(outputs, 3, inputs, 7)) != LIG_SUCCESS) return st;
     lig_placement placed;
-    if ((st = lig_check_backend(required, sizeof required / sizeof required[0], &placed)) != LIG_SUCCESS) return st;
-    if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
 
     lig_grad_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");

@@ -20,12 +20,12 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
                                                   const lig_tensor *target, const lig_tensor *loss,
                                                   const lig_tensor *dy, uint64_t *workspace_size,
                                                   lig_executor **executor) {
-    lig_status st;
-    const lig_named_tensor required[] = {
-        {sparse_values, "sparse_values"}, {target, "target"}, {loss, "loss"}, {dy, "dy"}};
-    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], false, NULL, workspace_size,
-                                        executor)) != LIG_SUCCESS)
-        return st;
+    const lig_argument list[] = {
+        LIG_ARGUMENT(sparse_values, LIG_ARG_INPUT), LIG_ARGUMENT(sparse_indices, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(target, LIG_ARG_INPUT), LIG_ARGUMENT(loss, LIG_ARG_OUTPUT), LIG_ARGUMENT(dy, LIG_ARG_OUTPUT)};
+    const lig_arguments args = LIG_ARGUMENTS_OF(list);
+    lig_status st = lig_check_phase1_pointers(&args, false, NULL, workspace_size, executor);
+    if (st != LIG_SUCCESS) return st;
 
     if (sparse_values->ndim < 1) {
         char got[LIG_SHAPE_BUF];
@@ -44,15 +44,8 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
         (st = lig_check_shape(sparse_indices, "sparse_indices", nd, shape, "like sparse_values")) != LIG_SUCCESS)
         return st;
     if ((st = lig_check_loss_scalar(loss)) != LIG_SUCCESS) return st;
-    const lig_named_tensor inputs[] = {
-        {sparse_values, "sparse_values"}, {sparse_indices, "sparse_indices"}, {target, "target"}};
-    const lig_named_tensor outputs[] = {{loss, "loss"}, {dy, "dy"}};
-    if ((st = lig_check_outputs_disjoint(outputs, 2, inputs, 3)) != LIG_SUCCESS) return st;
-
-    const lig_named_tensor on_device[] = {{sparse_values, "sparse_values"}, {sparse_indices, "sparse_indices"},
-                                          {target, "target"}, {loss, "loss"}, {dy, "dy"}};
     lig_placement placed;
-    if ((st = lig_check_backend(on_device, 5, &placed)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
 
     /* with K = 0 the rows are not bounded by the tensor's element count */
     uint64_t rows = 1;

@@ -61,15 +61,15 @@ lig_status lig_quant_indexer_get_workspace_size(
     int64_t key_quant_mode, const char *layout_query, const char *layout_key, int64_t sparse_count,
     int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens, const lig_tensor *sparse_indices,
     const lig_tensor *sparse_values, uint64_t *workspace_size, lig_executor **executor) {
-    lig_status st;
-    const lig_named_tensor required[] = {{query, "query"},
-                                         {key, "key"},
-                                         {weights, "weights"},
-                                         {key_dequant_scale, "key_dequant_scale"},
-                                         {sparse_indices, "sparse_indices"}};
-    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], false, NULL, workspace_size,
-                                        executor)) != LIG_SUCCESS)
-        return st;
+    const lig_fwd_args a = {.query = query, .key = key, .block_table = block_table, .weights = weights,
+                            .key_name = "key", .query_dequant_scale = query_dequant_scale,
+                            .key_dequant_scale = key_dequant_scale, .actual_seq_lengths_query = actual_seq_lengths_query,
+                            .actual_seq_lengths_key = actual_seq_lengths_key, .sparse_count = sparse_count,
+                            .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
+                            .sparse_indices = sparse_indices, .sparse_values = sparse_values, .quant = true};
+    /* block_table's presence depends on layout_key: check_key_layout checks it */
+    lig_status st = lig_fwd_check_pointers(&a, false, NULL, workspace_size, executor);
+    if (st != LIG_SUCCESS) return st;
     if (!layout_query)
         return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout_query: expected \"BSND\" or \"TND\", got NULL");
     if (!layout_key)
@@ -86,12 +86,6 @@ lig_status lig_quant_indexer_get_workspace_size(
                : lig_problem_check_quant_qkw(query, key, weights, layout_query, &pr);
     if (st != LIG_SUCCESS) return st;
     if ((st = check_scales(query_dequant_scale, key_dequant_scale, key, weights)) != LIG_SUCCESS) return st;
-    const lig_fwd_args a = {.query = query, .key = key, .block_table = block_table, .weights = weights,
-                            .key_name = "key", .query_dequant_scale = query_dequant_scale,
-                            .key_dequant_scale = key_dequant_scale, .actual_seq_lengths_query = actual_seq_lengths_query,
-                            .actual_seq_lengths_key = actual_seq_lengths_key, .sparse_count = sparse_count,
-                            .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
-                            .sparse_indices = sparse_indices, .sparse_values = sparse_values, .quant = true};
     return lig_plan_forward(LIG_OP_QUANT_INDEXER, pr, &a, workspace_size, executor);
 }
 

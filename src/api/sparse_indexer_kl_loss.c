@@ -90,15 +90,20 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
     lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
     const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor) {
-    lig_status st;
-    const lig_named_tensor required[] = {
-        {query, "query"},     {key, "key"},         {query_index, "query_index"}, {key_index, "key_index"},
-        {weights, "weights"}, {sparse_indices, "sparse_indices"}, {d_query_index, "d_query_index"},
-        {d_key_index, "d_key_index"}, {d_weights, "d_weights"}, {loss, "loss"},
-    };
-    if ((st = lig_check_phase1_pointers(required, sizeof required / sizeof required[0], true, layout, workspace_size,
-                                        executor)) != LIG_SUCCESS)
-        return st;
+    /* which statistics, and whether the rope pair, are given is checked below */
+    const lig_argument list[] = {
+        LIG_ARGUMENT(query, LIG_ARG_INPUT), LIG_ARGUMENT(key, LIG_ARG_INPUT), LIG_ARGUMENT(query_index, LIG_ARG_INPUT),
+        LIG_ARGUMENT(key_index, LIG_ARG_INPUT), LIG_ARGUMENT(weights, LIG_ARG_INPUT),
+        LIG_ARGUMENT(sparse_indices, LIG_ARG_INPUT), LIG_ARGUMENT(softmax_max, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(softmax_sum, LIG_ARG_OPTIONAL_INPUT), LIG_ARGUMENT(softmax_lse, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(query_rope, LIG_ARG_OPTIONAL_INPUT), LIG_ARGUMENT(key_rope, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(d_query_index, LIG_ARG_OUTPUT), LIG_ARGUMENT(d_key_index, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(d_weights, LIG_ARG_OUTPUT), LIG_ARGUMENT(loss, LIG_ARG_OUTPUT),
+        LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
+        LIG_ARGUMENT(actual_seq_lengths_key, LIG_ARG_HOST_LENGTHS)};
+    const lig_arguments args = LIG_ARGUMENTS_OF(list);
+    lig_status st = lig_check_phase1_pointers(&args, true, layout, workspace_size, executor);
+    if (st != LIG_SUCCESS) return st;
     if ((st = check_statistics_present(softmax_max, softmax_sum, softmax_lse)) != LIG_SUCCESS) return st;
     if (!query_rope != !key_rope)
         return lig_fail(LIG_ERR_PARAM_NULLPTR, "%s: expected a tensor (%s is given; both or neither), got NULL",
@@ -158,28 +163,8 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
                         (int)target);
     if ((st = lig_check_mask_args(sparse_mode, pre_tokens, next_tokens)) != LIG_SUCCESS) return st;
 
-    const lig_named_tensor inputs[] = {
-        {query, "query"}, {key, "key"}, {query_index, "query_index"}, {key_index, "key_index"},
-        {weights, "weights"}, {sparse_indices, "sparse_indices"}, {softmax_max, "softmax_max"},
-        {softmax_sum, "softmax_sum"}, {softmax_lse, "softmax_lse"}, {query_rope, "query_rope"},
-        {key_rope, "key_rope"}, {actual_seq_lengths_query, "actual_seq_lengths_query"},
-        {actual_seq_lengths_key, "actual_seq_lengths_key"},
-    };
-    const lig_named_tensor outputs[] = {
-        {d_query_index, "d_query_index"}, {d_key_index, "d_key_index"}, {d_weights, "d_weights"}, {loss, "loss"}};
-    if ((st = lig_check_outputs_disjoint(outputs, 4, inputs, sizeof inputs / sizeof inputs[0])) != LIG_SUCCESS)
-        return st;
-    const lig_named_tensor on_device[] = {
-        {query, "query"}, {key, "key"}, {query_index, "query_index"}, {key_index, "key_index"},
-        {weights, "weights"}, {sparse_indices, "sparse_indices"}, {softmax_max, "softmax_max"},
-        {softmax_sum, "softmax_sum"}, {softmax_lse, "softmax_lse"}, {query_rope, "query_rope"},
-        {key_rope, "key_rope"}, {d_query_index, "d_query_index"}, {d_key_index, "d_key_index"},
-        {d_weights, "d_weights"}, {loss, "loss"},
-    };
     lig_placement placed;
-    if ((st = lig_check_backend(on_device, sizeof on_device / sizeof on_device[0], &placed)) != LIG_SUCCESS)
-        return st;
-    if ((st = lig_check_lengths_on_host(actual_seq_lengths_query, actual_seq_lengths_key)) != LIG_SUCCESS) return st;
+    if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
 
     lig_kl_loss_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");

@@ -11,7 +11,8 @@
  *
  * The status protocol (docs/cuda.md): the workspace starts with a cu_status; the first launch
  * clears it, the checks record the lowest failing position with an atomic minimum, a one-thread
- * launch decodes it, and every later body returns at once when it is set: nothing is written. */
+ * launch decodes it, and every later body, launched through after_checks, returns at once when it
+ * is set: nothing is written. */
 #ifndef LIG_CUDA_KERNELS_CUH
 #define LIG_CUDA_KERNELS_CUH
 
@@ -228,13 +229,35 @@ struct k_put_chunk {
 
 LIG_HD bool failed(const cu_status *st) { return st->first_bad != NONE; }
 
+/* The status protocol's "every later body returns at once when a check failed", in one place:
+ * the pipelines launch each body that runs after the checks as after_checks(st, body). */
+template <class Body>
+struct unless_failed {
+    const cu_status *st;
+    Body body;
+    LIG_HD void operator()(int64_t i) const {
+        if (!failed(st)) body(i);
+    }
+};
+template <class Body>
+inline unless_failed<Body> after_checks(const cu_status *st, const Body &body) {
+    return unless_failed<Body>{st, body};
+}
+
 /* ---- backward (docs/contract.md 2.2) -------------------------------------------------------- */
 
-struct grad_args {
+/* What the backward and the forward both carry: the geometry, the query, key, weights and slot
+ * (index) views, the status and the score buffer. Filled once for both by plan_args_of
+ * (cuda_plan.cuh). */
+struct plan_args {
     cu_geom p;
-    cu_view q, k, w, dy, idx, dq, dk, dw;
+    cu_view q, k, w, idx;
     cu_status *st;
-    float *score;                 /* [units][G][K]: S of counted slots, 0 for the others */
+    float *score; /* grad: [units][G][K], S of counted slots (0 for the others); fwd: [units][width] */
+};
+
+struct grad_args : plan_args {
+    cu_view dy, dq, dk, dw;
     float *acc;                   /* non-deterministic: [key_rows][N2][D] fp32 */
     unsigned long long *count;    /* deterministic: [nkeys + 1] offsets, then [nkeys] cursors */
     int64_t *entry;               /* deterministic: [units * K] slot ids u * K + j, grouped by key */
@@ -281,7 +304,6 @@ struct k_grad_report {
 struct k_grad_scores {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t K = a.p.K, G = a.p.G;
         const int64_t j = i % K, uh = i / K, hl = uh % G, u = uh / G;
         const cu_unit x = unit_decode(a.p, u);
@@ -306,7 +328,6 @@ LIG_HD float gate_a(const grad_args &a, const cu_unit &x, int64_t h, int64_t j, 
 struct k_grad_dq {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t D = a.p.D, N1 = a.p.N1;
         const int64_t d = i % D, rh = i / D, h = rh % N1, r = rh / N1;
         int64_t b, t;
@@ -335,7 +356,6 @@ struct k_grad_dq {
 struct k_grad_dw {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t N1 = a.p.N1, h = i % N1, r = i / N1;
         int64_t b, t;
         float acc = 0.0f;
@@ -369,9 +389,8 @@ LIG_HD bool slot_counts(const grad_args &a, const cu_unit &x, int64_t j, int64_t
     *s = slot_index(a, x, j);
     return *s >= x.lo && *s <= x.hi;
 }
-/* Slot i of the flat (unit, slot) range, when no check failed and it counts: its unit and key. */
+/* Slot i of the flat (unit, slot) range, when it counts: its unit and key. */
 LIG_HD bool flat_slot_counts(const grad_args &a, int64_t i, cu_unit *x, int64_t *s) {
-    if (failed(a.st)) return false;
     const int64_t u = i / a.p.K;
     *x = unit_decode(a.p, u);
     return slot_counts(a, *x, i - u * a.p.K, s);
@@ -381,15 +400,11 @@ LIG_HD bool flat_slot_counts(const grad_args &a, int64_t i, cu_unit *x, int64_t 
  * (the order of the additions varies between runs), round once into d_key. */
 struct k_fill_f32 {
     float *dst;
-    const cu_status *st;
-    LIG_HD void operator()(int64_t i) const {
-        if (!failed(st)) dst[i] = 0.0f;
-    }
+    LIG_HD void operator()(int64_t i) const { dst[i] = 0.0f; }
 };
 struct k_dk_scatter {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t D = a.p.D, d = i % D, uj = i / D, j = uj % a.p.K, u = uj / a.p.K;
         const cu_unit x = unit_decode(a.p, u);
         int64_t s;
@@ -410,7 +425,6 @@ LIG_HD char *dk_at(const grad_args &a, int64_t kr, int64_t g, int64_t d) {
 struct k_dk_round {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t D = a.p.D, d = i % D, key = i / D, g = key % a.p.N2, kr = key / a.p.N2;
         store_f(a.dk.dtype, dk_at(a, kr, g, d), a.acc[i]);
     }
@@ -426,7 +440,7 @@ struct k_dk_round {
 struct k_count_clear {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (!failed(a.st)) a.count[i] = 0;
+        a.count[i] = 0;
     }
 };
 struct k_count {
@@ -440,7 +454,6 @@ struct k_count {
 struct k_scan {
     grad_args a;
     LIG_HD void operator()(int64_t) const {
-        if (failed(a.st)) return;
         unsigned long long *off = a.count, *cur = a.count + a.nkeys + 1;
         off[0] = 0;
         for (int64_t k = 0; k < a.nkeys; k++) {
@@ -477,7 +490,6 @@ LIG_HD void sift_down_max(int64_t *v, int64_t root, int64_t n) {
 struct k_sort_segments {
     grad_args a;
     LIG_HD void operator()(int64_t key) const {
-        if (failed(a.st)) return;
         int64_t *v = a.entry + a.count[key];
         const int64_t n = (int64_t)(a.count[key + 1] - a.count[key]);
         for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down_max(v, i, n);
@@ -490,7 +502,6 @@ struct k_sort_segments {
 struct k_dk_sum {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t D = a.p.D, d = i % D, key = i / D, g = key % a.p.N2, kr = key / a.p.N2;
         float acc = 0.0f;
         for (unsigned long long e = a.count[key]; e < a.count[key + 1]; e++) {
@@ -503,14 +514,11 @@ struct k_dk_sum {
 
 /* ---- forward (docs/contract.md 2.1) ---------------------------------------------------------- */
 
-struct fwd_args {
-    cu_geom p;
-    cu_view q, k, w, idx, val;
+struct fwd_args : plan_args { /* score: [units][width], the score of key lo + i */
+    cu_view val;
     int32_t has_values, trivial; /* trivial: D or N1 is 0, every score is exactly 0 */
-    cu_status *st;
     int64_t width;               /* scores per unit: the longest batch's key count */
     int64_t cap;                 /* min(K, width): candidates kept per unit */
-    float *score;                /* [units][width]: the score of key lo + i */
     float *kept_score;           /* [units][cap] */
     int64_t *kept_key;           /* [units][cap] */
 };
@@ -519,7 +527,6 @@ struct fwd_args {
 struct k_fwd_scores {
     fwd_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t u = i / a.width, o = i - u * a.width;
         const cu_unit x = unit_decode(a.p, u);
         const int64_t s = x.lo + o;
@@ -567,7 +574,6 @@ LIG_HD void sift_down_worst(float *sc, int64_t *ky, int64_t root, int64_t n) {
 struct k_fwd_select {
     fwd_args a;
     LIG_HD void operator()(int64_t i) const {
-        if (failed(a.st)) return;
         const int64_t g = i % a.p.N2, r = i / a.p.N2;
         int64_t b, t, n = 0;
         float *sc = 0;
@@ -670,7 +676,6 @@ struct k_kl_report {
 struct k_kl_rows {
     kl_args a;
     LIG_HD void operator()(int64_t r) const {
-        if (failed(a.st)) return;
         double m = 0.0;
         bool any = false;
         for (int64_t j = 0; j < a.K; j++) {
@@ -704,7 +709,6 @@ struct k_kl_rows {
 struct k_kl_total {
     kl_args a;
     LIG_HD void operator()(int64_t) const {
-        if (failed(a.st)) return;
         double total = 0.0;
         for (int64_t r = 0; r < a.rows; r++) total += a.row_loss[r];
         const float out = (float)total;
@@ -739,28 +743,28 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
     run_prologue(x, a.st, a.p, host_bt);
     x.launch(slots, k_grad_check{a});
     x.launch(1, k_grad_report{a});
-    x.launch(slots * a.p.G, k_grad_scores{a});
-    x.launch(a.p.q_rows * a.p.N1 * D, k_grad_dq{a});
-    x.launch(a.p.q_rows * a.p.N1, k_grad_dw{a});
+    x.launch(slots * a.p.G, after_checks(a.st, k_grad_scores{a}));
+    x.launch(a.p.q_rows * a.p.N1 * D, after_checks(a.st, k_grad_dq{a}));
+    x.launch(a.p.q_rows * a.p.N1, after_checks(a.st, k_grad_dw{a}));
     if (deterministic) {
-        x.launch(2 * a.nkeys + 1, k_count_clear{a});
-        x.launch(slots, k_count{a});
-        x.launch(1, k_scan{a});
-        x.launch(slots, k_scatter{a});
-        x.launch(a.nkeys, k_sort_segments{a});
-        x.launch(a.nkeys * D, k_dk_sum{a});
+        x.launch(2 * a.nkeys + 1, after_checks(a.st, k_count_clear{a}));
+        x.launch(slots, after_checks(a.st, k_count{a}));
+        x.launch(1, after_checks(a.st, k_scan{a}));
+        x.launch(slots, after_checks(a.st, k_scatter{a}));
+        x.launch(a.nkeys, after_checks(a.st, k_sort_segments{a}));
+        x.launch(a.nkeys * D, after_checks(a.st, k_dk_sum{a}));
     } else {
-        x.launch(a.nkeys * D, k_fill_f32{a.acc, a.st});
-        x.launch(slots * D, k_dk_scatter{a});
-        x.launch(a.nkeys * D, k_dk_round{a});
+        x.launch(a.nkeys * D, after_checks(a.st, k_fill_f32{a.acc}));
+        x.launch(slots * D, after_checks(a.st, k_dk_scatter{a}));
+        x.launch(a.nkeys * D, after_checks(a.st, k_dk_round{a}));
     }
 }
 
 template <class X>
 void run_fwd(X &x, const fwd_args &a, const int64_t *host_bt) {
     run_prologue(x, a.st, a.p, host_bt);
-    x.launch(a.p.units * a.width, k_fwd_scores{a});
-    x.launch(a.p.q_rows * a.p.N2, k_fwd_select{a});
+    x.launch(a.p.units * a.width, after_checks(a.st, k_fwd_scores{a}));
+    x.launch(a.p.q_rows * a.p.N2, after_checks(a.st, k_fwd_select{a}));
 }
 
 template <class X>
@@ -768,8 +772,8 @@ void run_kl(X &x, const kl_args &a) {
     x.launch(1, k_status_init{a.st, 0});
     x.launch(a.rows * a.K, k_kl_check{a});
     x.launch(1, k_kl_report{a});
-    x.launch(a.rows, k_kl_rows{a});
-    x.launch(1, k_kl_total{a});
+    x.launch(a.rows, after_checks(a.st, k_kl_rows{a}));
+    x.launch(1, after_checks(a.st, k_kl_total{a}));
 }
 
 } // namespace ligcu

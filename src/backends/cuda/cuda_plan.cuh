@@ -106,19 +106,25 @@ inline cu_geom geom_of(const lig_problem *p, char *base, const layout &l) {
     return g;
 }
 
-inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layout &l) {
-    grad_args a;
+/* The part both pipelines share (lig_grad_problem and lig_fwd_problem name these views alike). */
+template <class Problem>
+inline void plan_args_of(plan_args &a, const Problem *pb, char *base, const layout &l) {
     a.p = geom_of(&pb->pr, base, l);
     a.q = view_of(pb->q);
     a.k = view_of(pb->k);
     a.w = view_of(pb->w);
-    a.dy = view_of(pb->dy);
     a.idx = view_of(pb->idx);
+    a.st = (cu_status *)(void *)base;
+    a.score = (float *)(void *)(base + l.score);
+}
+
+inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layout &l) {
+    grad_args a;
+    plan_args_of(a, pb, base, l);
+    a.dy = view_of(pb->dy);
     a.dq = view_of(pb->dq);
     a.dk = view_of(pb->dk);
     a.dw = view_of(pb->dw);
-    a.st = (cu_status *)(void *)base;
-    a.score = (float *)(void *)(base + l.score);
     a.acc = pb->deterministic ? 0 : (float *)(void *)(base + l.acc);
     a.count = pb->deterministic ? (unsigned long long *)(void *)(base + l.count) : 0;
     a.entry = pb->deterministic ? (int64_t *)(void *)(base + l.entry) : 0;
@@ -128,18 +134,12 @@ inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layo
 
 inline fwd_args fwd_args_of(const lig_fwd_problem *pb, char *base, const layout &l) {
     fwd_args a;
-    a.p = geom_of(&pb->pr, base, l);
-    a.q = view_of(pb->q);
-    a.k = view_of(pb->k);
-    a.w = view_of(pb->w);
-    a.idx = view_of(pb->idx);
+    plan_args_of(a, pb, base, l);
     a.val = view_of(pb->val);
     a.has_values = pb->has_values;
     a.trivial = pb->pr.D == 0 || pb->pr.N1 == 0;
-    a.st = (cu_status *)(void *)base;
     a.width = l.width;
     a.cap = l.cap;
-    a.score = (float *)(void *)(base + l.score);
     a.kept_score = (float *)(void *)(base + l.kept_score);
     a.kept_key = (int64_t *)(void *)(base + l.kept_key);
     return a;

@@ -1,4 +1,11 @@
-/* The kernel-set table and its selection (see kernel_set.h). */
+/* The kernel-set table and its selection (see kernel_set.h).
+ *
+ * Why the families below are written out as tables, alike in shape: a family (lig_f32_kernels,
+ * lig_i8_kernels, ...) names its own ISA's kernels, so no two have a field in common that one
+ * could inherit (avx512_f32 takes only the AVX2 12 x 8 tile, which it names). A set that extends
+ * another states only what it adds by pointing at the families it keeps: avx512bf16_set and
+ * amx_set reuse &avx512_f32 and &avx512_fp8, amx_set the avx512bf16 packing and gate. C11 has no
+ * "this constant, but with" for a static initializer, so sharing is by pointer, never by copy. */
 #include "backends/cpu/kernels/kernel_set.h"
 
 #include <pthread.h>
