@@ -374,19 +374,12 @@ double bench_unit_peak_gflops(int unit, int threads, int reps) {
     return best;
 }
 
+/* One thread's peak by the process's CPU time (the waiting main thread spends none): the same
+ * timed loop as bench_unit_peak_gflops, with the clock switched for the call. */
 double bench_unit_peak_gflops_cpu_time(int unit, int reps) {
-    if (!bench_unit_available(unit)) return 0.0;
-    if (reps < 1) reps = 1;
-    sink = run_unit(unit, iters_per_run[unit] / 20);
-    double best = 0.0;
-    for (int rep = 0; rep < reps; rep++) {
-        struct timespec a, b;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-        sink = sink + run_unit(unit, iters_per_run[unit]);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-        const double dt = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
-        const double gf = flops_per_iter[unit] * (double)iters_per_run[unit] / dt * 1e-9;
-        if (gf > best) best = gf;
-    }
-    return best;
+    const int was = use_cpu_time;
+    use_cpu_time = 1;
+    const double gf = bench_unit_peak_gflops(unit, 1, reps);
+    use_cpu_time = was;
+    return gf;
 }
