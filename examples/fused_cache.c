@@ -1,18 +1,11 @@
 /* The decode demo's fused paged key cache (fused_cache.h): allocator, act_quant, writer, views. */
 #include "fused_cache.h"
 
+#include "demo_common.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static void *alloc_or_exit(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
 
 float act_quant(lig_dtype codes_dtype, const float *x, int64_t n, uint8_t *codes) {
     float amax = 0.0f;
@@ -34,7 +27,7 @@ float act_quant(lig_dtype codes_dtype, const float *x, int64_t n, uint8_t *codes
 void block_allocator_init(block_allocator *a, int64_t num_blocks, int64_t (*shuffle)(int64_t i)) {
     a->num_blocks = num_blocks;
     a->taken = 0;
-    a->free_blocks = alloc_or_exit((size_t)num_blocks, sizeof(int32_t));
+    a->free_blocks = xcalloc((size_t)num_blocks, sizeof(int32_t));
     for (int64_t i = 0; i < num_blocks; i++) a->free_blocks[i] = (int32_t)i;
     for (int64_t i = num_blocks - 1; i > 0; i--) { /* Fisher-Yates */
         const int64_t j = shuffle(i);
@@ -61,7 +54,7 @@ void fused_cache_init(fused_cache *c, lig_dtype codes_dtype, int64_t num_blocks,
     }
     *c = (fused_cache){.codes_dtype = codes_dtype, .num_blocks = num_blocks, .block_kv = block_kv, .D = D};
     /* calloc's memory is aligned for any type; every block starts at a multiple of 4 bytes */
-    c->pool = alloc_or_exit((size_t)(num_blocks * block_kv * (D + 4)), 1);
+    c->pool = xcalloc((size_t)(num_blocks * block_kv * (D + 4)), 1);
 }
 
 void fused_cache_free(fused_cache *c) { free(c->pool); }

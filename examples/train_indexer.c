@@ -35,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "demo_common.h"
 #include "mla_attention.h"
 
 typedef struct config {
@@ -45,39 +45,6 @@ typedef struct config {
     int threads;
     uint64_t seed;
 } config;
-
-/* ---- small utilities ------------------------------------------------------------------ */
-
-static uint64_t rng = 42;
-static uint64_t next_u64(void) { /* splitmix64 */
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double uniform01(void) { return ((double)(next_u64() >> 11) + 0.5) * 0x1p-53; }
-static float gaussian(void) { return (float)(sqrt(-2.0 * log(uniform01())) * cos(6.283185307179586 * uniform01())); }
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static void check(lig_status st, const char *what) {
-    if (st == LIG_SUCCESS) return;
-    fprintf(stderr, "%s failed: %s: %s\n", what, lig_status_string(st), lig_get_last_error());
-    exit(1);
-}
 
 /* y[m][n] = sum_f x[m][f] * W[n][f]   (x: M x F, W: N x F, y: M x N) */
 static void matmul_xwt(const float *x, const float *W, int64_t M, int64_t N, int64_t F, float *y) {
@@ -119,16 +86,6 @@ static void adam_step(adam *a, float *param, const float *grad, double lr, int64
     }
 }
 
-
-/* the workspace, grown to the largest plan */
-static void *workspace = NULL;
-static uint64_t workspace_cap = 0;
-static void reserve(uint64_t need) {
-    if (need <= workspace_cap) return;
-    free(workspace);
-    workspace = xcalloc(1, need);
-    workspace_cap = need;
-}
 
 /* ---- the main attention's top-k, for recall ------------------------------------------ */
 
@@ -190,7 +147,7 @@ int main(int argc, char **argv) {
     const config c = parse(argc, argv);
     const int64_t S = c.S, Lq = c.Lq, N1 = c.N1, D = c.D, K = c.K, F = c.F;
     const int64_t N1m = c.N1m, Dm = c.Dm, Dr = c.Dr, Dk = Dm + Dr;
-    rng = c.seed * 0x2545f4914f6cdd1dull + 7;
+    demo_seed(c.seed * 0x2545f4914f6cdd1dull + 7);
     if (c.threads) lig_set_num_threads(c.threads);
 
     /* the main attention, fixed */
@@ -285,8 +242,7 @@ int main(int argc, char **argv) {
         check(lig_indexer_get_workspace_size(tq, tk, tw, NULL, NULL, "BSND", K, 3, INT64_MAX, INT64_MAX, tidx, tval,
                                              &need, &e), "lig_indexer_get_workspace_size");
         const char *fwd_kernels = lig_executor_kernel_set(e);
-        reserve(need);
-        check(lig_indexer(workspace, workspace_cap, e, NULL), "lig_indexer");
+        check(lig_indexer(demo_workspace(need), need, e, NULL), "lig_indexer");
 
         /* 2. the main attention: dense (warm-up statistics; recall when reporting), then its sparse
          *    attention over the indexer's selection (the sparse stage's statistics) */
@@ -333,7 +289,7 @@ int main(int argc, char **argv) {
                   tmqr, tmkr, NULL, NULL, (double)main_attn.scale, "BSND", 3, INT64_MAX, INT64_MAX,
                   LIG_KL_TARGET_HEAD_MEAN, true, tdq, tdk, tdw, tloss, &need, &e),
               "lig_sparse_indexer_kl_loss_get_workspace_size");
-        reserve(need);
+        void *ws = demo_workspace(need); /* allocated before the clock starts */
         if (!kernels_printed) { /* once: which kernels this CPU runs */
             printf("kernels: forward %s, KL loss %s (kernel sets on this CPU: %s)\n", fwd_kernels,
                    lig_executor_kernel_set(e), lig_kernel_sets());
@@ -342,7 +298,7 @@ int main(int argc, char **argv) {
             kernels_printed = 1;
         }
         const double tl = now();
-        check(lig_sparse_indexer_kl_loss(workspace, workspace_cap, e, NULL), "lig_sparse_indexer_kl_loss");
+        check(lig_sparse_indexer_kl_loss(ws, need, e, NULL), "lig_sparse_indexer_kl_loss");
         const double loss_dt = now() - tl;
         const int32_t *sel = dense ? idx_all : idx;
         const int64_t Ksel = dense ? S : K;
@@ -405,7 +361,7 @@ int main(int argc, char **argv) {
                          tsmax, tssum, tdmax, tdsum};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) lig_destroy_tensor(all[i]);
-    free(workspace);
+    demo_workspace_free();
     mla_free(&main_attn);
     free(Wq); free(Wk); free(u);
     free(opt_q.m); free(opt_q.v); free(opt_k.m); free(opt_k.v); free(opt_u.m); free(opt_u.v);

@@ -1,0 +1,28 @@
+/* What the example programs (train_indexer.c, decode_indexer.c) share: a seeded generator, a
+ * clock, allocation and lig-status checks that exit on failure, and a workspace that grows to the
+ * largest plan. Single-threaded, like the examples' own code around lig's calls. */
+#ifndef LIG_EXAMPLES_DEMO_COMMON_H
+#define LIG_EXAMPLES_DEMO_COMMON_H
+
+#include <lig.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* splitmix64; demo_seed sets its state (the same seed gives the same numbers) */
+void demo_seed(uint64_t state);
+uint64_t next_u64(void);
+double uniform01(void); /* in (0, 1) */
+float gaussian(void);   /* N(0, 1), Box-Muller */
+
+double now(void); /* seconds, CLOCK_MONOTONIC */
+
+/* calloc that exits with a message when memory runs out (n = 0 gives a valid pointer) */
+void *xcalloc(size_t n, size_t size);
+/* exits with lig's message when st is not LIG_SUCCESS */
+void check(lig_status st, const char *what);
+
+/* a workspace of at least `need` bytes, reused across calls and grown when a plan needs more */
+void *demo_workspace(uint64_t need);
+void demo_workspace_free(void);
+
+#endif
