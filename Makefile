@@ -20,7 +20,7 @@ FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long
 FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-aclnn
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full bench-kl bench-kl-quick demo demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full bench-kl bench-kl-quick demo demo-decode demo-grad install clean
 
 all: build
 
@@ -147,12 +147,21 @@ bench-kl-quick: build venv
 	  --lig-kl-bench $(BUILD)/bench/lig-kl-bench
 
 # The main job: train an indexer from scratch on a small main attention (forward -> the main
-# attention's statistics over the selection -> fused KL loss -> Adam). Only the
-# library and the demo are built (same build tree as `make build`, other targets left alone).
+# attention's statistics over the selection -> fused KL loss -> Adam), then the decode demo
+# (demo-decode, a few seconds). Only the library and the demos are built (same build tree as
+# `make build`, other targets left alone).
 demo:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
-	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-train-indexer
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-train-indexer lig-decode-indexer
 	$(BUILD)/examples/lig-train-indexer
+	$(BUILD)/examples/lig-decode-indexer
+
+# Inference: an 8K-token prompt, then 64 decode steps, the keys in DeepGEMM's fused FP8 paged cache,
+# lig_quant_indexer's top-2048 each step against lig's bf16 forward (examples/decode_indexer.c).
+demo-decode:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-decode-indexer
+	$(BUILD)/examples/lig-decode-indexer
 
 # DeepSeek-shaped backward, timed and checked against float64.
 demo-grad:

@@ -593,7 +593,7 @@ int main(int argc, char **argv) {
         print_times("INT8 step", NULL, d.t[T_I8_STEP], steps);
         print_times("  lig_quant_indexer, both phases", d.ki, d.t[T_I8], steps);
     }
-    print_times("bf16 forward, paged bf16 cache: lig_indexer, both phases", d.kb, d.t[T_BF16], steps);
+    print_times("bf16 forward (lig_indexer, paged), both phases", d.kb, d.t[T_BF16], steps);
     printf("recall@%lld of the decode rows vs the bf16 selection (%lld rows): FP8 mean %.4f min %.4f", (long long)K,
            (long long)d.rec8.rows, recall_mean(&d.rec8), d.rec8.min);
     if (c.int8) printf(" | INT8 mean %.4f min %.4f", recall_mean(&d.reci), d.reci.min);
