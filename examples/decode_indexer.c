@@ -541,6 +541,10 @@ int main(int argc, char **argv) {
            lig_get_kernel_set(), c.q_scales ? "scales passed as query_dequant_scale" : "q scale folded into the weights",
            c.int8 ? "on" : "off");
 
+    if (K >= d.ctx[B - 1])
+        printf("note: top-%lld of a prompt of %lld keys selects every visible key: the recall is 1 by construction "
+               "(raise --prompt or lower --topk)\n",
+               (long long)K, (long long)d.ctx[B - 1]);
     const prefill_report pre = prefill(&e, d.ctx, &pre_rec);
     if (c.prefill_select)
         printf("prefill: %lld prompt tokens in chunks of %lld: key writes %.1f ms, FP8 selection %.2f s (%.1f M "
