@@ -365,15 +365,9 @@ int RunAclnn(const Problem &p, std::vector<int32_t> &out) {
     CHECK_RET(ret == ACL_SUCCESS,
               LOG_PRINT("aclnnQuantLightningIndexerGetWorkspaceSize failed. ERROR: %d (%s)\n", ret, aclGetRecentErrMsg());
               return ret);
-    if (workspaceSize > 0) {
-        ret = aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-        CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return ret);
-    }
-    ret = aclnnQuantLightningIndexer(workspaceAddr, workspaceSize, executor, stream);
-    CHECK_RET(ret == ACL_SUCCESS,
-              LOG_PRINT("aclnnQuantLightningIndexer failed. ERROR: %d (%s)\n", ret, aclGetRecentErrMsg()); return ret);
-    ret = aclrtSynchronizeStream(stream);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
+    CHECK_RET(RunPhase2("aclnnQuantLightningIndexer", aclnnQuantLightningIndexer, workspaceSize, executor, stream,
+                        &workspaceAddr) == 0,
+              return -1);
     CHECK_RET(CopyOut(out, outAddr, static_cast<size_t>(GetShapeSize(outShape))) == 0, return -1);
     CHECK_RET(Release({qT, kT, wT, sqT, skT, lqT, lkT, btT, outT},
                       {qAddr, kAddr, wAddr, sqAddr, skAddr, lqAddr, lkAddr, btAddr, outAddr, workspaceAddr}, stream,

@@ -7,7 +7,7 @@
 #include "dtype.h"
 #include "errmsg.h"
 #include "executor.h"
-#include "layouts.h"
+#include "forward_args.h"
 #include "tensor.h"
 
 static const char *const API = "aclnnLightningIndexerGetWorkspaceSize";
@@ -37,12 +37,10 @@ aclnnStatus aclnnLightningIndexerGetWorkspaceSize(
     const aclTensor *blockTableOptional, char *layoutQueryOptional, char *layoutKeyOptional, int64_t sparseCount,
     int64_t sparseMode, int64_t preTokens, int64_t nextTokens, bool returnValues, const aclTensor *sparseIndicesOut,
     const aclTensor *sparseValuesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    if (!workspaceSize || !executor)
-        return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "%s: expected a pointer, got nullptr",
-                       workspaceSize ? "executor" : "workspaceSize");
     const char *lq = layoutQueryOptional, *lk = layoutKeyOptional;
     bool paged;
-    aclnnStatus st = fe_check_layouts(API, &lq, &lk, blockTableOptional, actualSeqLengthsKeyOptional, &paged);
+    aclnnStatus st = fe_check_forward_args(API, workspaceSize, executor, &lq, &lk, blockTableOptional,
+                                           actualSeqLengthsKeyOptional, &paged);
     if (st != ACLNN_SUCCESS) return st;
 #ifndef LIG_ACLNN_HAVE_PAGED
     if (paged)

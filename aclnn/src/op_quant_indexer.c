@@ -9,7 +9,7 @@
 #include "../include/aclnnop/aclnn_quant_lightning_indexer.h"
 #include "errmsg.h"
 #include "executor.h"
-#include "layouts.h"
+#include "forward_args.h"
 
 static const char *const API = "aclnnQuantLightningIndexerGetWorkspaceSize";
 
@@ -19,12 +19,10 @@ aclnnStatus aclnnQuantLightningIndexerGetWorkspaceSize(
     const aclTensor *actualSeqLengthsKeyOptional, const aclTensor *blockTableOptional, int64_t queryQuantMode,
     int64_t keyQuantMode, char *layoutQueryOptional, char *layoutKeyOptional, int64_t sparseCount, int64_t sparseMode,
     int64_t preTokens, int64_t nextTokens, const aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    if (!workspaceSize || !executor)
-        return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "%s: expected a pointer, got nullptr",
-                       workspaceSize ? "executor" : "workspaceSize");
     const char *lq = layoutQueryOptional, *lk = layoutKeyOptional;
     bool paged;
-    aclnnStatus st = fe_check_layouts(API, &lq, &lk, blockTableOptional, actualSeqLengthsKeyOptional, &paged);
+    aclnnStatus st = fe_check_forward_args(API, workspaceSize, executor, &lq, &lk, blockTableOptional,
+                                           actualSeqLengthsKeyOptional, &paged);
     if (st != ACLNN_SUCCESS) return st;
     if (!queryDequantScale)
         return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API,

@@ -502,17 +502,28 @@ static quant_args quant_make(void) {
     for (int i = 0; i < B * S2 * N2; i++) sk[i] = 0.125f;
     for (int i = 0; i < B * S1 * N2 * QK; i++) out[i] = 99;
     quant_args a;
-    a.q = make(q, sizeof q, q_shape, 4, ACL_INT8);
-    a.k = make(k, sizeof k, k_shape, 4, ACL_INT8);
-    a.w = make(w, sizeof w, w_shape, 3, ACL_FLOAT16);
-    a.sq = make(sq, sizeof sq, w_shape, 3, ACL_FLOAT);
-    a.sk = make(sk, sizeof sk, sk_shape, 3, ACL_FLOAT);
-    a.out = make(out, sizeof out, q_out_shape, 4, ACL_INT32);
-    a.cache = make(k, sizeof k, cache_shape, 4, ACL_INT8);
-    a.cache_sk = make(sk, sizeof sk, cache_sk_shape, 3, ACL_FLOAT);
-    a.table = make(table, sizeof table, table_shape, 2, ACL_INT32);
-    a.bad_table = make(bad_table, sizeof bad_table, table_shape, 2, ACL_INT32); /* block 5 of a 1-block cache */
-    a.lens = make(lens, sizeof lens, lens_shape, 1, ACL_INT32);
+    const struct {
+        dev *d;
+        const void *host;
+        size_t bytes;
+        const int64_t *shape;
+        uint64_t nd;
+        aclDataType dt;
+    } spec[] = {
+        {&a.q, q, sizeof q, q_shape, 4, ACL_INT8},
+        {&a.k, k, sizeof k, k_shape, 4, ACL_INT8},
+        {&a.w, w, sizeof w, w_shape, 3, ACL_FLOAT16},
+        {&a.sq, sq, sizeof sq, w_shape, 3, ACL_FLOAT},
+        {&a.sk, sk, sizeof sk, sk_shape, 3, ACL_FLOAT},
+        {&a.out, out, sizeof out, q_out_shape, 4, ACL_INT32},
+        {&a.cache, k, sizeof k, cache_shape, 4, ACL_INT8}, /* one block holding the same keys */
+        {&a.cache_sk, sk, sizeof sk, cache_sk_shape, 3, ACL_FLOAT},
+        {&a.table, table, sizeof table, table_shape, 2, ACL_INT32},
+        {&a.bad_table, bad_table, sizeof bad_table, table_shape, 2, ACL_INT32}, /* block 5 of a 1-block cache */
+        {&a.lens, lens, sizeof lens, lens_shape, 1, ACL_INT32},
+    };
+    for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++)
+        *spec[i].d = make(spec[i].host, spec[i].bytes, spec[i].shape, spec[i].nd, spec[i].dt);
     return a;
 }
 

@@ -1,11 +1,15 @@
-#include "layouts.h"
+#include "forward_args.h"
 
 #include <string.h>
 
 #include "errmsg.h"
 
-aclnnStatus fe_check_layouts(const char *api, const char **lq, const char **lk, const aclTensor *blockTable,
-                             const aclTensor *actualSeqLengthsKey, bool *paged) {
+aclnnStatus fe_check_forward_args(const char *api, const uint64_t *workspaceSize, aclOpExecutor *const *executor,
+                                  const char **lq, const char **lk, const aclTensor *blockTable,
+                                  const aclTensor *actualSeqLengthsKey, bool *paged) {
+    if (!workspaceSize || !executor)
+        return fe_fail(ACLNN_ERR_PARAM_NULLPTR, api, "%s: expected a pointer, got nullptr",
+                       workspaceSize ? "executor" : "workspaceSize");
     if (!*lq) *lq = "BSND";
     if (!*lk) *lk = "BSND";
     if (strcmp(*lq, "BSND") && strcmp(*lq, "TND"))
