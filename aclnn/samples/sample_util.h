@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
 #include "lig.h"
 
 #define CHECK_RET(cond, return_expr) \
@@ -96,6 +97,22 @@ int CreateAclView(const std::vector<T> &storage, const std::vector<int64_t> &sha
     *tensor = aclCreateTensor(shape.data(), shape.size(), dataType, strides.data(), offset, ACL_FORMAT_ND,
                               storageDims, 1, *deviceAddr);
     CHECK_RET(*tensor != nullptr, LOG_PRINT("aclCreateTensor failed: %s\n", aclGetRecentErrMsg()); return -1);
+    return 0;
+}
+
+// Phase 2 of an operator whose phase 1 succeeded, as CANN's samples run it: the workspace from
+// aclrtMalloc (kept in *workspaceAddr for Release), the run, the stream synchronized.
+inline int RunPhase2(const char *name, aclnnStatus (*run)(void *, uint64_t, aclOpExecutor *, aclrtStream),
+                     uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream, void **workspaceAddr) {
+    int ret = ACL_SUCCESS;
+    if (workspaceSize > 0) {
+        ret = aclrtMalloc(workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
+        CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return ret);
+    }
+    ret = run(*workspaceAddr, workspaceSize, executor, stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("%s failed. ERROR: %d (%s)\n", name, ret, aclGetRecentErrMsg()); return ret);
+    ret = aclrtSynchronizeStream(stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
     return 0;
 }
 

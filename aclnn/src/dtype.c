@@ -18,11 +18,19 @@ size_t fe_dtype_size(aclDataType dtype) {
     case ACL_COMPLEX128: return 16;
     case ACL_BF16: return 2;
     case ACL_COMPLEX32: return 4;
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E5M2:
+    case ACL_FLOAT8_E4M3FN:
+    case ACL_FLOAT8_E8M0: return 1;
     /* no whole-byte element: */
     case ACL_DT_UNDEFINED:
     case ACL_STRING:
     case ACL_INT4:
-    case ACL_UINT1: return 0;
+    case ACL_UINT1:
+    case ACL_FLOAT6_E3M2:
+    case ACL_FLOAT6_E2M3:
+    case ACL_FLOAT4_E2M1:
+    case ACL_FLOAT4_E1M2: return 0;
     }
     return 0;
 }
@@ -51,6 +59,14 @@ const char *fe_dtype_name(aclDataType dtype) {
     case ACL_INT4: return "ACL_INT4";
     case ACL_UINT1: return "ACL_UINT1";
     case ACL_COMPLEX32: return "ACL_COMPLEX32";
+    case ACL_HIFLOAT8: return "ACL_HIFLOAT8";
+    case ACL_FLOAT8_E5M2: return "ACL_FLOAT8_E5M2";
+    case ACL_FLOAT8_E4M3FN: return "ACL_FLOAT8_E4M3FN";
+    case ACL_FLOAT8_E8M0: return "ACL_FLOAT8_E8M0";
+    case ACL_FLOAT6_E3M2: return "ACL_FLOAT6_E3M2";
+    case ACL_FLOAT6_E2M3: return "ACL_FLOAT6_E2M3";
+    case ACL_FLOAT4_E2M1: return "ACL_FLOAT4_E2M1";
+    case ACL_FLOAT4_E1M2: return "ACL_FLOAT4_E1M2";
     }
     return "an unknown aclDataType";
 }
@@ -62,6 +78,8 @@ bool fe_dtype_to_lig(aclDataType dtype, lig_dtype *out) {
     case ACL_BF16: *out = LIG_BFLOAT16; return true;
     case ACL_INT32: *out = LIG_INT32; return true;
     case ACL_INT64: *out = LIG_INT64; return true;
+    case ACL_INT8: *out = LIG_INT8; return true;                   /* the quantized forward's codes */
+    case ACL_FLOAT8_E4M3FN: *out = LIG_FLOAT8_E4M3FN; return true; /* both OCP E4M3 without infinities */
     default: return false;
     }
 }

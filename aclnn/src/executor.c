@@ -136,6 +136,7 @@ static const char *op_name(fe_op op) {
     case FE_OP_INDEXER_GRAD: return "aclnnLightningIndexerGradGetWorkspaceSize";
     case FE_OP_INDEXER: return "aclnnLightningIndexerGetWorkspaceSize";
     case FE_OP_SPARSE_KL_LOSS: return "aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize";
+    case FE_OP_QUANT_INDEXER: return "aclnnQuantLightningIndexerGetWorkspaceSize";
     }
     return "an unknown operator";
 }
@@ -146,6 +147,7 @@ static lig_status run_lig(fe_op op, void *workspace, uint64_t workspace_size, li
     case FE_OP_INDEXER_GRAD: return lig_indexer_grad(workspace, workspace_size, lx, NULL);
     case FE_OP_INDEXER: return lig_indexer(workspace, workspace_size, lx, NULL);
     case FE_OP_SPARSE_KL_LOSS: return lig_sparse_indexer_kl_loss(workspace, workspace_size, lx, NULL);
+    case FE_OP_QUANT_INDEXER: return lig_quant_indexer(workspace, workspace_size, lx, NULL);
     }
     lig_destroy_executor(lx);
     return LIG_ERR_INNER;

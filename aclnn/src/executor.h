@@ -17,7 +17,7 @@
 #define FE_EXEC_MAX_STAGES 3
 #define FE_EXEC_MAX_OWNED 2 /* copies of aclIntArray arguments */
 
-typedef enum fe_op { FE_OP_INDEXER_GRAD = 1, FE_OP_INDEXER, FE_OP_SPARSE_KL_LOSS } fe_op;
+typedef enum fe_op { FE_OP_INDEXER_GRAD = 1, FE_OP_INDEXER, FE_OP_SPARSE_KL_LOSS, FE_OP_QUANT_INDEXER } fe_op;
 
 struct aclOpExecutor {
     fe_op op;

@@ -3,29 +3,14 @@
  * cache ("PA_BSND"), over lig_indexer_paged_get_workspace_size when this lig has it
  * (LIG_ACLNN_HAVE_PAGED, found at configure time).
  */
-#include <string.h>
-
 #include "../include/aclnnop/aclnn_lightning_indexer.h"
 #include "dtype.h"
 #include "errmsg.h"
 #include "executor.h"
+#include "forward_args.h"
 #include "tensor.h"
 
 static const char *const API = "aclnnLightningIndexerGetWorkspaceSize";
-
-/* The layouts, as CANN's tiling checks them: the query's BSND or TND; the key's the same as the
- * query's, or PA_BSND. NULL means the documented default, "BSND". */
-static aclnnStatus check_layouts(const char *lq, const char *lk, bool *paged) {
-    if (strcmp(lq, "BSND") && strcmp(lq, "TND"))
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "layoutQueryOptional: expected \"BSND\" or \"TND\", got \"%s\"",
-                       lq);
-    *paged = !strcmp(lk, "PA_BSND");
-    if (!*paged && strcmp(lk, lq))
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
-                       "layoutKeyOptional: expected \"%s\" (layoutQueryOptional's layout) or \"PA_BSND\", got \"%s\"",
-                       lq, lk);
-    return ACLNN_SUCCESS;
-}
 
 /* CANN's A2/A3 kernels take FLOAT32 weights with FLOAT16 / BFLOAT16 query and key, where lig wants
  * one dtype: widen query and key to FLOAT32 (exact) and let lig score in FLOAT32; a half-precision
@@ -52,36 +37,19 @@ aclnnStatus aclnnLightningIndexerGetWorkspaceSize(
     const aclTensor *blockTableOptional, char *layoutQueryOptional, char *layoutKeyOptional, int64_t sparseCount,
     int64_t sparseMode, int64_t preTokens, int64_t nextTokens, bool returnValues, const aclTensor *sparseIndicesOut,
     const aclTensor *sparseValuesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
-    if (!workspaceSize || !executor)
-        return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "%s: expected a pointer, got nullptr",
-                       workspaceSize ? "executor" : "workspaceSize");
-    const char *lq = layoutQueryOptional ? layoutQueryOptional : "BSND";
-    const char *lk = layoutKeyOptional ? layoutKeyOptional : "BSND";
+    const char *lq = layoutQueryOptional, *lk = layoutKeyOptional;
     bool paged;
-    aclnnStatus st = check_layouts(lq, lk, &paged);
+    aclnnStatus st = fe_check_forward_args(API, workspaceSize, executor, &lq, &lk, blockTableOptional,
+                                           actualSeqLengthsKeyOptional, &paged);
     if (st != ACLNN_SUCCESS) return st;
-    if (paged) {
 #ifndef LIG_ACLNN_HAVE_PAGED
+    if (paged)
         return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
                        "layoutKeyOptional: \"PA_BSND\" (a paged key cache) needs lig_indexer_paged_get_workspace_size, "
                        "which the lig %s this front end was built against does not have; pass the key as a "
                        "contiguous [B,S2,N2,D] tensor with layoutKeyOptional \"%s\"",
                        lig_version(), lq);
 #endif
-        if (!blockTableOptional)
-            return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API,
-                           "blockTableOptional: expected a [B, maxBlocksPerSeq] tensor when layoutKeyOptional is "
-                           "\"PA_BSND\", got nullptr");
-        if (!actualSeqLengthsKeyOptional)
-            return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API,
-                           "actualSeqLengthsKeyOptional: expected the [B] key lengths when layoutKeyOptional is "
-                           "\"PA_BSND\", got nullptr");
-    } else if (blockTableOptional) {
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
-                       "blockTableOptional: expected nullptr when layoutKeyOptional is \"%s\" (a block table is only "
-                       "read with \"PA_BSND\"), got a tensor",
-                       lk);
-    }
     if (returnValues && !sparseValuesOut)
         return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API,
                        "sparseValuesOut: expected a tensor when returnValues is true, got nullptr");

@@ -209,10 +209,16 @@ aclnnStatus fe_tensor_bind(const aclTensor *t, const char *name, const char *api
                        "%s: %p is not a live tensor from aclCreateTensor (never made, or already destroyed)", name,
                        (const void *)t);
     lig_dtype dtype;
+    if (t->dtype == ACL_HIFLOAT8)
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "%s: got ACL_HIFLOAT8, and lig does not support HiFloat8 (Huawei's 8-bit float format); "
+                       "quantize to ACL_FLOAT8_E4M3FN or ACL_INT8 instead",
+                       name);
     if (!fe_dtype_to_lig(t->dtype, &dtype))
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
-                       "%s: expected dtype ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_INT32 or ACL_INT64, got %s", name,
-                       fe_dtype_name(t->dtype));
+                       "%s: expected dtype ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_INT32, ACL_INT64, ACL_INT8 or "
+                       "ACL_FLOAT8_E4M3FN, got %s",
+                       name, fe_dtype_name(t->dtype));
     if (!fe_format_is_plain(t->format))
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
                        "%s: expected format ACL_FORMAT_ND (or another plain row-major format), got %s", name,

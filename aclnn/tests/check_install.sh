@@ -14,6 +14,7 @@ test -f "$tmp/prefix/include/lig-aclnn/acl/acl.h"
 test -f "$tmp/prefix/include/lig-aclnn/aclnnop/aclnn_lightning_indexer_grad.h"
 test -f "$tmp/prefix/include/lig-aclnn/aclnnop/aclnn_lightning_indexer.h"
 test -f "$tmp/prefix/include/lig-aclnn/aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h"
+test -f "$tmp/prefix/include/lig-aclnn/aclnnop/aclnn_quant_lightning_indexer.h"
 cc -std=c11 "$src/aclnn/tests/install_consumer.c" $(pkg-config --cflags --libs lig-aclnn) \
    -Wl,-rpath,"$(dirname "$pcdir")" -o "$tmp/aclnn_pc"
 "$tmp/aclnn_pc"

@@ -1,4 +1,4 @@
-/* Every kind of bad argument to the three operators: the ACLNN_ERR_* code of lig's status, lig's
+/* Every kind of bad argument to the four operators: the ACLNN_ERR_* code of lig's status, lig's
  * message (or the front end's, for what only it checks), and nothing written on failure. */
 #include <stdint.h>
 #include <string.h>
@@ -6,6 +6,7 @@
 #include <acl/acl.h>
 #include <aclnnop/aclnn_lightning_indexer.h>
 #include <aclnnop/aclnn_lightning_indexer_grad.h>
+#include <aclnnop/aclnn_quant_lightning_indexer.h>
 #include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h>
 #include <lig.h>
 
@@ -477,6 +478,169 @@ static void test_kl_loss(void) {
     kl_drop(&a);
 }
 
+/* The quantized forward's arguments: INT8 BSND codes, FLOAT16 weights, FLOAT scales, INT32 indices
+ * [B,S1,N2,QK] set to 99; a paged cache of one block of S2 keys with its table and lengths. */
+enum { QK = 8 };
+typedef struct quant_args {
+    dev q, k, w, sq, sk, out, cache, cache_sk, table, bad_table, lens;
+} quant_args;
+
+static const int64_t q_out_shape[4] = {B, S1, N2, QK}, sk_shape[3] = {B, S2, N2}, cache_shape[4] = {1, S2, N2, D},
+                     cache_sk_shape[3] = {1, S2, N2}, table_shape[2] = {B, 1}, lens_shape[1] = {B};
+
+static quant_args quant_make(void) {
+    int8_t q[B * S1 * N1 * D], k[B * S2 * N2 * D];
+    uint16_t w[B * S1 * N1];
+    float sq[B * S1 * N1], sk[B * S2 * N2];
+    int32_t out[B * S1 * N2 * QK], table[B] = {0}, bad_table[B] = {5}, lens[B] = {S2};
+    for (int i = 0; i < B * S1 * N1 * D; i++) q[i] = (int8_t)((i % 7) - 3);
+    for (int i = 0; i < B * S2 * N2 * D; i++) k[i] = (int8_t)((i % 5) - 1);
+    for (int i = 0; i < B * S1 * N1; i++) {
+        w[i] = aclFloatToFloat16(0.5f);
+        sq[i] = 0.25f;
+    }
+    for (int i = 0; i < B * S2 * N2; i++) sk[i] = 0.125f;
+    for (int i = 0; i < B * S1 * N2 * QK; i++) out[i] = 99;
+    quant_args a;
+    const struct {
+        dev *d;
+        const void *host;
+        size_t bytes;
+        const int64_t *shape;
+        uint64_t nd;
+        aclDataType dt;
+    } spec[] = {
+        {&a.q, q, sizeof q, q_shape, 4, ACL_INT8},
+        {&a.k, k, sizeof k, k_shape, 4, ACL_INT8},
+        {&a.w, w, sizeof w, w_shape, 3, ACL_FLOAT16},
+        {&a.sq, sq, sizeof sq, w_shape, 3, ACL_FLOAT},
+        {&a.sk, sk, sizeof sk, sk_shape, 3, ACL_FLOAT},
+        {&a.out, out, sizeof out, q_out_shape, 4, ACL_INT32},
+        {&a.cache, k, sizeof k, cache_shape, 4, ACL_INT8}, /* one block holding the same keys */
+        {&a.cache_sk, sk, sizeof sk, cache_sk_shape, 3, ACL_FLOAT},
+        {&a.table, table, sizeof table, table_shape, 2, ACL_INT32},
+        {&a.bad_table, bad_table, sizeof bad_table, table_shape, 2, ACL_INT32}, /* block 5 of a 1-block cache */
+        {&a.lens, lens, sizeof lens, lens_shape, 1, ACL_INT32},
+    };
+    for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++)
+        *spec[i].d = make(spec[i].host, spec[i].bytes, spec[i].shape, spec[i].nd, spec[i].dt);
+    return a;
+}
+
+static void quant_drop(quant_args *a) {
+    dev *all[] = {&a->q, &a->k, &a->w, &a->sq, &a->sk, &a->out, &a->cache, &a->cache_sk, &a->table, &a->bad_table,
+                  &a->lens};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+}
+
+static bool quant_out_untouched(const quant_args *a) {
+    int32_t host[B * S1 * N2 * QK];
+    if (aclrtMemcpy(host, sizeof host, a->out.mem, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS) return false;
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        if (host[i] != 99) return false;
+    return true;
+}
+
+/* A view of `like`'s memory as another dtype (the bytes do not matter: phase 1 fails first). */
+static aclTensor *retyped(const dev *like, const int64_t *shape, uint64_t nd, aclDataType dt) {
+    aclTensor *t = aclCreateTensor(shape, nd, dt, NULL, 0, ACL_FORMAT_ND, shape, nd, like->mem);
+    CHECK(t != NULL);
+    return t;
+}
+
+static void test_quant_indexer(void) {
+    quant_args a = quant_make();
+    char tnd[] = "TND", pa[] = "PA_BSND", bnsd[] = "BNSD";
+#define QUANT(q, k, sq, sk, lk, bt, qmode, lq, lkey, count, out) \
+    aclnnQuantLightningIndexerGetWorkspaceSize(q, k, a.w.t, sq, sk, NULL, lk, bt, qmode, 0, lq, lkey, count, 3, INT64_MAX, INT64_MAX, out, &ws_, &e_)
+    /* required arguments */
+    CHECK_EQ_INT(aclnnQuantLightningIndexerGetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL, 0, 0,
+                                                            bsnd, bsnd, QK, 3, INT64_MAX, INT64_MAX, a.out.t, NULL, NULL),
+                 ACLNN_ERR_PARAM_NULLPTR);
+    CHECK_PHASE1_FAILS(QUANT(NULL, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "query");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, NULL, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "queryDequantScale: expected a [B,S1,N1] or [T1,N1] tensor");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, NULL, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "keyDequantScale");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, NULL), ACLNN_ERR_PARAM_NULLPTR,
+                       "out");
+    /* dtypes: HiFloat8 named as unsupported, other 8-bit floats refused, a mix left to lig */
+    aclTensor *hif_q = retyped(&a.q, q_shape, 4, ACL_HIFLOAT8), *hif_k = retyped(&a.k, k_shape, 4, ACL_HIFLOAT8),
+              *e5m2 = retyped(&a.q, q_shape, 4, ACL_FLOAT8_E5M2), *fp8_k = retyped(&a.k, k_shape, 4, ACL_FLOAT8_E4M3FN),
+              *f_out = retyped(&a.out, q_out_shape, 4, ACL_FLOAT);
+    CHECK_PHASE1_FAILS(QUANT(hif_q, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "query: got ACL_HIFLOAT8, and lig does not support HiFloat8");
+    CHECK_PHASE1_FAILS(QUANT(hif_q, hif_k, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "lig does not support HiFloat8");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, hif_k, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "key: got ACL_HIFLOAT8");
+    CHECK_PHASE1_FAILS(QUANT(e5m2, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "got ACL_FLOAT8_E5M2");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, fp8_k, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "key");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, QK, f_out),
+                       ACLNN_ERR_PARAM_INVALID, "sparse_indices");
+    aclTensor *retypes[] = {hif_q, hif_k, e5m2, fp8_k, f_out};
+    for (size_t i = 0; i < sizeof retypes / sizeof retypes[0]; i++) CHECK_EQ_INT(aclDestroyTensor(retypes[i]), ACLNN_SUCCESS);
+    /* attributes: lig's checks, lig's message */
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 1, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "query_quant_mode");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, bsnd, 0, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "sparse_count");
+    /* layouts and the block table, as for aclnnLightningIndexer */
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bnsd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "layoutQueryOptional: expected \"BSND\" or \"TND\", got \"BNSD\"");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, NULL, 0, bsnd, tnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "layoutKeyOptional: expected \"BSND\"");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.k.t, a.sq.t, a.sk.t, NULL, a.table.t, 0, bsnd, bsnd, QK, a.out.t),
+                       ACLNN_ERR_PARAM_INVALID, "blockTableOptional: expected nullptr");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.cache.t, a.sq.t, a.cache_sk.t, a.lens.t, NULL, 0, bsnd, pa, QK, a.out.t),
+                       ACLNN_ERR_PARAM_NULLPTR, "blockTableOptional");
+    CHECK_PHASE1_FAILS(QUANT(a.q.t, a.cache.t, a.sq.t, a.cache_sk.t, NULL, a.table.t, 0, bsnd, pa, QK, a.out.t),
+                       ACLNN_ERR_PARAM_NULLPTR, "actualSeqLengthsKeyOptional");
+    CHECK(quant_out_untouched(&a));
+
+    /* phase 2: a table entry past the cache, found before anything is written */
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    void *work = NULL;
+    aclnnStatus planned = aclnnQuantLightningIndexerGetWorkspaceSize(a.q.t, a.cache.t, a.w.t, a.sq.t, a.cache_sk.t, NULL,
+                                                                     a.lens.t, a.bad_table.t, 0, 0, bsnd, pa, QK, 3,
+                                                                     INT64_MAX, INT64_MAX, a.out.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexer), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "block_table");
+    CHECK(quant_out_untouched(&a));
+
+    /* the quantized executor handed to the forward */
+    CHECK_EQ_INT(aclnnQuantLightningIndexerGetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL, 0, 0,
+                                                            bsnd, bsnd, QK, 3, INT64_MAX, INT64_MAX, a.out.t, &ws, &e),
+                 ACLNN_SUCCESS);
+    if (ws) CHECK_EQ_INT(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclnnLightningIndexer(work, ws, e, NULL), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnQuantLightningIndexerGetWorkspaceSize");
+    if (work) CHECK_EQ_INT(aclrtFree(work), ACL_SUCCESS);
+    work = NULL;
+    CHECK(quant_out_untouched(&a));
+
+    /* the good call with NULL layouts (the documented default, BSND), and the same over the paged
+     * cache (one block holding the same keys): both select the same keys */
+    int32_t plain[B * S1 * N2 * QK], paged[B * S1 * N2 * QK];
+    for (int v = 0; v < 2; v++) {
+        planned = aclnnQuantLightningIndexerGetWorkspaceSize(
+            a.q.t, v ? a.cache.t : a.k.t, a.w.t, a.sq.t, v ? a.cache_sk.t : a.sk.t, NULL, v ? a.lens.t : NULL,
+            v ? a.table.t : NULL, 0, 0, v ? bsnd : NULL, v ? pa : NULL, QK, 3, INT64_MAX, INT64_MAX, a.out.t, &ws, &e);
+        CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexer), ACLNN_SUCCESS);
+        CHECK_EQ_INT(aclrtMemcpy(v ? paged : plain, sizeof plain, a.out.mem, sizeof plain, ACL_MEMCPY_DEVICE_TO_HOST),
+                     ACL_SUCCESS);
+    }
+    CHECK(memcmp(plain, paged, sizeof plain) == 0);
+    CHECK(plain[0] >= 0 && plain[0] < S2);           /* row 0 of sparse_mode 3 sees keys 0..S2-S1 */
+    CHECK_EQ_INT(plain[QK - 1], -1);                 /* and pads the rest */
+#undef QUANT
+    quant_drop(&a);
+}
+
 int main(void) {
     CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
@@ -485,6 +649,7 @@ int main(void) {
     test_forward_phase1();
     test_forward_huge_staged_view();
     test_kl_loss();
+    test_quant_indexer();
     CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
     return check_report("aclnn-op-errors");

@@ -12,7 +12,7 @@
  *     Each is judged by a model of the runtime built from the table of docs/aclnn.md: the code,
  *     and for copies the destination (the source's old bytes after success, unchanged after
  *     failure).
- *   operator: the KL loss (fuzz_aclnn_kl_loss.h), or a backward or forward problem decoded as for the lig targets (fuzz_case.h), its
+ *   operator: the KL loss (fuzz_aclnn_kl_loss.h), the quantized forward (fuzz_aclnn_quant.h), or a backward or forward problem decoded as for the lig targets (fuzz_case.h), its
  *     tensors copied into aclrtMalloc memory and described with aclCreateTensor (same strides
  *     and offsets), run through aclnnLightningIndexerGrad* / aclnnLightningIndexer*, and compared
  *     with lig's own call on the same data: the same status in each phase and, after success, the
@@ -39,6 +39,7 @@
 #include "forward_kl_runner.h"
 #include "backward_runner.h"
 #include "fuzz_aclnn_kl_loss.h"
+#include "fuzz_aclnn_quant.h"
 
 /* ---- the runtime model ---- */
 
@@ -296,7 +297,7 @@ static void cmd_tensor(fz_in *in, session *s)
     static const int formats[] = {ACL_FORMAT_ND, ACL_FORMAT_NCHW, ACL_FORMAT_FRACTAL_NZ, ACL_FORMAT_NC1HWC0, -1, 1000};
     const uint64_t ndim = (uint64_t)fz_range(in, 0, 9);
     const uint64_t sdim = (uint64_t)fz_range(in, 0, 3);
-    const aclDataType dtype = (aclDataType)fz_range(in, -1, 30);
+    const aclDataType dtype = (aclDataType)fz_range(in, -1, 42); /* 34..41: the 8, 6 and 4-bit types; 42: none */
     const int format = formats[fz_range(in, 0, 5)];
     const uint8_t f = fz_u8(in);
     int64_t dims[9], strides[9], storage[3];
@@ -506,9 +507,9 @@ static void operator_call(fz_in *in, char *label, size_t label_size)
         }
     }
     g_calls++;
-    const int which = fz_u8(in) % 3; /* 0 forward, 1 backward, 2 the KL loss */
-    if (which == 2) {
-        const int outcome = fz_aclnn_kl_loss(in, label, label_size);
+    const int which = fz_u8(in) % 4; /* 0 forward, 1 backward, 2 the KL loss, 3 the quantized forward */
+    if (which >= 2) {
+        const int outcome = which == 2 ? fz_aclnn_kl_loss(in, label, label_size) : fz_aclnn_quant(in, label, label_size);
         g_matched += outcome == FZ_ACL_MATCHED;
         g_failed_alike += outcome == FZ_ACL_FAILED_ALIKE;
         g_refused_defect += outcome == FZ_ACL_REFUSED_DEFECT;

@@ -23,6 +23,8 @@ aclDataType fz_acl_dtype(lig_dtype d)
     case LIG_FLOAT16: return ACL_FLOAT16;
     case LIG_BFLOAT16: return ACL_BF16;
     case LIG_INT32: return ACL_INT32;
+    case LIG_INT8: return ACL_INT8;
+    case LIG_FLOAT8_E4M3FN: return ACL_FLOAT8_E4M3FN;
     default: return ACL_INT64;
     }
 }
@@ -51,6 +53,58 @@ void fz_acl_judge(const char *label, aclnnStatus a1, aclnnStatus a2, lig_status 
         CHECK(a2 == ACLNN_ERR_PARAM_INVALID || (l2 != LIG_SUCCESS && a2 == (aclnnStatus)l2),
               "%s: phase 2 with a defect returned %d", label, (int)a2);
     }
+}
+
+lig_status fz_lig_phase2(lig_status planned, uint64_t ws, lig_executor *ex,
+                         lig_status (*run)(void *, uint64_t, lig_executor *, void *))
+{
+    if (planned != LIG_SUCCESS) {
+        return LIG_SUCCESS;
+    }
+    void *w = th_xmalloc((size_t)ws + 1);
+    const lig_status st = run(w, ws, ex, NULL);
+    free(w);
+    return st;
+}
+
+aclnnStatus fz_acl_phase2(aclnnStatus (*run)(void *, uint64_t, aclOpExecutor *, aclrtStream), uint64_t ws,
+                          aclOpExecutor *ex, int defect, void *const *outs, const size_t *out_bytes, int n,
+                          int *phase2_defect, const char *label)
+{
+    void *wmem = NULL;
+    if (ws > 0) {
+        CHECK(aclrtMalloc(&wmem, (size_t)ws, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "workspace");
+    }
+    uint64_t run_size = ws;
+    aclrtStream stream = NULL;
+    int dummy;
+    *phase2_defect = 0;
+    if (defect == FZ_ACL_P2_WS_SHORT && ws > 0) {
+        run_size = ws - 1;
+        *phase2_defect = 1;
+    } else if (defect == FZ_ACL_P2_STREAM) {
+        stream = &dummy;
+    } else if (defect == FZ_ACL_P2_EXEC_DESTROYED) {
+        CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_SUCCESS, "aclDestroyAclOpExecutor");
+        *phase2_defect = 1;
+    }
+    const aclnnStatus st = run(wmem, run_size, ex, stream);
+    if (defect == FZ_ACL_P2_RUN_TWICE && st == ACLNN_SUCCESS) {
+        unsigned char *after[8] = {0};
+        for (int i = 0; i < n && i < 8; i++) {
+            after[i] = th_xmalloc(out_bytes[i] + 1);
+            memcpy(after[i], outs[i], out_bytes[i]);
+        }
+        CHECK(run(wmem, ws, ex, NULL) == ACLNN_ERR_PARAM_INVALID, "%s: a consumed executor ran", label);
+        for (int i = 0; i < n && i < 8; i++) {
+            CHECK(memcmp(after[i], outs[i], out_bytes[i]) == 0, "%s: a refused second run wrote", label);
+            free(after[i]);
+        }
+    }
+    if (wmem) {
+        aclrtFree(wmem);
+    }
+    return st;
 }
 
 enum { KF_NONE = -1, KF_DESTROYED = 0, KF_FREED_BEFORE, KF_FREED_BETWEEN, KF_FORMAT, KF_DTYPE, KF_RUN_TWICE,
@@ -147,12 +201,7 @@ int fz_aclnn_kl_loss(fz_in *in, char *label, size_t label_size)
     uint64_t lws = 0;
     lig_executor *lex = NULL;
     const lig_status l1 = lkcase_phase1(&c, &lws, &lex);
-    lig_status l2 = LIG_SUCCESS;
-    if (l1 == LIG_SUCCESS) {
-        void *w = th_xmalloc((size_t)lws + 1);
-        l2 = lig_sparse_indexer_kl_loss(w, lws, lex, NULL);
-        free(w);
-    }
+    const lig_status l2 = fz_lig_phase2(l1, lws, lex, lig_sparse_indexer_kl_loss);
 
     const int memory_defect = defect == KF_FREED_BEFORE || defect == KF_FREED_BETWEEN;
     const int fe_must_fail = defect != KF_NONE && defect != KF_RUN_TWICE && defect != KF_EXEC_DESTROYED &&
@@ -175,45 +224,25 @@ int fz_aclnn_kl_loss(fz_in *in, char *label, size_t label_size)
     int phase2_defect = 0;
     if (a1 == ACLNN_SUCCESS) {
         CHECK(ws == lws, "%s: workspace %llu, lig's %llu", label, (unsigned long long)ws, (unsigned long long)lws);
-        void *wmem = NULL;
-        if (ws > 0) {
-            CHECK(aclrtMalloc(&wmem, (size_t)ws, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "workspace");
-        }
-        uint64_t run_size = ws;
-        aclrtStream stream = NULL;
-        int dummy;
         if (defect == KF_FREED_BETWEEN) {
             CHECK(aclrtFree(m.dev[victim]) == ACL_SUCCESS, "aclrtFree");
             m.freed[victim] = 1;
-        } else if (defect == KF_WS_SHORT && ws > 0) {
-            run_size = ws - 1;
-            phase2_defect = 1;
-        } else if (defect == KF_STREAM) {
-            stream = &dummy;
-        } else if (defect == KF_EXEC_DESTROYED) {
-            CHECK(aclDestroyAclOpExecutor(ex) == ACLNN_SUCCESS, "aclDestroyAclOpExecutor");
-            phase2_defect = 1;
         } else if (defect == KF_ARRAY_BETWEEN) {
             /* CANN reads the lengths in phase 1: destroying the array then is allowed */
             CHECK(aclDestroyIntArray(m.seq[array]) == ACLNN_SUCCESS, "aclDestroyIntArray");
         }
-        a2 = aclnnSparseLightningIndexerGradKLLoss(wmem, run_size, ex, stream);
-        if (defect == KF_RUN_TWICE && a2 == ACLNN_SUCCESS) {
-            unsigned char *after[KA_COUNT] = {0};
-            for (int a = KA_DQ; a <= KA_LOSS; a++) {
-                after[a] = th_xmalloc((size_t)c.bytes[a] + 1);
-                memcpy(after[a], m.dev[a], (size_t)c.bytes[a]);
-            }
-            CHECK(aclnnSparseLightningIndexerGradKLLoss(wmem, ws, ex, NULL) == ACLNN_ERR_PARAM_INVALID,
-                  "%s: a consumed executor ran", label);
-            for (int a = KA_DQ; a <= KA_LOSS; a++) {
-                CHECK(memcmp(after[a], m.dev[a], (size_t)c.bytes[a]) == 0, "%s: a refused second run wrote", label);
-                free(after[a]);
-            }
+        const int p2 = defect == KF_WS_SHORT        ? FZ_ACL_P2_WS_SHORT
+                       : defect == KF_STREAM        ? FZ_ACL_P2_STREAM
+                       : defect == KF_EXEC_DESTROYED ? FZ_ACL_P2_EXEC_DESTROYED
+                       : defect == KF_RUN_TWICE     ? FZ_ACL_P2_RUN_TWICE
+                                                    : FZ_ACL_P2_NONE;
+        void *outs[4];
+        size_t out_bytes[4];
+        for (int a = KA_DQ; a <= KA_LOSS; a++) {
+            outs[a - KA_DQ] = m.dev[a];
+            out_bytes[a - KA_DQ] = (size_t)c.bytes[a];
         }
-        if (wmem) {
-            aclrtFree(wmem);
-        }
+        a2 = fz_acl_phase2(aclnnSparseLightningIndexerGradKLLoss, ws, ex, p2, outs, out_bytes, 4, &phase2_defect, label);
     }
     if (a1 == ACLNN_SUCCESS && a2 == ACLNN_SUCCESS && fz_env_flag("LIG_FUZZ_PERTURB")) {
         ((unsigned char *)m.dev[KA_LOSS])[0] ^= 1; /* the loss always has its element */

@@ -13,7 +13,7 @@
 #include "fuzz_input.h"
 #include "lig.h"
 
-/* The aclDataType of a lig dtype (FLOAT32, FLOAT16, BFLOAT16, INT32, INT64). */
+/* The aclDataType of a lig dtype (FLOAT32, FLOAT16, BFLOAT16, INT32, INT64, INT8, FLOAT8_E4M3FN). */
 aclDataType fz_acl_dtype(lig_dtype d);
 
 /* The statuses of one aclnn call (a1, a2) against lig's on the same data (l1, l2), or with
@@ -21,6 +21,23 @@ aclDataType fz_acl_dtype(lig_dtype d);
  * where lig's did not. A failure must carry a message and leave the outputs unchanged. */
 void fz_acl_judge(const char *label, aclnnStatus a1, aclnnStatus a2, lig_status l1, lig_status l2, int must_fail,
                   int phase2_defect, int outputs_unchanged);
+
+/* Phase 2 of lig's own plan in a malloc'd workspace when phase 1 returned LIG_SUCCESS (`planned`);
+ * LIG_SUCCESS when it did not (the failure is phase 1's). */
+lig_status fz_lig_phase2(lig_status planned, uint64_t ws, lig_executor *ex,
+                         lig_status (*run)(void *, uint64_t, lig_executor *, void *));
+
+/* The phase-2 defects the operators share. */
+enum { FZ_ACL_P2_NONE, FZ_ACL_P2_WS_SHORT, FZ_ACL_P2_STREAM, FZ_ACL_P2_EXEC_DESTROYED, FZ_ACL_P2_RUN_TWICE };
+
+/* Phase 2 of a successful phase 1 (ws, ex) through `run`, in a workspace from aclrtMalloc: with
+ * FZ_ACL_P2_WS_SHORT one byte short, FZ_ACL_P2_STREAM a stream the runtime did not make,
+ * FZ_ACL_P2_EXEC_DESTROYED the executor destroyed first, FZ_ACL_P2_RUN_TWICE a second run after a
+ * success, which must be refused and leave the n outputs outs[i] (out_bytes[i] bytes each) as the first run left them.
+ * *phase2_defect: whether the defect lets phase 2 fail where lig's did not. */
+aclnnStatus fz_acl_phase2(aclnnStatus (*run)(void *, uint64_t, aclOpExecutor *, aclrtStream), uint64_t ws,
+                          aclOpExecutor *ex, int defect, void *const *outs, const size_t *out_bytes, int n,
+                          int *phase2_defect, const char *label);
 
 /* What one operator call did, for the target's totals. */
 enum { FZ_ACL_MATCHED, FZ_ACL_FAILED_ALIKE, FZ_ACL_REFUSED_DEFECT };

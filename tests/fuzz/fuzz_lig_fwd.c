@@ -43,6 +43,7 @@
 #include "framework.h"
 #include "forward_kl_runner.h"
 #include "quant_case.h"
+#include "fuzz_quant_spec.h"
 #include "fuzz_kl_loss.h"
 
 /* ---- forward ---- */
@@ -420,38 +421,8 @@ static void descriptor(fz_in *in, char *label, size_t label_size)
 
 static void quant(fz_in *in, const char *env, char *label, size_t label_size)
 {
-    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     qspec s;
-    qspec_default(&s);
-    const uint8_t a = fz_u8(in), b = fz_u8(in), d = fz_u8(in);
-    s.qk = a & 1 ? LIG_INT8 : LIG_FLOAT8_E4M3FN;
-    s.layout = a & 2 ? REF_TND : REF_BSND;
-    s.paged = (a & 4) != 0;
-    s.has_sq = (a & 8) != 0;
-    s.with_values = (a & 16) != 0;
-    s.lengths = (a & 32) != 0;
-    s.pad = (a & 64) != 0;
-    s.short_form = (a & 128) != 0;
-    s.w_dtype = floats[b % 3];
-    s.sq_dtype = (b / 3) % 2 ? LIG_FLOAT16 : LIG_FLOAT32;
-    s.sk_dtype = (b / 6) % 2 ? LIG_FLOAT16 : LIG_FLOAT32;
-    s.val_dtype = floats[(b / 12) % 3];
-    s.idx_dtype = (b / 36) % 2 ? LIG_INT64 : LIG_INT32;
-    s.sparse_mode = d & 1 ? 3 : 0;
-    s.pre_tokens = d & 2 ? fz_range(in, 0, 8) : INT64_MAX;
-    s.next_tokens = d & 4 ? fz_range(in, 0, 8) : INT64_MAX;
-    s.int8_extreme = (d >> 3) % 4 == 3 ? 1 + (d >> 5) % 2 : 0;
-    s.p_nan_code = d & 64 ? 0.05 : 0.0;
-    s.p_dup_key = d & 128 ? 0.3 : 0.05;
-    s.B = fz_range(in, 1, 3);
-    s.S1 = fz_range(in, 0, 9);
-    s.S2 = fz_range(in, 0, 40);
-    s.N2 = fz_range(in, 1, 3);
-    s.G = fz_range(in, 1, 9);
-    s.D = fz_range(in, 0, 140);
-    s.K = fz_range(in, 1, 45);
-    s.block_size = fz_range(in, 1, 5);
-    th_rng r = th_rng_make(fz_u32(in));
+    th_rng r = th_rng_make(fz_decode_qspec(in, &s));
     qcase c;
     qcase_make(&r, &s, &c);
     char desc[400];

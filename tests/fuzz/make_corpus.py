@@ -155,6 +155,12 @@ def main():
           kl_loss(lengths=True, Dr=2, N2=2, G=1, K=5))
     write("fuzz-aclnn", "op-kl-loss-tnd-bf16", [0, 1] + env(2) + [2, NONE] +
           kl_loss(dtype=BF16, tnd=True, sparse=True, idx64=True, S1=5, S2=7, Dm=10))
+    # the quantized forward (operator byte 3): front-end defect byte, the problem as fuzz-lig-fwd's op 4
+    # decodes it (query scales on: CANN requires them; no values), the victim byte
+    write("fuzz-aclnn", "op-quant-fp8-bsnd", [0, 1] + env() + [3, NONE] + [8, 0, 0] +
+          [2, 6, 30, 1, 4, 128, 8, 2] + [1, 2, 3, 4] + [0])
+    write("fuzz-aclnn", "op-quant-int8-paged-tnd", [0, 1] + env(2) + [3, NONE] + [1 | 2 | 4 | 8 | 32, 1 + 3 + 12, 1 | 2] +
+          [2, 5, 17, 2, 3, 129, 6, 3] + [5, 6, 7, 8] + [0])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,16 @@
+/*
+ * The quantized forward's problem as the fuzz targets decode it (fuzz-lig-fwd's op 4, fuzz-aclnn's
+ * aclnnQuantLightningIndexer): three flag bytes (codes, layouts, query scales, values, lengths,
+ * padding, short outputs; the dtypes; mode, band, INT8 extremes, NaN codes, duplicate keys), then
+ * B, S1, S2, N2, G, D, K and the block size, and the data's seed.
+ */
+#ifndef LIG_FUZZ_QUANT_SPEC_H
+#define LIG_FUZZ_QUANT_SPEC_H
+
+#include "fuzz_input.h"
+#include "quant_case.h"
+
+/* Fills *s and returns the seed of the case's data (qcase_make's generator). */
+uint32_t fz_decode_qspec(fz_in *in, qspec *s);
+
+#endif /* LIG_FUZZ_QUANT_SPEC_H */
