@@ -281,16 +281,9 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i vex_dpbusd(
 }
 
 __attribute__((target("avx2"))) static float avx_vnni_loop(int64_t iters) {
-    enum { CHAINS = 12 };
-    __m256i acc[CHAINS];
     const __m256i x = _mm256_set1_epi32(operand_i), y = _mm256_set1_epi32(operand_i ^ 0x5a5a);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_epi32(i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; i++) acc[i] = vex_dpbusd(acc[i], x, y);
-    }
-    __m256i s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm256_add_epi32(s, acc[i]);
+    __m256i s;
+    CHAINED_LOOP(__m256i, 12, 12, _mm256_set1_epi32, _mm256_add_epi32, vex_dpbusd, x, y, iters, s);
     return (float)_mm256_extract_epi32(s, 0);
 }
 #else

@@ -13,8 +13,8 @@
  *   ((int32_t *)(panel + ceil(K/4)*64))[j] = 128 * sum_k B[k][j]
  * A rows are flipped to u8 into a stack buffer KC values at a time (the tail flipped one byte at a
  * time and zero-padded to a whole quad: no byte past column kc is read); each quad of a row is
- * then one 32-bit broadcast. Per quad: 2 B loads, 6 broadcasts, 12 vpdpbusd into 12 ymm
- * accumulators (15 of the 16 ymm registers).
+ * then one 32-bit broadcast (the chunk walk is avx2's, i8_gemm_ymm_chunks.h). Per quad: 2 B
+ * loads, 6 broadcasts, 12 vpdpbusd into 12 ymm accumulators (15 of the 16 ymm registers).
  *
  * No int32 overflow for K <= 65536 (the config's max_k), the avx512vnni kernel's bound: one
  * product |(A + 128) B| <= 255 * 128 = 32640, the accumulator starts at 0, so after K products
@@ -22,13 +22,17 @@
  * |sum A B| <= 2^14 K <= 2^30, so acc - correction is exact; with accumulate, C + result must fit
  * (the caller's). vpdpbusd, not vpdpbusds: nothing saturates. */
 #include <immintrin.h>
-#include <string.h>
 
 #include "backends/cpu/kernels/kernels.h"
 
 #define MR 6
 #define NR 16
 #define KC 256 /* values of A flipped per chunk (a multiple of 32) */
+
+typedef uint8_t staged_t; /* A flipped to u8 */
+typedef int8_t panel_t;
+
+#include "backends/cpu/kernels/avx2/i8_gemm_ymm_chunks.h"
 
 void lig_i8_pack_b_6x16__avxvnni(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                                  int64_t panel_bytes) {
@@ -46,46 +50,25 @@ static inline void stage_row(const int8_t *a, int64_t len, uint8_t *buf) {
     for (; k % 4; k++) buf[k] = 0;
 }
 
-/* lanes j < n of a ymm of 8 int32, as a maskload/maskstore mask */
-static inline __m256i lanes(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* acc + x (u8) . b (s8), as _mm256_dpbusd_avx_epi32(acc, x, b); in asm because with the intrinsic
+/* acc += x (u8) . b (s8), as _mm256_dpbusd_avx_epi32(acc, x, b); in asm because with the intrinsic
  * GCC 12 copied every accumulator between registers around each instruction (10 register moves
- * per 12 vpdpbusd), as it did for the avx512vnni kernel */
-static inline __attribute__((always_inline)) __m256i dpbusd(__m256i acc, __m256i x, __m256i b) {
-    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(b));
-    return acc;
+ * per 12 vpdpbusd), as it did in the avx512vnni kernel */
+static inline __attribute__((always_inline)) void multiply_add_group(__m256i acc[2], __m256i x, __m256i b0,
+                                                                     __m256i b1) {
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc[0]) : "x"(x), "x"(b0));
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc[1]) : "x"(x), "x"(b1));
 }
 
-/* The sums of the flipped A in registers across the chunks, then the corrections off. */
+/* The sums of the flipped A (from 0, in registers across the chunks), then the corrections off. */
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
                                                        int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
                                                        bool accumulate) {
-    const __m256i m0 = lanes(nr), m1 = lanes(nr - 8);
+    const __m256i m0 = ymm_lanes(nr), m1 = ymm_lanes(nr - 8);
     const int8_t *b = b_panel;
     __m256i acc[MR][2];
-    uint8_t buf[MR][KC];
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-    for (int64_t k0 = 0; k0 < kc; k0 += KC) {
-        const int64_t len = kc - k0 < KC ? kc - k0 : KC;
-        for (int i = 0; i < mr; i++) stage_row(a + i * lda + k0, len, buf[i]);
-        const int8_t *bp = b + k0 * NR; /* quad k0/4, 4*NR bytes per quad */
-        for (int64_t q = 0; q < (len + 3) / 4; q++) {
-            const __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(bp + q * 4 * NR));
-            const __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(bp + q * 4 * NR + 32));
-#pragma GCC unroll 6
-            for (int i = 0; i < mr; i++) {
-                int32_t quad;
-                memcpy(&quad, &buf[i][4 * q], sizeof quad);
-                const __m256i x = _mm256_set1_epi32(quad);
-                acc[i][0] = dpbusd(acc[i][0], x, b0);
-                acc[i][1] = dpbusd(acc[i][1], x, b1);
-            }
-        }
-    }
+    ymm_accumulate_chunks(mr, kc, a, lda, b, acc);
     const int32_t *corr = (const int32_t *)(const void *)(b + (kc + 3) / 4 * 4 * NR);
     const __m256i corr0 = _mm256_loadu_si256((const __m256i *)(const void *)corr);
     const __m256i corr1 = _mm256_loadu_si256((const __m256i *)(const void *)(corr + 8));
