@@ -51,7 +51,7 @@ static inline void stage_row(const int8_t *a, int64_t len, uint8_t *buf) {
 }
 
 /* acc += x (u8) . b (s8), as _mm256_dpbusd_avx_epi32(acc, x, b); in asm because with the intrinsic
- * GCC 12 copied every accumulator between registers around each instruction (10 register moves
+ * GCC 12 copied the accumulators between registers around the instructions (12 register moves
  * per 12 vpdpbusd), as it did in the avx512vnni kernel */
 static inline __attribute__((always_inline)) void multiply_add_group(__m256i acc[2], __m256i x, __m256i b0,
                                                                      __m256i b1) {
