@@ -34,7 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPE = ("seq", "heads", "dm", "dr", "idx_heads", "dim", "topk")
 FULL = dict(seq=4096, heads=128, dm=512, dr=64, idx_heads=64, dim=128, topk=2048)
 QUICK = dict(seq=1024, heads=32, dm=128, dr=32, idx_heads=16, dim=64, topk=256)
-UNIT_OF_SET = {"avx2": "avx2-fma", "avx512": "avx512-fma", "avx512bf16": "avx512-bf16", "amx-bf16": "amx-bf16"}
+UNIT_OF_SET = {"avx2": "avx2-fma", "avxvnni": "avx2-fma", "avx512": "avx512-fma", "avx512bf16": "avx512-bf16",
+               "amx-bf16": "amx-bf16"}  # avxvnni: avx2's fp32 kernels (its own are int8 only)
 
 
 def shape_flags(sh):

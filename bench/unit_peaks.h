@@ -13,6 +13,7 @@ typedef enum bench_unit {
     BENCH_UNIT_AVX2_I16,    /* vpmaddwd + vpaddd ymm (int8 sign-extended to int16): 16 lanes x 2 = 32 ops */
     BENCH_UNIT_AVX512_I16,  /* vpmaddwd + vpaddd zmm: 32 lanes x 2 = 64 ops */
     BENCH_UNIT_AVX512_VNNI, /* vpdpbusd zmm: 64 u8 x s8 products x 2 = 128 ops */
+    BENCH_UNIT_AVX_VNNI,    /* {vex} vpdpbusd ymm (AVX-VNNI): 32 u8 x s8 products x 2 = 64 ops */
     BENCH_UNIT_COUNT
 } bench_unit;
 
@@ -42,7 +43,7 @@ double bench_unit_peak_gflops_cpu_time(int unit, int reps);
  * none, avx2 -> AVX2 FMA, avx512 -> AVX-512 FMA, avx512bf16 -> AVX512-BF16, amx-bf16 -> AMX. */
 int bench_unit_for_kernel_set(const char *set);
 /* The unit the int8 GEMM of a set's int8 family uses (lig_i8_kernels.name): avx2 -> AVX2 int16,
- * avx512 -> AVX-512 int16, avx512vnni -> AVX512-VNNI, else none. */
+ * avx512 -> AVX-512 int16, avx512vnni -> AVX512-VNNI, avxvnni -> AVX-VNNI, else none. */
 int bench_unit_for_i8_kernels(const char *name);
 
 #endif

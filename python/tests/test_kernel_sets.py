@@ -54,6 +54,41 @@ def _plan_kernel_set(dtype: torch.dtype, backward: bool) -> str:
             _lib.lig_destroy_executor(executor)
 
 
+LIG_INT8 = 6  # lig.h's lig_dtype; the package itself has no int8 interface yet
+_quant_phase1 = ctypes.CFUNCTYPE(
+    ctypes.c_int, *([ctypes.c_void_p] * 8 + [ctypes.c_int64] * 2 + [ctypes.c_char_p] * 2 + [ctypes.c_int64] * 4
+                    + [ctypes.c_void_p] * 2 + [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_void_p)]))(
+    ("lig_quant_indexer_get_workspace_size", _lib.lib))
+
+
+def _plan_int8_kernel_set() -> str:
+    """Phase 1 of a small INT8 problem of lig_quant_indexer (contract 2.4), through the C API: the
+    int8 kernels its plan runs (named for their ISA, e.g. "avx512vnni" under avx512bf16)."""
+    tensors = [(torch.zeros(1, 8, 16, 64, dtype=torch.int8), LIG_INT8),  # query
+               (torch.zeros(1, 8, 1, 64, dtype=torch.int8), LIG_INT8),  # key
+               (torch.zeros(1, 8, 16), _lib.LIG_FLOAT32),  # weights
+               (torch.ones(1, 8, 1), _lib.LIG_FLOAT32),  # key_dequant_scale
+               (torch.zeros(1, 8, 1, 4, dtype=torch.int32), _lib.LIG_INT32)]  # sparse_indices
+    handles = []
+    try:
+        for t, dt in tensors:
+            shape, strides = (ctypes.c_int64 * t.dim())(*t.shape), (ctypes.c_int64 * t.dim())(*t.stride())
+            handles.append(_lib.lig_create_tensor(t.data_ptr(), dt, t.dim(), shape, strides))
+            assert handles[-1], _lib.last_error()
+        q, k, w, sk, idx = handles
+        size, executor = ctypes.c_uint64(0), ctypes.c_void_p(None)
+        status = _quant_phase1(q, k, w, None, sk, None, None, None, 0, 0, b"BSND", b"BSND", 4, 3, BIG, BIG, idx, None,
+                               ctypes.byref(size), ctypes.byref(executor))
+        _lib.check(status, "quant phase 1")
+        try:
+            return _lib.lig_executor_kernel_set(executor).decode()
+        finally:
+            _lib.lig_destroy_executor(executor)
+    finally:
+        for h in handles:
+            _lib.lig_destroy_tensor(h)
+
+
 def test_kernel_sets_are_listed_and_can_be_forced():
     assert SETS and SETS[0] == "scalar" and len(set(SETS)) == len(SETS), SETS
     automatic = lig.get_kernel_set()
@@ -62,10 +97,13 @@ def test_kernel_sets_are_listed_and_can_be_forced():
     for name in SETS:
         with forced(name):
             assert lig.get_kernel_set() == name
-            # the plans use it: the set itself for at least one dtype, never a wider one
+            # the plans use it: the set itself for at least one dtype (avxvnni differs from avx2 in
+            # its int8 kernels only), never a wider one; the int8 kernels of avx512bf16 and amx-bf16
+            # are named for their ISA, avx512vnni, which is no set of its own
             used = {_plan_kernel_set(dt, bwd) for dt in (torch.float32, torch.float16, torch.bfloat16)
-                    for bwd in (False, True)}
-            assert name in used and all(SETS.index(u) <= SETS.index(name) for u in used), (name, used)
+                    for bwd in (False, True)} | {_plan_int8_kernel_set()}
+            assert name in used and all(SETS.index(u) <= SETS.index(name) for u in used if u in SETS), (name, used)
+            assert used <= set(SETS) | {"avx512vnni"}, (name, used)
         assert lig.get_kernel_set() == automatic
     for back in (None, ""):
         lig.set_kernel_set("scalar")

@@ -1,5 +1,6 @@
 /* The macro loops over a set's GEMM micro-kernels (see kernel_set.h), and the int8 kernels' shared packing. */
 #include <stddef.h>
+#include <string.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
 
@@ -68,6 +69,32 @@ void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src
                 for (int64_t q = 0; q < np; q++)
                     for (int64_t e = 0; e < 2; e++)
                         o[(q * nr + j) * 2 + e] = col && 2 * q + e < K ? col[2 * q + e] : 0;
+        }
+    }
+}
+
+void lig_i8_pack_u8s8_quads(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
+                            int64_t panel_bytes) {
+    const int64_t nq = (K + 3) / 4;
+    for (int64_t n0 = 0, p = 0; n0 < N; n0 += nr, p++) {
+        int8_t *o = (int8_t *)packed + p * panel_bytes;
+        for (int64_t j = 0; j < nr; j++) {
+            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
+            int32_t sum = 0;
+            if (col && K % 4 == 0) { /* a whole column: quads copied as they are (the usual case, D % 4 == 0) */
+                for (int64_t q = 0; q < nq; q++) memcpy(o + (q * nr + j) * 4, col + 4 * q, 4);
+                for (int64_t k = 0; k < K; k++) sum += col[k];
+            } else {
+                for (int64_t q = 0; q < nq; q++)
+                    for (int64_t e = 0; e < 4; e++) {
+                        const int8_t v = col && 4 * q + e < K ? col[4 * q + e] : 0;
+                        o[(q * nr + j) * 4 + e] = v;
+                        sum += v;
+                    }
+            }
+            /* |sum| <= 128 K <= 2^23 for K <= 65536: 128 * sum fits int32 (|.| <= 2^30) */
+            const int32_t corr = 128 * sum;
+            memcpy(o + nq * nr * 4 + j * (int64_t)sizeof corr, &corr, sizeof corr);
         }
     }
 }

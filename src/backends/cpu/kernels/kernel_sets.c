@@ -4,7 +4,8 @@
  * lig_i8_kernels, ...) names its own ISA's kernels, so no two have a field in common that one
  * could inherit (avx512_f32 takes only the AVX2 12 x 8 tile, which it names). A set that extends
  * another states only what it adds by pointing at the families it keeps: avx512bf16_set and
- * amx_set reuse &avx512_f32 and &avx512_fp8, amx_set the avx512bf16 packing and gate. C11 has no
+ * amx_set reuse &avx512_f32 and &avx512_fp8, amx_set the avx512bf16 packing and gate, avxvnni_set
+ * avx2's fp32 and fp8 families. C11 has no
  * "this constant, but with" for a static initializer, so sharing is by pointer, never by copy. */
 #include "backends/cpu/kernels/kernel_set.h"
 
@@ -80,6 +81,29 @@ static const lig_kernel_set avx2_set = {
     .name = "avx2", .features = "AVX2, FMA and F16C", .cpu_supports = has_avx2, .f32 = &avx2_f32,
     .i8 = &avx2_i8, .fp8 = &avx2_fp8,
 };
+
+#if defined(LIG_HAVE_AVXVNNI_KERNELS)
+static bool has_avxvnni(void) {
+    const lig_cpu_features *f = lig_cpu_features_get();
+    return f->avx2_fma_f16c && f->avx_vnni;
+}
+
+/* int8 by VEX vpdpbusd on ymm (A + 128 as u8 times s8 B, less 128 x the column sums packed with
+ * B, as avx512vnni): 6 x 16, B in quads of int8 + 16 int32 corrections per panel */
+static const lig_i8_kernels avxvnni_i8 = {
+    .name = "avxvnni",
+    .gemm = {.mr = 6, .nr = 16, .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 16 * 4, .max_k = 65536,
+             .pack_b = lig_i8_pack_b_6x16__avxvnni, .ukernel = lig_i8_gemm_ukernel_6x16__avxvnni},
+};
+
+/* avx2 + the int8 family above: for CPUs with AVX-VNNI and no AVX-512 (Alder Lake and later
+ * client cores), whose int8 products would otherwise take vpmaddwd. Every other dtype runs the
+ * avx2 kernels. Below avx512 in the table: where both exist the avx512 sets are chosen. */
+static const lig_kernel_set avxvnni_set = {
+    .name = "avxvnni", .features = "AVX2, FMA, F16C and AVX-VNNI", .cpu_supports = has_avxvnni, .f32 = &avx2_f32,
+    .i8 = &avxvnni_i8, .fp8 = &avx2_fp8,
+};
+#endif /* LIG_HAVE_AVXVNNI_KERNELS */
 
 static bool has_avx512(void) { return lig_cpu_features_get()->avx512; }
 
@@ -187,6 +211,9 @@ static const lig_kernel_set *const table[] = {
     &scalar_set,
 #if defined(LIG_HAVE_X86_KERNELS)
     &avx2_set,
+#if defined(LIG_HAVE_AVXVNNI_KERNELS)
+    &avxvnni_set,
+#endif
     &avx512_set,
     &avx512bf16_set,
 #if defined(LIG_HAVE_AMX_KERNELS)

@@ -140,6 +140,12 @@ lig_i8_pack_b_kernel lig_i8_pack_b_4x4__scalar;
  * and past N). Plain C: packing runs once per pass, the kernels' loops are the hot part. */
 void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                              int64_t panel_bytes);
+/* The u8 x s8 quad B layout of the vpdpbusd kernels (avx512vnni, avxvnni), for panels of nr
+ * columns: panel p holds, per quad q and column j, B[4q .. 4q+3][j] as int8 (zeros past K and
+ * past N), then nr int32 corrections 128 * sum_k B[k][j] (0 for the missing columns), which the
+ * kernels subtract from their sums of (A + 128) B. Plain C, once per pass, like the pairs. */
+void lig_i8_pack_u8s8_quads(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
+                            int64_t panel_bytes);
 lig_i8_gemm_ukernel lig_i8_gemm_ukernel_4x4__scalar;
 lig_fp8_to_bf16_kernel lig_fp8_to_bf16__scalar;
 lig_fp8_to_f32_kernel lig_fp8_to_f32__scalar;
@@ -189,6 +195,11 @@ lig_fp8_to_f32_kernel lig_fp8_to_f32__avx512;
 /* avx512vnni: AVX-512 F, BW + AVX512_VNNI (vpdpbusd zmm), the avx512bf16 set's int8 family */
 lig_i8_pack_b_kernel lig_i8_pack_b_12x32__avx512vnni;
 lig_i8_gemm_ukernel lig_i8_gemm_ukernel_12x32__avx512vnni;
+
+/* avxvnni: AVX2 + AVX-VNNI (VEX vpdpbusd ymm), the avxvnni set's int8 family (its other families
+ * are avx2's) */
+lig_i8_pack_b_kernel lig_i8_pack_b_6x16__avxvnni;
+lig_i8_gemm_ukernel lig_i8_gemm_ukernel_6x16__avxvnni;
 
 /* avx512bf16: avx512 + AVX512_BF16 (vdpbf16ps) + AVX512_VBMI + GFNI (+ AVX512_VNNI for its int8 family) */
 lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_12x32__avx512bf16;

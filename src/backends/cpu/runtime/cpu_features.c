@@ -49,6 +49,7 @@ static void detect(void) {
     const bool avx2 = b7 & (1u << 5);
     const bool avx512 = (b7 & (1u << 16)) && (b7 & (1u << 17)) && (b7 & (1u << 30)) && (b7 & (1u << 31));
     features.avx2_fma_f16c = ymm_state && avx2 && fma && f16c;
+    features.avx_vnni = features.avx2_fma_f16c && (a71 & (1u << 4)); /* ymm registers: the ymm state */
     features.avx512 = features.avx2_fma_f16c && zmm_state && avx512;
     features.avx512_bf16 = features.avx512 && (a71 & (1u << 5));
     features.avx512_vnni = features.avx512 && (c7 & (1u << 11));

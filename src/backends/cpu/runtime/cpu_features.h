@@ -7,6 +7,7 @@
 
 typedef struct lig_cpu_features {
     bool avx2_fma_f16c;  /* AVX2, FMA3, F16C with YMM state enabled */
+    bool avx_vnni;       /* AVX-VNNI (VEX vpdpbusd ymm, CPUID.(7,1):EAX bit 4), with avx2_fma_f16c */
     bool avx512;         /* AVX512 F, BW, DQ, VL with ZMM and opmask state enabled */
     bool avx512_bf16;    /* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
     bool avx512_vbmi;    /* byte permutes (vpermb, vpermt2b) */

@@ -5,8 +5,8 @@
  *   panel[(p*16 + j)*2 + e] = B[2p + e][j]      (p < ceil(K/2), zero-padded)
  * A rows are sign-extended with vpmovsxbw into a stack buffer, KC values at a time (the odd tail
  * copied through a zeroed scratch, so no byte past column kc is read); each pair of a row is then
- * one 32-bit broadcast. Per pair: 2 B loads, 6 broadcasts, 12 vpmaddwd + 12 vpaddd into 12 ymm
- * accumulators. vpmaddwd lanes: a0*b0 + a1*b1, |.| <= 2^15, so with K <= 65536 every partial sum
+ * one 32-bit broadcast (the chunk walk is i8_gemm_ymm_chunks.h, shared with avxvnni). Per pair:
+ * 2 B loads, 6 broadcasts, 12 vpmaddwd + 12 vpaddd into 12 ymm accumulators. vpmaddwd lanes: a0*b0 + a1*b1, |.| <= 2^15, so with K <= 65536 every partial sum
  * is below 2^30 in magnitude: exact int32. */
 #include <immintrin.h>
 #include <string.h>
@@ -17,13 +17,18 @@
 #define NR 16
 #define KC 256 /* values of A converted per chunk (even) */
 
+typedef int16_t staged_t; /* A sign-extended to int16 */
+typedef int16_t panel_t;
+
+#include "backends/cpu/kernels/avx2/i8_gemm_ymm_chunks.h"
+
 void lig_i8_pack_b_6x16__avx2(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                               int64_t panel_bytes) {
     lig_i8_pack_int16_pairs(NR, K, N, src, ld, packed, panel_bytes);
 }
 
 /* Row i's values [k0, k0 + len) as int16 into buf (len rounded up to even with a zero). */
-static inline void widen_row(const int8_t *a, int64_t len, int16_t *buf) {
+static inline void stage_row(const int8_t *a, int64_t len, int16_t *buf) {
     int64_t k = 0;
     for (; k + 16 <= len; k += 16)
         _mm256_storeu_si256((__m256i *)(void *)(buf + k), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(a + k))));
@@ -34,40 +39,24 @@ static inline void widen_row(const int8_t *a, int64_t len, int16_t *buf) {
     }
 }
 
-/* lanes j < n of a ymm of 8 int32, as a maskload/maskstore mask */
-static inline __m256i lanes(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+/* acc += x . b as int16 pairs: vpmaddwd, then vpaddd */
+static inline __attribute__((always_inline)) void multiply_add_group(__m256i acc[2], __m256i x, __m256i b0,
+                                                                     __m256i b1) {
+    acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, b0));
+    acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, b1));
 }
 
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
                                                        int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
                                                        bool accumulate) {
-    const __m256i m0 = lanes(nr), m1 = lanes(nr - 8);
-    const int16_t *b = b_panel;
+    const __m256i m0 = ymm_lanes(nr), m1 = ymm_lanes(nr - 8);
     __m256i acc[MR][2];
-    int16_t buf[MR][KC + 16];
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++) {
         acc[i][0] = accumulate ? _mm256_maskload_epi32(c + i * ldc, m0) : _mm256_setzero_si256();
         acc[i][1] = accumulate ? _mm256_maskload_epi32(c + i * ldc + 8, m1) : _mm256_setzero_si256();
     }
-    for (int64_t k0 = 0; k0 < kc; k0 += KC) {
-        const int64_t len = kc - k0 < KC ? kc - k0 : KC;
-        for (int i = 0; i < mr; i++) widen_row(a + i * lda + k0, len, buf[i]);
-        const int16_t *bp = b + k0 * NR; /* pair k0/2, 2*NR int16 per pair */
-        for (int64_t p = 0; p < (len + 1) / 2; p++) {
-            const __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(bp + p * 2 * NR));
-            const __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(bp + p * 2 * NR + 16));
-#pragma GCC unroll 6
-            for (int i = 0; i < mr; i++) {
-                int32_t pair;
-                memcpy(&pair, &buf[i][2 * p], sizeof pair);
-                const __m256i x = _mm256_set1_epi32(pair);
-                acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(x, b0));
-                acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(x, b1));
-            }
-        }
-    }
+    ymm_accumulate_chunks(mr, kc, a, lda, b_panel, acc);
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++) {
         _mm256_maskstore_epi32(c + i * ldc, m0, acc[i][0]);

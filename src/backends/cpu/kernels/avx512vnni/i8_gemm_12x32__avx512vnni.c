@@ -5,7 +5,7 @@
  *   sum_k (A[i][k] + 128) B[k][j]  -  128 * sum_k B[k][j]  =  sum_k A[i][k] B[k][j]
  * the column corrections 128 * sum_k B[k][j] computed at pack time, in int32.
  *
- * B panel (32 columns, kr = 4, int8, zero-padded), then the corrections:
+ * B panel (32 columns, kr = 4, int8, zero-padded; lig_i8_pack_u8s8_quads), then the corrections:
  *   panel[(q*32 + j)*4 + e] = B[4q + e][j]      (q < ceil(K/4))
  *   ((int32_t *)(panel + ceil(K/4)*128))[j] = 128 * sum_k B[k][j]
  * A rows are flipped to u8 into a stack buffer KC values at a time (masked tail loads, zeros
@@ -18,7 +18,6 @@
  *   so acc - correction (= the result) is exact; with accumulate, C + result must fit (the caller's).
  * (vpdpbusd, not vpdpbusds: nothing saturates, though the bound above means nothing would.) */
 #include <immintrin.h>
-#include <string.h>
 
 #include "backends/cpu/kernels/kernels.h"
 
@@ -33,28 +32,7 @@ typedef int8_t panel_t;
 
 void lig_i8_pack_b_12x32__avx512vnni(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                                      int64_t panel_bytes) {
-    const int64_t nq = (K + 3) / 4;
-    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
-        int8_t *o = (int8_t *)packed + p * panel_bytes;
-        int32_t corr[NR];
-        for (int64_t j = 0; j < NR; j++) {
-            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
-            int32_t sum = 0;
-            if (col && K % 4 == 0) { /* a whole column: quads copied as they are (the usual case, D % 4 == 0) */
-                for (int64_t q = 0; q < nq; q++) memcpy(o + (q * NR + j) * 4, col + 4 * q, 4);
-                for (int64_t k = 0; k < K; k++) sum += col[k];
-            } else {
-                for (int64_t q = 0; q < nq; q++)
-                    for (int64_t e = 0; e < 4; e++) {
-                        const int8_t v = col && 4 * q + e < K ? col[4 * q + e] : 0;
-                        o[(q * NR + j) * 4 + e] = v;
-                        sum += v;
-                    }
-            }
-            corr[j] = 128 * sum;
-        }
-        memcpy(o + nq * NR * 4, corr, sizeof corr);
-    }
+    lig_i8_pack_u8s8_quads(NR, K, N, src, ld, packed, panel_bytes);
 }
 
 /* as u8 (a ^ 0x80), zeros up to a multiple of 64 */
