@@ -48,9 +48,9 @@ def _check(q, kv_cache, weights, context_lens, block_table, topk) -> None:
     if (block_kv > 1 and s[1] != D + 4) or s[3] != 1 or (num_blocks > 1 and s[0] % 4):
         raise _args.invalid(f"kv_cache: expected each block's {block_kv * (D + 4)} bytes contiguous and blocks 4-byte "
                             f"aligned (strides [4n,{D + 4},*,1]), got strides [{','.join(map(str, s))}]")
-    if kv_cache.numel() and kv_cache.data_ptr() % 4:
-        raise _args.invalid("kv_cache: expected 4-byte aligned data (its fp32 scales are read in place), got an "
-                            "unaligned start")
+    if kv_cache.storage_offset() % 4:  # torch's allocations are aligned; a view may start anywhere
+        raise _args.invalid(f"kv_cache: expected a 4-byte aligned start (its fp32 scales are read in place), got a "
+                            f"view at byte {kv_cache.storage_offset()} of its storage")
     if tuple(weights.shape) != (B * next_n, H):
         raise _args.invalid(f"weights: expected shape [{B * next_n},{H}] ([B*next_n,H] like q), got {shape(weights)}")
     if context_lens.dim() == 2:
@@ -129,15 +129,8 @@ def _(q, kv_cache, weights, context_lens, block_table, topk, return_values):
 _fp8_paged_mqa_topk_op.refuse_autograd()
 
 
-def fp8_paged_mqa_topk(
-    q: Tensor,
-    kv_cache: Tensor,
-    weights: Tensor,
-    context_lens: Tensor,
-    block_table: Tensor,
-    topk: int,
-    return_values: bool = False,
-) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+def fp8_paged_mqa_topk(q: Tensor, kv_cache: Tensor, weights: Tensor, context_lens: Tensor, block_table: Tensor,
+                       topk: int, return_values: bool = False) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """The decode top-k over DeepGEMM's fused FP8 paged cache (what ``fp8_paged_mqa_logits``
     followed by a top-k computes, fused, without the ``[B*next_n, max_context_len]`` logits).
 
