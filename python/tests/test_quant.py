@@ -647,3 +647,80 @@ def test_fake_kernels_shape_and_validate():
         with pytest.raises(TypeError, match="query: expected dtype"):
             torch.ops.lig.quant_indexer(fq.float(), fk, fw, fsq, fks, None, None, None, 0, 0, "TND", "TND", 9, 3,
                                         INT64_MAX, INT64_MAX, False, torch.float32)
+
+
+def test_paged_topk_reads_the_cache_in_place(monkeypatch):
+    """The library is handed views into the cache's own bytes: the codes at its start, the scales
+    block_kv * D bytes in, with the fused layout's strides (no copy)."""
+    from lig import _lib
+
+    q, cache, w, lens, table, *_ = _decode_problem(81, 2, 1, 4, 32, 8, [20, 9])
+    seen = []
+    real = _lib.Descriptors._create
+
+    def spy(t):
+        seen.append((t.data_ptr(), t.dtype, tuple(t.shape), t.stride()))
+        return real(t)
+
+    monkeypatch.setattr(_lib.Descriptors, "_create", staticmethod(spy))
+    lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), w, lens, table, 5)
+    nb, bk, row = cache.shape
+    assert (cache.data_ptr(), FP8, (nb, bk, 1, 32), (bk * row, 32, 32, 1)) in seen
+    assert (cache.data_ptr() + bk * 32, torch.float32, (nb, bk, 1), (bk * row // 4, 1, 1)) in seen
+
+
+def test_first_calls_do_not_import_dynamo():
+    """As for the other ops (test_api): calling these functions loads nothing torch.compile needs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, lig\n"
+        "k = torch.randn(8, 16); cache = torch.zeros(2, 4, 20, dtype=torch.uint8)\n"
+        "lig.indexer_k_quant_and_cache(k, cache, torch.arange(8), 16, 'ue8m0')\n"
+        "q, s = lig.act_quant(torch.randn(1, 1, 2, 16), 16)\n"
+        "lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), torch.rand(1, 2), torch.tensor([8], dtype=torch.int32),\n"
+        "                       torch.tensor([[1, 0]], dtype=torch.int32), 4)\n"
+        "lig.quant_lightning_indexer(q, cache[:, :, :16].view(torch.float8_e4m3fn).reshape(1, 8, 1, 16),\n"
+        "                            torch.rand(1, 1, 2), None, torch.rand(1, 8, 1), sparse_count=4)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('torch._dynamo', 'torch._inductor'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def _int8_fp32_order(q, k, w, sq, sk, G):
+    """Contract 2.4's evaluation order for INT8, step by step in fp32 (torch's fp32 operations are
+    IEEE's): the exact integer dot rounded once, times sk, times sq, w * x where x > 0, the heads
+    added in head order from +0. q [N1,D], k [Lk,N2,D] integer-valued float64; w, sq [N1] and sk
+    [Lk,N2] fp32. Returns [N2, Lk] fp32."""
+    N1, D = q.shape
+    N2 = k.shape[1]
+    dots = torch.einsum("hd,sgd->hgs", q.to(torch.int64), k.to(torch.int64))  # exact integers
+    out = torch.zeros(N2, k.shape[0], dtype=torch.float32)
+    for h in range(N1):
+        g = h // G
+        x = dots[h, g].to(torch.float32) * sk[:, g]
+        x = x * sq[h]
+        out[g] = out[g] + torch.where(x > 0, w[h] * x, torch.zeros((), dtype=torch.float32))
+    return out
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_int8_values_are_the_contracts_fp32_order(name):
+    """INT8 values equal, bit for bit, contract 2.4's fp32 steps evaluated here one by one."""
+    p = Problem(91, torch.int8, "BSND", "PA_BSND", D=72)
+    with forced(name):
+        idx, val = _run(p)
+    w, sq = p.args[2], p.args[3]
+    for pos in p.rows:
+        loc = p.where(pos)
+        if loc is None:
+            continue
+        b = loc[0]
+        k64, sk64 = p.keys[b]
+        exact = _int8_fp32_order(p.q64[pos], k64, w[pos], sq[pos], sk64.to(torch.float32), p.G)
+        for g in range(exact.shape[0]):
+            sel = idx[pos][g][idx[pos][g] >= 0].long()
+            assert torch.equal(val[pos][g][: sel.numel()], exact[g][sel]), f"{name} row {pos} head {g}"

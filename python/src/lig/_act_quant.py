@@ -82,7 +82,7 @@ def act_quant(x: Tensor, block_size: int = 128, scale_fmt: Optional[str] = None)
     read (DeepSeek asserts contiguity), ``block_size`` is honoured (DeepSeek's kernel always uses
     128), and ``scale_fmt`` must be ``None``, ``""`` or ``"ue8m0"`` (DeepSeek rounds for any value
     but ``None``; ``""`` means no rounding here). A NaN in a block gives that block a NaN scale.
-    Pure torch: differentiable nowhere useful (the rounding), traceable by torch.compile.
+    Not differentiable (``x`` is read detached); pure torch, so torch.compile traces it as it is.
     """
     x = tensor(x, "x")
     _args.tensor(x, "x", FLOAT_DTYPES)

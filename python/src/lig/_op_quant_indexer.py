@@ -36,7 +36,9 @@ def _check(query, key, weights, query_dequant_scale, key_dequant_scale, aq, ak, 
     for value, name, allowed in ((layout_query, "layout_query", _QUERY_RANKS), (layout_key, "layout_key", _KEY_RANKS)):
         _args.string(value, name)
         if value not in allowed:
-            raise _args.invalid(f"{name}: expected {' or '.join(repr(v) for v in allowed)}, got {value!r}")
+            quoted = [f'"{v}"' for v in allowed]
+            names = ", ".join(quoted[:-1]) + " or " + quoted[-1]
+            raise _args.invalid(f'{name}: expected {names}, got "{value}"')
     for t, name, (rank, dims) in ((query, "query", _QUERY_RANKS[layout_query]), (key, "key", _KEY_RANKS[layout_key])):
         if t.dim() != rank:
             raise _args.invalid(f"{name}: expected rank {rank} ({dims}), got rank {t.dim()} shape {_args._shape(t)}")
