@@ -670,24 +670,24 @@ def test_paged_topk_reads_the_cache_in_place(monkeypatch):
 
 
 def test_first_calls_do_not_import_dynamo():
-    """As for the other ops (test_api): calling these functions loads nothing torch.compile needs."""
+    """As for the other ops (test_api): calling these functions loads nothing torch.compile needs
+    (a fresh interpreter; each function once)."""
     import subprocess
     import sys
 
-    code = (
-        "import sys, torch, lig\n"
-        "k = torch.randn(8, 16); cache = torch.zeros(2, 4, 20, dtype=torch.uint8)\n"
-        "lig.indexer_k_quant_and_cache(k, cache, torch.arange(8), 16, 'ue8m0')\n"
-        "q, s = lig.act_quant(torch.randn(1, 1, 2, 16), 16)\n"
-        "lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), torch.rand(1, 2), torch.tensor([8], dtype=torch.int32),\n"
-        "                       torch.tensor([[1, 0]], dtype=torch.int32), 4)\n"
-        "lig.quant_lightning_indexer(q, cache[:, :, :16].view(torch.float8_e4m3fn).reshape(1, 8, 1, 16),\n"
-        "                            torch.rand(1, 1, 2), None, torch.rand(1, 8, 1), sparse_count=4)\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('torch._dynamo', 'torch._inductor'))))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]", proc.stdout
+    script = "\n".join([
+        "import sys, torch, lig",
+        "k = torch.randn(8, 16); cache = torch.zeros(2, 4, 20, dtype=torch.uint8)",
+        "lig.indexer_k_quant_and_cache(k, cache, torch.arange(8), 16, 'ue8m0')",
+        "q, s = lig.act_quant(torch.randn(1, 1, 2, 16), 16)",
+        "table, lens = torch.tensor([[1, 0]], dtype=torch.int32), torch.tensor([8], dtype=torch.int32)",
+        "lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), torch.rand(1, 2), lens, table, 4)",
+        "keys = cache[:, :, :16].view(torch.float8_e4m3fn).reshape(1, 8, 1, 16)",
+        "lig.quant_lightning_indexer(q, keys, torch.rand(1, 1, 2), None, torch.rand(1, 8, 1), sparse_count=4)",
+        "print(sorted(m for m in sys.modules if m.startswith(('torch._dynamo', 'torch._inductor'))))",
+    ])
+    loaded = subprocess.check_output([sys.executable, "-c", script], text=True, timeout=120)
+    assert loaded.strip() == "[]", loaded
 
 
 def _int8_fp32_order(q, k, w, sq, sk, G):
