@@ -37,6 +37,10 @@ from ._op_indexer_grad import indexer_grad
 from ._op_indexer_kl_grad import indexer_kl_grad, indexer_kl_loss
 from ._op_indexer_paged import indexer_paged
 from ._op_sparse_indexer_kl_loss import sparse_indexer_kl_loss
+from ._op_quant_indexer import quant_lightning_indexer
+from ._op_fp8_paged_mqa_topk import fp8_paged_mqa_topk
+from ._op_indexer_k_quant_and_cache import indexer_k_quant_and_cache
+from ._act_quant import act_quant
 
 __version__ = _version()
 
@@ -62,6 +66,10 @@ __all__ = [
     "indexer_kl_loss",
     "lightning_indexer",
     "sparse_indexer_kl_loss",
+    "quant_lightning_indexer",
+    "fp8_paged_mqa_topk",
+    "indexer_k_quant_and_cache",
+    "act_quant",
     "set_num_threads",
     "get_num_threads",
     "kernel_sets",

@@ -23,6 +23,7 @@ LIG_ERR_RUNTIME = 361001
 LIG_ERR_INNER = 561000
 
 LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16, LIG_INT32, LIG_INT64 = 0, 1, 2, 3, 4
+LIG_FLOAT8_E4M3FN, LIG_INT8, LIG_UINT8 = 5, 6, 7  # the quantized forward's codes (contract 2.4, 5)
 LIG_MAX_DIMS = 8
 INT64_MAX = 2**63 - 1
 
@@ -32,6 +33,9 @@ _DTYPES = {
     torch.bfloat16: LIG_BFLOAT16,
     torch.int32: LIG_INT32,
     torch.int64: LIG_INT64,
+    torch.float8_e4m3fn: LIG_FLOAT8_E4M3FN,
+    torch.int8: LIG_INT8,
+    torch.uint8: LIG_UINT8,
 }
 
 
@@ -128,6 +132,13 @@ lig_indexer_paged_get_workspace_size = _sig(
     [_c_void_p] * 6 + [ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2 + [_pu64, _pvoid],
 )
 lig_indexer = _sig("lig_indexer", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
+lig_quant_indexer_get_workspace_size = _sig(
+    "lig_quant_indexer_get_workspace_size",
+    ctypes.c_int,
+    [_c_void_p] * 8 + [_i64, _i64, ctypes.c_char_p, ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2
+    + [_pu64, _pvoid],
+)
+lig_quant_indexer = _sig("lig_quant_indexer", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
 lig_indexer_kl_grad_get_workspace_size = _sig(
     "lig_indexer_kl_grad_get_workspace_size", ctypes.c_int, [_c_void_p] * 5 + [_pu64, _pvoid]
 )

@@ -29,9 +29,9 @@ class Op:
     """One operator lig::<name>: its schema inferred from the kernel's annotations (as custom_op
     does), the kernel for every device, and the fake / autograd rules registered through it."""
 
-    def __init__(self, name: str, kernel) -> None:
+    def __init__(self, name: str, kernel, mutates_args: Sequence[str] = ()) -> None:
         self.qualname = f"lig::{name}"
-        _LIB.define(name + torch.library.infer_schema(kernel, mutates_args=()))
+        _LIB.define(name + torch.library.infer_schema(kernel, mutates_args=tuple(mutates_args)))
         _LIB.impl(name, kernel, "CompositeExplicitAutograd")
 
     def register_fake(self, fake):
@@ -52,9 +52,10 @@ class Op:
         self.register_autograd(backward)
 
 
-def op(name: str):
-    """Registers the decorated kernel as lig::<name>; returns its Op."""
-    return lambda kernel: Op(name, kernel)
+def op(name: str, mutates_args: Sequence[str] = ()):
+    """Registers the decorated kernel as lig::<name>; returns its Op. `mutates_args` names the
+    arguments the kernel writes in place (a cache writer's cache), as torch.library requires."""
+    return lambda kernel: Op(name, kernel, mutates_args)
 
 
 def run(get_workspace_size, run_fn, args, what: str, device=None) -> None:
