@@ -56,6 +56,20 @@ static void matrix_spec(th_rng *r, lspec *s, int qk, int kl, int n2, int v)
     s->extra_cols = v % 3;
 }
 
+/* Makes the case of spec s, runs it on `threads` threads and checks it against the reference; on a
+ * failed run frees it and returns 0. */
+static int made_and_checked(th_rng *r, const lspec *s, lcase *L, int threads, const char *label)
+{
+    lcase_make(r, s, L);
+    if (!CHECK(lcase_run(L, threads, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
+        lcase_free(L);
+        return 0;
+    }
+    CHECK(lcase_inputs_unchanged(L), "%s: an input changed", label);
+    lcase_check(L, label);
+    return 1;
+}
+
 void test_quant_logits_matrix(void)
 {
     int cases = 0;
@@ -67,15 +81,11 @@ void test_quant_logits_matrix(void)
                     lspec s;
                     matrix_spec(&r, &s, qk, kl, n2, v);
                     lcase L;
-                    lcase_make(&r, &s, &L);
                     char label[64];
                     snprintf(label, sizeof label, "logits matrix case %d", cases++);
-                    const lig_status st = lcase_run(&L, 2, NULL);
-                    if (CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) {
-                        CHECK(lcase_inputs_unchanged(&L), "%s: an input changed", label);
-                        lcase_check(&L, label);
+                    if (made_and_checked(&r, &s, &L, 2, label)) {
+                        lcase_free(&L);
                     }
-                    lcase_free(&L);
                 }
     th_note("%d cases", cases);
 }
@@ -98,14 +108,11 @@ void test_quant_logits_matches_indexer(void)
         s.full = 1;
         s.clean = v % 2;
         lcase L;
-        lcase_make(&r, &s, &L);
         char label[64];
         snprintf(label, sizeof label, "matches the indexer, case %d", v);
-        if (!CHECK(lcase_run(&L, 3, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
-            lcase_free(&L);
+        if (!made_and_checked(&r, &s, &L, 3, label)) {
             continue;
         }
-        lcase_check(&L, label);
         const int64_t slots = L.c.rows_q * L.c.p.N2 * L.c.p.K;
         int64_t *idx = th_xmalloc((size_t)slots * sizeof(int64_t));
         double *val = th_xmalloc((size_t)slots * sizeof(double));
@@ -315,14 +322,11 @@ void test_quant_logits_fused_cache(void)
         s.q.D = v == 3 ? 128 : 64;
         s.full = 0;
         lcase L;
-        lcase_make(&r, &s, &L);
         char label[64];
         snprintf(label, sizeof label, "fused cache case %d", v);
-        if (!CHECK(lcase_run(&L, 2, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
-            lcase_free(&L);
+        if (!made_and_checked(&r, &s, &L, 2, label)) {
             continue;
         }
-        lcase_check(&L, label);
         size_t n0;
         unsigned char *plain = lcase_output_bytes(&L, &n0);
         const int64_t nb = L.c.num_blocks, bs = L.c.s.block_size, D = L.c.p.D, per = bs * (D + 4);
@@ -400,12 +404,10 @@ void test_quant_logits_degenerate(void)
         s.clean = v % 2;
         s.compressed = v == 5;
         lcase L;
-        lcase_make(&r, &s, &L);
         char label[64];
         snprintf(label, sizeof label, "degenerate case %d", v);
-        if (CHECK(lcase_run(&L, 2, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
-            lcase_check(&L, label);
+        if (made_and_checked(&r, &s, &L, 2, label)) {
+            lcase_free(&L);
         }
-        lcase_free(&L);
     }
 }
