@@ -123,7 +123,9 @@ void lcase_make(th_rng *r, const lspec *s, lcase *L)
     }
     shape[n] = L->W;
     strides[n++] = L->cs;
-    L->logits = lig_create_tensor(L->lbuf, LIG_FLOAT32, n, shape, strides);
+    /* no element (no column or no row): NULL data, as torch hands an empty tensor over */
+    const int empty = L->W == 0 || L->rows == 0 || N2 == 0;
+    L->logits = lig_create_tensor(empty ? NULL : L->lbuf, LIG_FLOAT32, n, shape, strides);
     L->key_start = range_tensor(L, 0, L->ks);
     L->key_end = range_tensor(L, 1, L->ke);
 }

@@ -36,6 +36,7 @@ static void fill_units(void *ctx, int tid, int n) {
 }
 
 static void fill(const lig_fwd_problem *pb, int threads, float value, bool scored) {
+    if (pb->logits_cols == 0) return; /* no column (the tensor's data may be NULL) */
     fill_task f = {pb, value, scored};
     const double bytes = 4.0 * (double)pb->pr.units * (double)pb->logits_cols;
     lig_parallel(lig_threads_for(bytes, threads), fill_units, &f);
