@@ -390,24 +390,40 @@ void test_quant_logits_schedule_values(void)
     lig_destroy_tensor(sm);
 }
 
-/* Nothing to score: no keys at all, D = 0 (every score exactly 0), no query heads. */
+/* Nothing to score: no keys at all, D = 0 (every score exactly 0), no query heads, no query rows;
+ * the paged ones with a schedule too. */
 void test_quant_logits_degenerate(void)
 {
-    for (int v = 0; v < 6; v++) {
+    for (int v = 0; v < 8; v++) {
         th_rng r = th_rng_make(0xde9u + (uint64_t)v);
         lspec s;
         lspec_default(&s);
         s.q.qk = qk_dtypes[v % 2];
         s.q.layout = v % 3 == 1 ? REF_TND : REF_BSND;
-        s.q.paged = v % 3 == 2;
-        qspec_dims(&s.q, 3, v < 2 ? 0 : 11, 1, v >= 4 ? 0 : 2, v == 2 || v == 3 ? 0 : 8, 4);
+        s.q.paged = v % 3 == 2 || v >= 6;
+        qspec_dims(&s.q, v >= 6 ? 0 : 3, v < 2 ? 0 : 11, 1, v == 4 || v == 5 ? 0 : 2, v == 2 || v == 3 ? 0 : 8, 4);
         s.clean = v % 2;
         s.compressed = v == 5;
+        s.with_topk = !s.q.paged;
         lcase L;
         char label[64];
         snprintf(label, sizeof label, "degenerate case %d", v);
-        if (made_and_checked(&r, &s, &L, 2, label)) {
-            lcase_free(&L);
+        if (!made_and_checked(&r, &s, &L, 2, label)) {
+            continue;
         }
+        if (s.q.paged) {
+            size_t n0, n1;
+            unsigned char *plain = lcase_output_bytes(&L, &n0);
+            int32_t mem[2 * 3 + 2];
+            lig_tensor *sched = make_schedule(&L, 3, mem);
+            const lig_status st = lcase_run(&L, 2, sched);
+            unsigned char *with = lcase_output_bytes(&L, &n1);
+            CHECK(st == LIG_SUCCESS && n0 == n1 && memcmp(plain, with, n0) == 0, "%s with a schedule: %s", label,
+                  st == LIG_SUCCESS ? "other bytes" : lig_get_last_error());
+            lig_destroy_tensor(sched);
+            free(plain);
+            free(with);
+        }
+        lcase_free(&L);
     }
 }

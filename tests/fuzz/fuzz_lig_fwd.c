@@ -470,6 +470,27 @@ static void quant(fz_in *in, const char *env, char *label, size_t label_size)
 
 /* ---- quantized logits ---- */
 
+/* LIG_FUZZ_PERTURB: one scored logit (or, without logits, the first selected index) changed, which
+ * the check must catch. */
+static void logits_perturb(lcase *L)
+{
+    for (int64_t row = 0; row < L->rows; row++) {
+        if (L->ke[row] == L->ks[row]) {
+            continue;
+        }
+        if (L->s.with_logits) {
+            const size_t at = (size_t)(row * L->rs + (L->s.compressed ? 0 : L->ks[row]) * L->cs);
+            float v;
+            memcpy(&v, &L->lbuf[at], sizeof v);
+            v = v + 1.0f + fabsf(v); /* never v itself (finite scores) */
+            memcpy(&L->lbuf[at], &v, sizeof v);
+        } else {
+            th_store_int(L->call.buf[QB_IDX], L->c.s.idx_dtype, row * L->c.p.N2 * L->c.p.K, -2);
+        }
+        return;
+    }
+}
+
 static void logits(fz_in *in, const char *env, char *label, size_t label_size)
 {
     lspec s;
@@ -514,8 +535,11 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
     qcase_describe(&L.c, desc, sizeof desc);
     snprintf(label, label_size, "quantized logits [%s] clean %d compressed %d strided %d topk %d logits %d workers %lld %s",
              desc, s.clean, s.compressed, s.strided, s.with_topk, s.with_logits, (long long)workers, env);
-    if (CHECK(lcase_run(&L, 0, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error()) && lcase_check(&L, "fuzz") &&
-        workers > 0) {
+    const int ran = CHECK(lcase_run(&L, 0, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error());
+    if (ran && fz_perturb()) {
+        logits_perturb(&L);
+    }
+    if (ran && lcase_check(&L, "fuzz") && workers > 0) {
         size_t n0, n1;
         unsigned char *plain = lcase_output_bytes(&L, &n0);
         int32_t mem[2 * 9 + 2];
