@@ -30,7 +30,11 @@ int64_t lcase_row_keys(const lcase *L, int64_t row)
     if (c->p.layout == REF_TND) {
         return row < c->seq_q[0] ? c->lk[0] : -1;
     }
-    return c->s.paged ? c->lk[row / c->p.S1] : c->p.S2;
+    const int64_t b = row / c->p.S1;
+    if (c->p.seq_q != NULL && row % c->p.S1 >= c->seq_q[b]) {
+        return -1; /* past the quantized case's valid rows: its data there is poison */
+    }
+    return c->s.paged ? c->lk[b] : c->p.S2;
 }
 
 static void draw_ranges(th_rng *r, lcase *L)

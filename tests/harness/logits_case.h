@@ -50,7 +50,8 @@ typedef struct lcase {
 } lcase;
 
 /* The keys row `row` may score: BSND its batch's S2 (paged: the keys the cache holds), TND those of
- * the sequence for the rows inside it, -1 for the rows past it (their ranges are empty). */
+ * the sequence; -1 (an empty range) for the rows the quantized case holds no data for (past its
+ * valid lengths). */
 int64_t lcase_row_keys(const lcase *L, int64_t row);
 
 void lcase_make(th_rng *r, const lspec *s, lcase *L);
