@@ -187,6 +187,48 @@ LIG_API lig_status lig_quant_indexer(void *workspace, uint64_t workspace_size,
                                      lig_executor *executor, void *stream);
 
 /*
+ * The quantized indexer's logits (DeepGEMM's fp8_mqa_logits / fp8_paged_mqa_logits; contract 2.6),
+ * phase 1: lig_quant_indexer's scores I over per-row key ranges, as fp32 logits and/or their top-k.
+ *   query, key, weights, the two scales, block_table, layout_query, layout_key: as for
+ *     lig_quant_indexer_get_workspace_size (the same formula and order: a row's scores are that
+ *     operator's, bit for bit, for the same keys and kernel set)
+ *   key_start (NULL: all 0), key_end: INT32 or INT64 host tensors [B,S1] (BSND query) or [T1]
+ *     (TND), read here: row r scores the keys s with key_start[r] <= s < key_end[r], positions within
+ *     its batch's keys (BSND [0,S2), paged [0, max_blocks_per_seq * block_size)) or, TND, within the
+ *     T2 keys (one sequence; a paged cache then has one table row)
+ *   logits (may be NULL): FLOAT32 [B,S1,N2,W] | [T1,N2,W] (or without N2 when N2 == 1), any strides;
+ *     column s holds key s (W >= the largest key_end), or, compressed, column j key key_start[r] + j
+ *     (W >= the longest range); clean_logits: -inf in every column a row does not score, else those
+ *     columns are left as they are
+ *   sparse_count, sparse_indices, sparse_values (may be NULL): the top-k of each row's range, as
+ *     lig_quant_indexer's outputs; sparse_indices NULL: no top-k (sparse_count ignored, sparse_values
+ *     must be NULL). At least one of logits and sparse_indices.
+ *   schedule (may be NULL): a paged cache's work split, INT32 [W+1,2] as made by
+ *     lig_quant_logits_schedule (logits only); the results are the same bytes with or without one.
+ * Paged table entries of the blocks holding keys a row scores are checked in phase 2, before
+ * anything is written.
+ */
+LIG_API lig_status lig_quant_logits_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *query_dequant_scale /* may be NULL */, const lig_tensor *key_dequant_scale,
+    const lig_tensor *block_table /* PA_BSND only */, const lig_tensor *key_start /* may be NULL: 0 */,
+    const lig_tensor *key_end, const char *layout_query, const char *layout_key, bool clean_logits,
+    bool compressed, const lig_tensor *logits /* may be NULL */, int64_t sparse_count,
+    const lig_tensor *sparse_indices /* may be NULL */, const lig_tensor *sparse_values /* may be NULL */,
+    const lig_tensor *schedule /* may be NULL */, uint64_t *workspace_size, lig_executor **executor);
+
+/* The quantized indexer's logits, phase 2 (runs only executors of lig_quant_logits_get_workspace_size). */
+LIG_API lig_status lig_quant_logits(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream);
+
+/* A balanced schedule for lig_quant_logits_get_workspace_size (DeepGEMM's
+ * get_paged_mqa_logits_metadata form) into the host INT32 tensor `schedule` [workers+1, 2]: batch
+ * b of key_end ([B,S1], or [T1]: one batch) has ceil(max over its rows of key_end / block_size)
+ * blocks; entry w = (batch, block) where worker w's piece starts, taking block floor(w * total /
+ * workers) of the blocks in (batch, block) order; entry `workers` = (B, 0). */
+LIG_API lig_status lig_quant_logits_schedule(const lig_tensor *key_end, int64_t block_size, int64_t workers,
+                                             const lig_tensor *schedule);
+
+/*
  * The fused training step of the indexer (DeepSeek-V3.2's KL objective), phase 1.
  * Rows run along the last axis of same-shaped tensors (e.g. [B,S1,N2,K] or [T1,K]):
  *   sparse_values  I at the selected slots (the forward's output), any float dtype

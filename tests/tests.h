@@ -28,6 +28,20 @@ void test_quant_fwd_same_on_every_set(void);
 void test_quant_fwd_fp8_each_set(void);
 void test_quant_fwd_nonfinite_weights_and_scales(void);
 
+/* test_quant_logits.c */
+void test_quant_logits_matrix(void);
+void test_quant_logits_matches_indexer(void);
+void test_quant_logits_threads_and_schedule(void);
+void test_quant_logits_every_set(void);
+void test_quant_logits_fused_cache(void);
+void test_quant_logits_schedule_values(void);
+void test_quant_logits_degenerate(void);
+
+/* test_errors_logits.c */
+void test_errors_logits_phase1(void);
+void test_errors_logits_phase2(void);
+void test_errors_logits_schedule(void);
+
 /* test_forward_split.c */
 void test_fwd_split_plan(void);
 void test_fwd_split_decode(void);

@@ -12,6 +12,7 @@ static const char *maker_of(lig_op op) {
     case LIG_OP_INDEXER_KL_GRAD: return "lig_indexer_kl_grad_get_workspace_size";
     case LIG_OP_QUANT_INDEXER: return "lig_quant_indexer_get_workspace_size";
     case LIG_OP_SPARSE_INDEXER_KL_LOSS: return "lig_sparse_indexer_kl_loss_get_workspace_size";
+    case LIG_OP_QUANT_LOGITS: return "lig_quant_logits_get_workspace_size";
     }
     return "an unknown function";
 }

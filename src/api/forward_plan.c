@@ -11,6 +11,7 @@
 static void free_problem(void *p) {
     lig_fwd_problem *pb = p;
     lig_problem_free(&pb->pr);
+    free(pb->piece_start);
     free(pb);
 }
 
@@ -54,24 +55,35 @@ lig_status lig_fwd_check_pointers(const lig_fwd_args *a, bool check_layout, cons
     return lig_check_phase1_pointers(&args, check_layout, layout, workspace_size, executor);
 }
 
-lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, uint64_t *workspace_size,
-                            lig_executor **executor) {
+lig_status lig_fwd_check_outputs(lig_problem *pr, const lig_fwd_args *a, bool *short_form) {
     lig_status st;
     if (a->sparse_count < 1)
         return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_count: expected a value >= 1, got %lld",
                         (long long)a->sparse_count);
     if ((st = lig_check_index_dtype(a->sparse_indices, "sparse_indices")) != LIG_SUCCESS) return st;
-    bool short_form;
-    if ((st = lig_problem_check_slots(&pr, a->sparse_indices, "sparse_indices", a->sparse_count,
-                                      "rows like query, N2 like key, K = sparse_count", &short_form)) != LIG_SUCCESS)
+    if ((st = lig_problem_check_slots(pr, a->sparse_indices, "sparse_indices", a->sparse_count,
+                                      "rows like query, N2 like key, K = sparse_count", short_form)) != LIG_SUCCESS)
         return st;
-    pr.K = a->sparse_count;
-    if (a->sparse_values) {
-        if ((st = check_values(a)) != LIG_SUCCESS) return st;
-        if ((st = lig_check_shape(a->sparse_values, "sparse_values", a->sparse_indices->ndim, a->sparse_indices->shape,
-                                  "like sparse_indices")) != LIG_SUCCESS)
-            return st;
-    }
+    pr->K = a->sparse_count;
+    if (!a->sparse_values) return LIG_SUCCESS;
+    if ((st = check_values(a)) != LIG_SUCCESS) return st;
+    return lig_check_shape(a->sparse_values, "sparse_values", a->sparse_indices->ndim, a->sparse_indices->shape,
+                           "like sparse_indices");
+}
+
+lig_status lig_fwd_check_index_range(const lig_tensor *sparse_indices, int64_t S2) {
+    if (sparse_indices->dtype == LIG_INT32 && S2 > (int64_t)INT32_MAX + 1)
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "sparse_indices: expected dtype INT64 for key lengths above 2^31 (S2 = %lld), got INT32",
+                        (long long)S2);
+    return LIG_SUCCESS;
+}
+
+lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, uint64_t *workspace_size,
+                            lig_executor **executor) {
+    lig_status st;
+    bool short_form;
+    if ((st = lig_fwd_check_outputs(&pr, a, &short_form)) != LIG_SUCCESS) return st;
     if ((st = lig_check_mask_args(a->sparse_mode, a->pre_tokens, a->next_tokens)) != LIG_SUCCESS) return st;
 
     lig_argument list[FWD_ARGUMENTS];
@@ -88,22 +100,28 @@ lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, ui
         lig_problem_free(&pr);
         return lig_check_shape(table, "block_table", 2, expect, "B like actual_seq_lengths_query");
     }
-    if (a->sparse_indices->dtype == LIG_INT32 && pr.S2 > (int64_t)INT32_MAX + 1) {
+    if ((st = lig_fwd_check_index_range(a->sparse_indices, pr.S2)) != LIG_SUCCESS) {
         lig_problem_free(&pr);
-        return lig_fail(LIG_ERR_PARAM_INVALID,
-                        "sparse_indices: expected dtype INT64 for key lengths above 2^31 (S2 = %lld), got INT32",
-                        (long long)pr.S2);
+        return st;
     }
+    lig_fwd_problem *pb = lig_fwd_problem_make(pr, a, short_form);
+    if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    return lig_fwd_plan_publish(op, placed, pb, workspace_size, executor);
+}
+
+lig_fwd_problem *lig_fwd_problem_make(lig_problem pr, const lig_fwd_args *a, bool short_form) {
     lig_fwd_problem *pb = calloc(1, sizeof *pb);
     if (!pb) {
         lig_problem_free(&pr);
-        return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+        return NULL;
     }
+    const lig_tensor *table = a->block_table;
     pb->pr = pr;
     pb->q = lig_problem_view(&pr, a->query, true, true);
     pb->k = table ? lig_problem_cache_view(a->key) : lig_problem_view(&pr, a->key, true, true);
     pb->w = lig_problem_view(&pr, a->weights, true, false);
-    pb->idx = lig_problem_view(&pr, a->sparse_indices, !short_form, true);
+    pb->no_topk = a->sparse_indices == NULL;
+    if (a->sparse_indices) pb->idx = lig_problem_view(&pr, a->sparse_indices, !short_form, true);
     pb->has_values = a->sparse_values != NULL;
     if (a->sparse_values) pb->val = lig_problem_view(&pr, a->sparse_values, !short_form, true);
     if (table)
@@ -116,8 +134,12 @@ lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, ui
         pb->has_sq = a->query_dequant_scale != NULL;
         if (pb->has_sq) pb->sq = lig_problem_view(&pr, a->query_dequant_scale, true, false);
     }
+    return pb;
+}
 
+lig_status lig_fwd_plan_publish(lig_op op, lig_placement placed, lig_fwd_problem *pb, uint64_t *workspace_size,
+                                lig_executor **executor) {
     lig_backend_plan plan = {0};
-    st = placed.backend->plan_indexer(pb, &plan);
+    const lig_status st = placed.backend->plan_indexer(pb, &plan);
     return lig_executor_publish(op, placed, pb, free_problem, st, &plan, workspace_size, executor);
 }

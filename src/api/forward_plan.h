@@ -35,4 +35,20 @@ lig_status lig_fwd_check_pointers(const lig_fwd_args *a, bool check_layout, cons
 lig_status lig_plan_forward(lig_op op, lig_problem pr, const lig_fwd_args *a, uint64_t *workspace_size,
                             lig_executor **executor);
 
+/* sparse_count, sparse_indices (dtype, slot shape: *short_form) and sparse_values (dtype, shape)
+ * of `a`, sparse_indices present; sets pr->K. */
+lig_status lig_fwd_check_outputs(lig_problem *pr, const lig_fwd_args *a, bool *short_form);
+
+/* sparse_indices INT32 holds key positions below 2^31 only: INT64 past that S2. */
+lig_status lig_fwd_check_index_range(const lig_tensor *sparse_indices, int64_t S2);
+
+/* The forward problem of the checked arguments `a` on the resolved `pr` (taken over): the views
+ * of every tensor of `a` present (sparse_indices may be NULL: no top-k). NULL when out of memory
+ * (pr freed). */
+lig_fwd_problem *lig_fwd_problem_make(lig_problem pr, const lig_fwd_args *a, bool short_form);
+
+/* Has the backend of `placed` plan `pb` (taken over) and publishes it as an executor of `op`. */
+lig_status lig_fwd_plan_publish(lig_op op, lig_placement placed, lig_fwd_problem *pb, uint64_t *workspace_size,
+                                lig_executor **executor);
+
 #endif

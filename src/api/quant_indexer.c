@@ -8,6 +8,7 @@
 #include "api/argument_checks.h"
 #include "api/forward_plan.h"
 #include "api/problem_arguments.h"
+#include "api/quant_checks.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -54,6 +55,24 @@ static lig_status check_scales(const lig_tensor *query_dequant_scale, const lig_
     return lig_check_shape(query_dequant_scale, "query_dequant_scale", weights->ndim, weights->shape, "like weights");
 }
 
+lig_status lig_quant_check_inputs(const lig_fwd_args *a, const char *layout_query, const char *layout_key,
+                                  lig_problem *pr) {
+    lig_status st;
+    if (!layout_query)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout_query: expected \"BSND\" or \"TND\", got NULL");
+    if (!layout_key)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout_key: expected \"BSND\", \"TND\" or \"PA_BSND\", got NULL");
+    bool tnd;
+    if (lig_check_layout(layout_query, &tnd) != LIG_SUCCESS) /* reworded: this operator has two layouts */
+        return lig_fail(LIG_ERR_PARAM_INVALID, "layout_query: expected \"BSND\" or \"TND\", got \"%.32s\"", layout_query);
+    bool paged;
+    if ((st = check_key_layout(layout_query, layout_key, a->block_table, &paged)) != LIG_SUCCESS) return st;
+    st = paged ? lig_problem_check_quant_paged_qkw(a->query, a->key, a->block_table, a->weights, layout_query, pr)
+               : lig_problem_check_quant_qkw(a->query, a->key, a->weights, layout_query, pr);
+    if (st != LIG_SUCCESS) return st;
+    return check_scales(a->query_dequant_scale, a->key_dequant_scale, a->key, a->weights);
+}
+
 lig_status lig_quant_indexer_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights, const lig_tensor *query_dequant_scale,
     const lig_tensor *key_dequant_scale, const lig_tensor *actual_seq_lengths_query,
@@ -70,22 +89,10 @@ lig_status lig_quant_indexer_get_workspace_size(
     /* block_table's presence depends on layout_key: check_key_layout checks it */
     lig_status st = lig_fwd_check_pointers(&a, false, NULL, workspace_size, executor);
     if (st != LIG_SUCCESS) return st;
-    if (!layout_query)
-        return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout_query: expected \"BSND\" or \"TND\", got NULL");
-    if (!layout_key)
-        return lig_fail(LIG_ERR_PARAM_NULLPTR, "layout_key: expected \"BSND\", \"TND\" or \"PA_BSND\", got NULL");
     if ((st = check_quant_mode(query_quant_mode, "query_quant_mode")) != LIG_SUCCESS) return st;
     if ((st = check_quant_mode(key_quant_mode, "key_quant_mode")) != LIG_SUCCESS) return st;
-    bool tnd;
-    if (lig_check_layout(layout_query, &tnd) != LIG_SUCCESS) /* reworded: this operator has two layouts */
-        return lig_fail(LIG_ERR_PARAM_INVALID, "layout_query: expected \"BSND\" or \"TND\", got \"%.32s\"", layout_query);
-    bool paged;
-    if ((st = check_key_layout(layout_query, layout_key, block_table, &paged)) != LIG_SUCCESS) return st;
     lig_problem pr;
-    st = paged ? lig_problem_check_quant_paged_qkw(query, key, block_table, weights, layout_query, &pr)
-               : lig_problem_check_quant_qkw(query, key, weights, layout_query, &pr);
-    if (st != LIG_SUCCESS) return st;
-    if ((st = check_scales(query_dequant_scale, key_dequant_scale, key, weights)) != LIG_SUCCESS) return st;
+    if ((st = lig_quant_check_inputs(&a, layout_query, layout_key, &pr)) != LIG_SUCCESS) return st;
     return lig_plan_forward(LIG_OP_QUANT_INDEXER, pr, &a, workspace_size, executor);
 }
 

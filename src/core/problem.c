@@ -119,13 +119,9 @@ void lig_batches_free(lig_batches *batches) {
     batches->lq = NULL;
 }
 
-lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
-                               const lig_tensor *aq, const lig_tensor *ak) {
-    p->sparse_mode = sparse_mode;
-    p->pre_tokens = pre_tokens;
-    p->next_tokens = next_tokens;
-    lig_status st = lig_batches_resolve(p->tnd, p->paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
-    if (st != LIG_SUCCESS) return st;
+/* The units and key rows of a problem whose batches are resolved (frees them on failure). */
+static lig_status count_units(lig_problem *p) {
+    lig_status st;
     p->B = p->bt.B;
     /* rows x N2 multiplies extents of two tensors, B x S2 those of one (bounded at its creation):
      * both checked, whatever the tensors' own limits */
@@ -150,7 +146,54 @@ lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_
     return LIG_SUCCESS;
 }
 
-void lig_problem_free(lig_problem *p) { lig_batches_free(&p->bt); }
+
+lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                               const lig_tensor *aq, const lig_tensor *ak) {
+    p->sparse_mode = sparse_mode;
+    p->pre_tokens = pre_tokens;
+    p->next_tokens = next_tokens;
+    lig_status st = lig_batches_resolve(p->tnd, p->paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
+    if (st != LIG_SUCCESS) return st;
+    return count_units(p);
+}
+
+lig_status lig_problem_resolve_ranges(lig_problem *p, int64_t batches, int64_t rows_per_batch, int64_t *ranges) {
+    p->sparse_mode = 0; /* unused: the ranges replace the mask */
+    p->pre_tokens = p->next_tokens = INT64_MAX;
+    const uint64_t bytes = lig_batches_bytes(batches);
+    int64_t *mem = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
+    if (!mem) {
+        free(ranges);
+        return lig_fail(LIG_ERR_RUNTIME, "key_end: expected memory for %lld batches, got none", (long long)batches);
+    }
+    lig_batches *bt = &p->bt;
+    *bt = (lig_batches){.B = batches, .lq = mem, .lk = mem + batches, .q_base = mem + 2 * batches,
+                        .k_base = mem + 3 * batches, .row_prefix = mem + 4 * batches};
+    const int64_t rows = batches * rows_per_batch; /* the rows of a checked query tensor */
+    p->row_lo = ranges;
+    p->row_hi = ranges + rows;
+    bt->row_prefix[0] = 0;
+    for (int64_t b = 0; b < batches; b++) {
+        bt->lq[b] = rows_per_batch;
+        bt->q_base[b] = bt->k_base[b] = 0;
+        bt->row_prefix[b + 1] = bt->row_prefix[b] + rows_per_batch;
+        int64_t longest = 0;
+        for (int64_t r = b * rows_per_batch; r < (b + 1) * rows_per_batch; r++)
+            if (ranges[rows + r] > longest) longest = ranges[rows + r];
+        bt->lk[b] = longest;
+    }
+    for (int64_t r = 0; r < rows; r++) p->row_hi[r] -= 1; /* inclusive, as lig_unit's */
+    p->B = batches;
+    const lig_status st = count_units(p);
+    if (st != LIG_SUCCESS) lig_problem_free(p);
+    return st;
+}
+
+void lig_problem_free(lig_problem *p) {
+    lig_batches_free(&p->bt);
+    free(p->row_lo);
+    p->row_lo = p->row_hi = NULL;
+}
 
 lig_view4 lig_problem_cache_view(const lig_tensor *cache) {
     return (lig_view4){.data = cache->data, .dtype = cache->dtype, .esize = lig_dtype_size(cache->dtype),

@@ -62,6 +62,10 @@ typedef struct lig_problem {
     int64_t units;              /* (b, valid t, g) triples, enumerated batch-major */
     int64_t key_rows;           /* rows of the key tensor: B*S2 (BSND) or T2 (TND) */
     int64_t key_batch;          /* key row of (b, s) = b * key_batch + k_base[b] + s */
+    /* The logits operator (contract 2.6): per valid row its own keys row_lo[r] .. row_hi[r]
+     * (inclusive, batch-local; none when lo > hi), which replace the mask. NULL otherwise.
+     * One allocation (row_hi = row_lo + rows), owned: lig_problem_free frees it. */
+    int64_t *row_lo, *row_hi;
 } lig_problem;
 
 /* Stores the mask arguments and resolves the sequence lengths into rows and units. On
@@ -69,6 +73,12 @@ typedef struct lig_problem {
 lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
 void lig_problem_free(lig_problem *p);
+
+/* The logits operator's rows (contract 2.6): `batches` batches of rows_per_batch rows each (all
+ * valid, bases 0), row r's keys [start[r], end[r]) in `ranges` (2 x rows values: the starts, then
+ * the ends, already checked; taken over by p, freed on failure too), each batch's key length its
+ * rows' largest end. Fills what lig_problem_resolve fills; free with lig_problem_free. */
+lig_status lig_problem_resolve_ranges(lig_problem *p, int64_t batches, int64_t rows_per_batch, int64_t *ranges);
 
 /* The normalised view of a query- or key-row tensor; `has_head` is false for the short slot
  * forms ([B,S1,K] / [T1,K]), `has_dim` false for weights. */
@@ -102,6 +112,11 @@ static inline lig_unit lig_unit_decode(const lig_problem *p, int64_t u) {
     x.g = u - r * p->N2;
     x.b = lig_batch_of_row(p, r);
     x.t = r - p->bt.row_prefix[x.b];
+    if (p->row_lo) { /* the logits operator's own ranges */
+        x.lo = p->row_lo[r];
+        x.hi = p->row_hi[r];
+        return x;
+    }
     const int64_t lq = p->bt.lq[x.b], lk = p->bt.lk[x.b];
     int64_t lo, hi;
     if (p->sparse_mode == 0) {
@@ -165,6 +180,19 @@ typedef struct lig_fwd_problem {
     bool quant;
     bool has_sq;
     lig_view4 sq, sk; /* quant */
+    /* The logits operator (contract 2.6; pr.row_lo holds its ranges): no_topk when sparse_indices
+     * is NULL (idx unused); logits, when has_logits, is [row][key head][column] FLOAT32 with its
+     * column stride in `dim`: column j is key j, or key lo + j when `compressed`; `clean` fills the
+     * columns a row does not score with -inf. */
+    bool no_topk, has_logits, compressed, clean;
+    lig_view4 logits;
+    int64_t logits_cols;
+    /* A schedule (pieces > 0, paged only): piece w runs the global key blocks piece_start[w] ..
+     * piece_start[w + 1] - 1, where batch b's blocks of pr.block_size keys (ceil(lk[b] / block_size)
+     * of them) are numbered from batch_block0[b]. One allocation (batch_block0 = piece_start +
+     * pieces + 1), owned. */
+    int64_t pieces;
+    int64_t *piece_start, *batch_block0;
 } lig_fwd_problem;
 
 /* Block number j of batch b (from the table; the caller has checked it). */

@@ -25,6 +25,12 @@
  * dims with zeros (tests/harness/quant_case.h); the result must match the float64 reference
  * (exact index sets where the scores are apart by more than the fp32 bound) with every input
  * and every byte past the outputs unchanged.
+ * Quantized logits (lig_quant_logits_get_workspace_size, byte 6): the quantized forward's data
+ * (as above, no NaN codes), per-row key ranges (empty, up to the last key, starting at 0 with
+ * key_start NULL), logits clean or not, compressed or not, strided, with or without the top-k, and a
+ * schedule of 1..9 workers on a paged cache; the result must match the float64 reference
+ * (tests/harness/logits_case.h: logits within the fp32 bound, unscored columns -inf or untouched,
+ * exact index sets where the scores are apart), a schedule's the same bytes as none.
  * Fused KL loss (lig_sparse_indexer_kl_loss, fuzz_kl_loss.h): the C tests' problems with dims
  * (zeros too), layouts, lengths, modes, bands, statistics, rope, targets and forms from the input,
  * defects (NULL, dtype, shape, aliased outputs, pointers, layout, mode, band, target, scale,
@@ -44,6 +50,7 @@
 #include "forward_kl_runner.h"
 #include "quant_case.h"
 #include "fuzz_quant_spec.h"
+#include "logits_case.h"
 #include "fuzz_kl_loss.h"
 
 /* ---- forward ---- */
@@ -432,11 +439,102 @@ static void quant(fz_in *in, const char *env, char *label, size_t label_size)
     qcase_free(&c);
 }
 
+/* ---- quantized logits ---- */
+
+/* LIG_FUZZ_PERTURB: one scored logit (or, without logits, the first selected index) changed, which
+ * the check must catch. */
+static void logits_perturb(lcase *L)
+{
+    for (int64_t row = 0; row < L->rows; row++) {
+        if (L->ke[row] == L->ks[row]) {
+            continue;
+        }
+        if (L->s.with_logits) {
+            const size_t at = (size_t)(row * L->rs + (L->s.compressed ? 0 : L->ks[row]) * L->cs);
+            float v;
+            memcpy(&v, &L->lbuf[at], sizeof v);
+            v = v + 1.0f + fabsf(v); /* never v itself (finite scores) */
+            memcpy(&L->lbuf[at], &v, sizeof v);
+        } else {
+            th_store_int(L->call.buf[QB_IDX], L->c.s.idx_dtype, row * L->c.p.N2 * L->c.p.K, -2);
+        }
+        return;
+    }
+}
+
+static void logits(fz_in *in, const char *env, char *label, size_t label_size)
+{
+    lspec s;
+    lspec_default(&s);
+    qspec *q = &s.q;
+    const uint8_t a = fz_u8(in), b = fz_u8(in);
+    q->qk = a & 1 ? LIG_INT8 : LIG_FLOAT8_E4M3FN;
+    q->layout = a & 2 ? REF_TND : REF_BSND;
+    q->paged = (a & 4) != 0;
+    q->has_sq = (a & 8) != 0;
+    q->with_values = (a & 16) != 0;
+    q->lengths = (a & 32) != 0;
+    q->pad = (a & 64) != 0;
+    q->short_form = (a & 128) != 0;
+    q->idx_dtype = b & 1 ? LIG_INT64 : LIG_INT32;
+    q->val_dtype = b & 2 ? LIG_BFLOAT16 : LIG_FLOAT32;
+    q->w_dtype = b & 4 ? LIG_FLOAT16 : LIG_FLOAT32;
+    s.clean = (b & 8) != 0;
+    s.compressed = (b & 16) != 0;
+    s.strided = (b & 32) != 0;
+    s.with_topk = (b & 64) != 0;
+    s.with_logits = !s.with_topk || (b & 128) != 0;
+    const uint8_t c = fz_u8(in);
+    s.start_null = c & 1;
+    s.full = (c & 2) != 0;
+    s.range_dtype = c & 4 ? LIG_INT32 : LIG_INT64;
+    s.extra_cols = (c >> 3) % 3;
+    s.p_empty = (c >> 5) / 8.0;
+    q->B = fz_range(in, 1, 3);
+    q->S1 = fz_range(in, 0, 6);
+    q->S2 = fz_range(in, 0, 200);
+    q->N2 = fz_range(in, 1, 2);
+    q->G = fz_range(in, 1, 9);
+    q->D = fz_range(in, 0, 140);
+    q->K = fz_range(in, 1, 45);
+    q->block_size = fz_range(in, 1, 9);
+    const int64_t workers = q->paged && !s.with_topk ? fz_range(in, 0, 9) : 0;
+    th_rng r = th_rng_make(fz_u32(in));
+    lcase L;
+    lcase_make(&r, &s, &L);
+    char desc[400];
+    qcase_describe(&L.c, desc, sizeof desc);
+    snprintf(label, label_size, "quantized logits [%s] clean %d compressed %d strided %d topk %d logits %d workers %lld %s",
+             desc, s.clean, s.compressed, s.strided, s.with_topk, s.with_logits, (long long)workers, env);
+    const int ran = CHECK(lcase_run(&L, 0, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error());
+    if (ran && fz_perturb()) {
+        logits_perturb(&L);
+    }
+    if (ran && lcase_check(&L, "fuzz") && workers > 0) {
+        size_t n0, n1;
+        unsigned char *plain = lcase_output_bytes(&L, &n0);
+        int32_t mem[2 * 9 + 2];
+        const int64_t shape[2] = {workers + 1, 2};
+        lig_tensor *sched = lig_create_tensor(mem, LIG_INT32, 2, shape, NULL);
+        CHECK(lig_quant_logits_schedule(L.key_end, q->block_size, workers, sched) == LIG_SUCCESS, "%s: schedule: %s",
+              label, lig_get_last_error());
+        const lig_status st = lcase_run(&L, 0, sched);
+        unsigned char *with = lcase_output_bytes(&L, &n1);
+        CHECK(st == LIG_SUCCESS && n0 == n1 && memcmp(plain, with, n0) == 0, "%s: a schedule wrote other bytes (%s)", label,
+              lig_get_last_error());
+        lig_destroy_tensor(sched);
+        free(plain);
+        free(with);
+    }
+    CHECK(lcase_inputs_unchanged(&L), "%s: an input changed", label);
+    lcase_free(&L);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_in in;
     const int before = fz_begin(&in, data, size);
-    const uint8_t op = fz_u8(&in) % 6;
+    const uint8_t op = fz_u8(&in) % 7;
     char env[96], label[1400];
     if (op == 2) {
         descriptor(&in, label, sizeof label);
@@ -450,6 +548,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             paged(&in, env, label, sizeof label);
         } else if (op == 5) {
             fz_kl_loss(&in, env, label, sizeof label);
+        } else if (op == 6) {
+            logits(&in, env, label, sizeof label);
         } else {
             quant(&in, env, label, sizeof label);
         }

@@ -16,6 +16,7 @@ kernel set is the widest the processor supports unless forced with :func:`set_ke
     indices, values = lig.indexer_paged(q, key_cache, block_table, w, top_k, key_lengths)  # paged keys
     loss, dy = lig.indexer_kl_grad(values, p, indices)          # the fused KL step
     loss = lig.sparse_indexer_kl_loss(q_idx, k_idx, w, indices, q, kv, m, z, scale)  # target from the attention
+    logits = lig.fp8_mqa_logits(q, (k, k_scale), w, starts, ends)  # DeepGEMM's names (also paged + metadata)
 """
 from ._lib import (
     INT64_MAX,
@@ -41,6 +42,7 @@ from ._op_quant_indexer import quant_lightning_indexer
 from ._op_fp8_paged_mqa_topk import fp8_paged_mqa_topk
 from ._op_indexer_k_quant_and_cache import indexer_k_quant_and_cache
 from ._act_quant import act_quant
+from ._op_mqa_logits import fp8_mqa_logits, fp8_paged_mqa_logits, get_paged_mqa_logits_metadata
 
 __version__ = _version()
 
@@ -70,6 +72,9 @@ __all__ = [
     "fp8_paged_mqa_topk",
     "indexer_k_quant_and_cache",
     "act_quant",
+    "fp8_mqa_logits",
+    "fp8_paged_mqa_logits",
+    "get_paged_mqa_logits_metadata",
     "set_num_threads",
     "get_num_threads",
     "kernel_sets",

@@ -11,6 +11,7 @@
 #include "backends/cpu/operators/fill.h"
 #include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_plan.h"
+#include "backends/cpu/operators/logits_out.h"
 #include "backends/cpu/operators/topk.h"
 #include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
@@ -47,6 +48,7 @@ static void write_slots(const lig_fwd_problem *pb, const lig_unit *x, const lig_
 /* D, N1 or S2 is 0: every visible key scores exactly 0, so the first visible keys win. */
 static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
     const lig_problem *pr = &pb->pr;
+    if (pb->no_topk) return;
     const lig_unit x = lig_unit_decode(pr, u);
     char *ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g);
     char *vp = pb->has_values ? lig_q_row_ptr(&pb->val, pr, x.b, x.t, x.g) : NULL;
@@ -112,9 +114,12 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
         for (int64_t i = 0; i < m; i++) {
             /* the keys of the block row i sees: [max(lo_i, s0), min(hi_i, s0 + nb - 1)] */
             const int64_t a = x[i].lo > s0 ? x[i].lo - s0 : 0, e = x[i].hi - s0 + 1 < nb ? x[i].hi - s0 + 1 : nb;
-            if (a < e) lig_topk_offer_run(&top[i], score + i * block + a, e - a, s0 + a);
+            if (a >= e) continue;
+            if (pb->has_logits) lig_logits_store(pb, &x[i], score + i * block + a, e - a, s0 + a);
+            lig_topk_offer_run(&top[i], score + i * block + a, e - a, s0 + a);
         }
     }
+    if (pb->no_topk) return; /* the logits alone: written above */
     for (int64_t i = 0; i < m; i++) {
         if (out) { /* the chunk's best, still in key order, for the merge */
             lig_topk_cut(&top[i]);
@@ -178,6 +183,32 @@ static void run_chunk(const fwd_run *r, char *s, int64_t v) {
                            .kept = p->heap_cap,
                            .floor = floor};
     run_rows(r, s, x, G->m, k0, k1, &out);
+}
+
+/* Piece v of a schedule (the logits alone): the global key blocks piece_start[v] .. piece_start[v + 1]
+ * - 1, i.e. for each batch they reach a range of its keys, which every group of the batch's rows
+ * and every key head scores (each row its own part of it) and writes. */
+static void run_piece(const fwd_run *r, char *s, int64_t v) {
+    const lig_cpu_fwd_plan *p = r->p;
+    const lig_fwd_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    const int64_t g0 = pb->piece_start[v], g1 = pb->piece_start[v + 1], bs = pr->block_size, *first = pb->batch_block0;
+    lig_unit x[LIG_FWD_MAX_ROWS];
+    for (int64_t b = 0; b < pr->B && g0 < g1; b++) {
+        if (first[b + 1] <= g0 || first[b] >= g1) continue;
+        const int64_t k0 = ((g0 > first[b] ? g0 : first[b]) - first[b]) * bs;
+        const int64_t k1 = ((g1 < first[b + 1] ? g1 : first[b + 1]) - first[b]) * bs - 1; /* <= lk[b] - 1 + bs - 1 */
+        for (int64_t t0 = 0; t0 < pr->bt.lq[b]; t0 += p->ctx.rows)
+            for (int64_t g = 0; g < pr->N2; g++) {
+                const int64_t m = pr->bt.lq[b] - t0 < p->ctx.rows ? pr->bt.lq[b] - t0 : p->ctx.rows;
+                for (int64_t i = 0; i < m; i++) x[i] = lig_unit_decode(pr, (pr->bt.row_prefix[b] + t0 + i) * pr->N2 + g);
+                int64_t lo, hi;
+                lig_fwd_rows_span(x, m, &lo, &hi);
+                lo = lo > k0 ? lo : k0;
+                hi = hi < k1 ? hi : k1;
+                if (lo <= hi) run_rows(r, s, x, m, lo, hi, NULL);
+            }
+    }
 }
 
 /* Merge v: row v of the split groups (in group order) takes the best of its chunks' candidates,
@@ -260,7 +291,17 @@ static lig_status run_indexer(void *plan, void *workspace, void *stream) {
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     (void)stream;
-    if (pr->paged) { /* before anything is written */
+    if (pr->paged && pr->row_lo) { /* the logits operator: the blocks of each row's range */
+        const lig_failure bad = lig_logits_scan_table(pb, p->threads);
+        if (bad.item != INT64_MAX) {
+            const int64_t b = lig_batch_of_row(pr, bad.item), t = bad.item - pr->bt.row_prefix[b];
+            return lig_fail(LIG_ERR_PARAM_INVALID,
+                            "block_table: expected block numbers in [0, %lld) (num_blocks) for the blocks that hold the "
+                            "keys [%lld, %lld) of row %lld of batch %lld, got %lld at [%lld,%lld]",
+                            (long long)pr->num_blocks, (long long)pr->row_lo[bad.item], (long long)pr->row_hi[bad.item] + 1,
+                            (long long)t, (long long)b, (long long)bad.int_value, (long long)b, (long long)bad.slot);
+        }
+    } else if (pr->paged) { /* before anything is written */
         const lig_failure bad = lig_first_failure(pr->B, lig_threads_for(1.0 * (double)pr->B * (double)pb->table.blocks, p->threads),
                                                   scan_table, (void *)pb);
         if (bad.item != INT64_MAX)
@@ -271,11 +312,17 @@ static lig_status run_indexer(void *plan, void *workspace, void *stream) {
                             (long long)bad.int_value, (long long)bad.item, (long long)bad.slot);
     }
     /* rows that no unit writes: past each batch's valid length (BSND) or the last end (TND) */
-    lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
+    if (!pb->no_topk) lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
     if (pb->has_values) lig_fill_query_rows(pr, &pb->val, pr->N2, pr->K, -INFINITY, false);
+    if (pb->has_logits && pb->clean) lig_logits_clean(pb, p->threads);
     if (p->trivial) {
         for (int64_t u = 0; u < pr->units; u++) run_trivial_unit(pb, u);
-    } else if (pr->units > 0) {
+        if (pb->has_logits) lig_logits_zero(pb);
+    } else if (pb->pieces > 0 && pr->units > 0) {
+        fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
+        const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
+        run_units(&r, run_piece, pb->pieces, true, flops);
+    } else if (pr->units > 0 && pb->pieces == 0) {
         fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
         const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
         const lig_fwd_groups *gs = &p->groups;
@@ -285,7 +332,7 @@ static lig_status run_indexer(void *plan, void *workspace, void *stream) {
         } else {
             run_units(&r, run_chunk, gs->units, true, flops);
             /* the merge reads what every chunk kept: after the join above */
-            if (gs->merge_rows > 0) run_units(&r, run_merge, gs->merge_rows, false, 4e6 * (double)gs->merge_rows);
+            if (gs->merge_rows > 0 && !pb->no_topk) run_units(&r, run_merge, gs->merge_rows, false, 4e6 * (double)gs->merge_rows);
         }
     }
     return LIG_SUCCESS;

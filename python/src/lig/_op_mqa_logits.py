@@ -1,0 +1,208 @@
+"""DeepGEMM's indexer logits under DeepGEMM's names, on lig's CPU operator (docs/contract.md 2.6):
+lig::fp8_mqa_logits, lig::fp8_paged_mqa_logits and lig::get_paged_mqa_logits_metadata, their fake
+rules, and the public functions lig.fp8_mqa_logits, lig.fp8_paged_mqa_logits and
+lig.get_paged_mqa_logits_metadata, so that an engine can swap ``import deep_gemm`` for lig.
+
+The logits are not differentiable (the operator has no backward): a gradient that reaches them
+raises. FP8 e4m3 (``torch.float8_e4m3fn``) and INT8 (``torch.int8``) queries and keys are taken.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _args, _lib, _registry
+from ._lib import Descriptors
+from ._registry import op, tensor
+
+# lig.h's 8-bit dtypes; the descriptors learn them here (setdefault: another module may have too)
+_lib._DTYPES.setdefault(torch.float8_e4m3fn, 5)  # LIG_FLOAT8_E4M3FN
+_lib._DTYPES.setdefault(torch.int8, 6)  # LIG_INT8
+_lib._DTYPES.setdefault(torch.uint8, 7)  # LIG_UINT8
+
+_p = ctypes.c_void_p
+_get_workspace_size = _lib._sig(
+    "lig_quant_logits_get_workspace_size",
+    ctypes.c_int,
+    [_p] * 8 + [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_bool, ctypes.c_bool, _p, ctypes.c_int64, _p, _p, _p,
+                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_void_p)],
+)
+_run = _lib._sig("lig_quant_logits", ctypes.c_int, [_p, ctypes.c_uint64, _p, _p])
+_schedule = _lib._sig("lig_quant_logits_schedule", ctypes.c_int, [_p, ctypes.c_int64, ctypes.c_int64, _p])
+
+CODE_DTYPES = (torch.float8_e4m3fn, torch.int8)
+RANGE_DTYPES = (torch.int32, torch.int64)
+
+
+def _codes(q: Tensor, k: Tensor, names: Tuple[str, str]) -> None:
+    _args.tensor(q, names[0], CODE_DTYPES)
+    _args.tensor(k, names[1], CODE_DTYPES + (torch.uint8,))
+
+
+def _logits(get_args) -> None:
+    """Phase 1 with the descriptors get_args(desc) makes, then lig_quant_logits."""
+    with Descriptors() as desc:
+        _registry.run(_get_workspace_size, _run, get_args(desc), "lig_quant_logits")
+
+
+# ---- fp8_mqa_logits: one sequence, absolute key ranges ----------------------------------------
+
+
+def _mqa_shape(q: Tensor, k: Tensor, max_seqlen_k: int):
+    if q.dim() != 3 or k.dim() != 2:
+        raise _args.invalid(f"q, kv[0]: expected q [M,H,D] and k [N,D], got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    return (q.shape[0], max_seqlen_k if max_seqlen_k > 0 else k.shape[0])
+
+
+@op("fp8_mqa_logits")
+def _fp8_mqa_logits_op(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, cu_seq_len_k_start: Tensor,
+                       cu_seq_len_k_end: Tensor, clean_logits: bool, max_seqlen_k: int) -> Tensor:
+    _codes(q, k, ("q", "kv[0]"))
+    out = torch.empty(_mqa_shape(q, k, max_seqlen_k), dtype=torch.float32)
+    N = k.shape[0]
+    # lig's TND form: q [T1,N1,D], keys [T2,1,D] with scales [T2,1], logits [T1,W]
+    key, scale = k.unsqueeze(1), k_scale.reshape(N, 1) if k_scale.numel() == N else k_scale
+
+    def args(desc):
+        return (desc(q, "q"), desc(key, "kv[0]"), desc(weights, "weights"), None, desc(scale, "kv[1]"), None,
+                desc(cu_seq_len_k_start, "cu_seq_len_k_start"), desc(cu_seq_len_k_end, "cu_seq_len_k_end"), b"TND",
+                b"TND", clean_logits, max_seqlen_k > 0, desc(out, "logits"), 0, None, None, None)
+
+    _logits(args)
+    return out
+
+
+@_fp8_mqa_logits_op.register_fake
+def _(q, k, k_scale, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits, max_seqlen_k):
+    _codes(q, k, ("q", "kv[0]"))
+    return q.new_empty(_mqa_shape(q, k, max_seqlen_k), dtype=torch.float32)
+
+
+_fp8_mqa_logits_op.refuse_autograd()
+
+
+def fp8_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits: bool = True,
+                   max_seqlen_k: int = 0) -> Tensor:
+    """DeepGEMM's ``fp8_mqa_logits``: ``q [M,H,D]``, ``kv = (k [N,D], k_scale [N] fp32)``,
+    ``weights [M,H]`` fp32, ``cu_seq_len_k_start`` / ``cu_seq_len_k_end`` ``[M]`` int32 (CPU) ->
+    ``[M,N]`` fp32 with ``logits[m,n] = sum_h weights[m,h] * ReLU((q[m,h] . k[n]) * k_scale[n])`` for
+    ``start[m] <= n < end[m]``. ``clean_logits``: ``-inf`` at the other columns (else they are left
+    as torch.empty made them). ``max_seqlen_k > 0``: the compressed ``[M, max_seqlen_k]`` form,
+    column ``j`` the key ``start[m] + j``. q and k are ``torch.float8_e4m3fn`` or ``torch.int8``."""
+    if not isinstance(kv, (tuple, list)) or len(kv) != 2:
+        raise TypeError(f"lig: kv: expected a pair (k [N,D], k_scale [N]), got {type(kv).__name__}")
+    k, k_scale = kv
+    return torch.ops.lig.fp8_mqa_logits(
+        *_registry.tensors((q, "q"), (k, "kv[0]"), (k_scale, "kv[1]"), (weights, "weights"),
+                           (cu_seq_len_k_start, "cu_seq_len_k_start"), (cu_seq_len_k_end, "cu_seq_len_k_end")),
+        _args.flag(clean_logits, "clean_logits"), _args.integer(max_seqlen_k, "max_seqlen_k", minimum=0))
+
+
+# ---- fp8_paged_mqa_logits: decode over DeepGEMM's fused uint8 cache ---------------------------
+
+
+def _cache_views(kv_cache: Tensor, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+    """The keys and the scales of the fused cache [num_blocks, block_kv, 1, D+4] uint8 (each block
+    its block_kv * D codes, then its block_kv fp32 scales), as two strided views of its bytes."""
+    if kv_cache.dim() != 4 or kv_cache.dtype != torch.uint8 or kv_cache.shape[2] != 1 or kv_cache.shape[3] < 4:
+        raise _args.invalid(f"kv_cache: expected a uint8 [num_blocks, block_kv, 1, D+4] tensor, got {kv_cache.dtype} "
+                            f"{tuple(kv_cache.shape)}")
+    nb, bkv, _, width = kv_cache.shape
+    D = width - 4
+    if kv_cache.stride(3) != 1 or kv_cache.stride(1) != width or (nb > 1 and kv_cache.stride(0) % 4):
+        raise _args.invalid(f"kv_cache: expected each block's bytes contiguous, got strides {tuple(kv_cache.stride())}")
+    s0, off = kv_cache.stride(0), kv_cache.storage_offset()
+    keys = kv_cache.as_strided((nb, bkv, 1, D), (s0, D, D, 1), off).view(dtype)
+    scales = kv_cache.as_strided((nb, bkv * 4), (s0, 1), off + bkv * D).view(torch.float32).unsqueeze(-1)
+    return keys, scales
+
+
+def _key_ends(context_lens: Tensor, next_n: int) -> Tensor:
+    """Row (b, i)'s key_end: context_lens[b] - next_n + i + 1 (1-D, at least 0) or context_lens[b, i]."""
+    if context_lens.dim() == 2:
+        return context_lens
+    steps = torch.arange(next_n, dtype=context_lens.dtype, device=context_lens.device)
+    return (context_lens.unsqueeze(1) - next_n + 1 + steps).clamp_min(0)
+
+
+@op("fp8_paged_mqa_logits")
+def _fp8_paged_mqa_logits_op(q: Tensor, kv_cache: Tensor, weights: Tensor, context_lens: Tensor, block_table: Tensor,
+                             schedule_meta: Optional[Tensor], max_context_len: int, clean_logits: bool) -> Tensor:
+    _codes(q, kv_cache, ("q", "kv_cache"))
+    if q.dim() != 4:
+        raise _args.invalid(f"q: expected [B,next_n,H,D], got {tuple(q.shape)}")
+    B, next_n, H = q.shape[0], q.shape[1], q.shape[2]
+    out = torch.empty((B * next_n, max_context_len), dtype=torch.float32)
+    keys, scales = _cache_views(kv_cache, q.dtype)
+    ends = _key_ends(context_lens, next_n)
+
+    def args(desc):
+        return (desc(q, "q"), desc(keys, "kv_cache"), desc(weights.reshape(B, next_n, H), "weights"), None,
+                desc(scales, "kv_cache"), desc(block_table, "block_table"), None, desc(ends, "context_lens"),
+                b"BSND", b"PA_BSND", clean_logits, False, desc(out.view(B, next_n, max_context_len), "logits"), 0,
+                None, None, desc(schedule_meta, "schedule_meta"))
+
+    _logits(args)
+    return out
+
+
+@_fp8_paged_mqa_logits_op.register_fake
+def _(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits):
+    _codes(q, kv_cache, ("q", "kv_cache"))
+    return q.new_empty((q.shape[0] * q.shape[1], max_context_len), dtype=torch.float32)
+
+
+_fp8_paged_mqa_logits_op.refuse_autograd()
+
+
+def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len: int,
+                         clean_logits: bool = False) -> Tensor:
+    """DeepGEMM's ``fp8_paged_mqa_logits``: ``q [B,next_n,H,D]``, ``kv_cache [num_blocks, block_kv, 1,
+    D+4]`` uint8 (per block ``block_kv * D`` codes, then ``block_kv`` fp32 scales), ``weights
+    [B*next_n, H]`` fp32, ``context_lens [B]`` (row ``(b, i)`` sees keys ``< context_lens[b] - next_n
+    + i + 1``) or ``[B, next_n]`` (keys ``< context_lens[b, i]``) int32, ``block_table [B, max_blocks]``
+    int32, ``schedule_meta`` from :func:`get_paged_mqa_logits_metadata` (or None) -> ``[B*next_n,
+    max_context_len]`` fp32. ``clean_logits``: ``-inf`` at the keys a row does not see (else those
+    columns are left as torch.empty made them). The schedule splits the work over lig's threads; the
+    logits are the same bytes with or without it. q's dtype (``torch.float8_e4m3fn`` or ``torch.int8``)
+    says how the cache's codes are read."""
+    return torch.ops.lig.fp8_paged_mqa_logits(
+        *_registry.tensors((q, "q"), (kv_cache, "kv_cache"), (weights, "weights"), (context_lens, "context_lens"),
+                           (block_table, "block_table")),
+        _registry.optional_tensor(schedule_meta, "schedule_meta"),
+        _args.integer(max_context_len, "max_context_len", minimum=0), _args.flag(clean_logits, "clean_logits"))
+
+
+# ---- get_paged_mqa_logits_metadata: the work split --------------------------------------------
+
+
+@op("get_paged_mqa_logits_metadata")
+def _metadata_op(context_lens: Tensor, block_kv: int, num_sms: int) -> Tensor:
+    _args.tensor(context_lens, "context_lens", RANGE_DTYPES)
+    out = torch.empty((num_sms + 1, 2), dtype=torch.int32)
+    ends = context_lens.unsqueeze(1) if context_lens.dim() == 1 else context_lens  # batch b's longest: its last row
+    with Descriptors() as desc:
+        _lib.check(_schedule(desc(ends, "context_lens"), block_kv, num_sms, desc(out, "schedule")),
+                   "lig_quant_logits_schedule")
+    return out
+
+
+@_metadata_op.register_fake
+def _(context_lens, block_kv, num_sms):
+    return context_lens.new_empty((num_sms + 1, 2), dtype=torch.int32)
+
+
+_metadata_op.refuse_autograd()
+
+
+def get_paged_mqa_logits_metadata(context_lens, block_kv: int, num_sms: int) -> Tensor:
+    """DeepGEMM's ``get_paged_mqa_logits_metadata``: ``[num_sms + 1, 2]`` int32, entry ``w`` the
+    (batch, block of ``block_kv`` keys) where worker ``w``'s piece of the blocks starts (balanced:
+    equal numbers of blocks, the blocks of batch ``b`` covering its longest context), entry
+    ``num_sms`` = ``(B, 0)``. lig runs each piece as one unit of work over its threads."""
+    return torch.ops.lig.get_paged_mqa_logits_metadata(tensor(context_lens, "context_lens"),
+                                                       _args.integer(block_kv, "block_kv", minimum=1),
+                                                       _args.integer(num_sms, "num_sms", minimum=1))
