@@ -123,8 +123,9 @@ def main():
     py, peer = sys.executable, os.path.join(HERE, "quant_peer.py")
     if a.from_json:
         st = json.load(open(a.from_json))
-        cfg, threads, command, elapsed, log, failed = st["config"], st["threads"], st["command"], st["seconds"], st["log"], st["failed"]
-        a.clock, S, SL, RL, long_sets, dsets, best_variant = st["clock"], cfg["seq"], cfg["long_seq"], st["long_rows"], st["long_sets"], st["decode_sets"], st["best_variant"]
+        cfg, threads, command, elapsed, log = st["config"], st["threads"], st["command"], st["seconds"], st["log"]
+        failed, a.clock, S, SL, RL = st["failed"], st["clock"], cfg["seq"], cfg["long_seq"], st["long_rows"]
+        long_sets, dsets, best_variant = st["long_sets"], st["decode_sets"], st["best_variant"]
         peaks = {int(t): v for t, v in st["peaks"].items()}
         rows, long_rows, dec, peers = st["prefill"], st["long"], st["decode"], st["peers"]
     else:
