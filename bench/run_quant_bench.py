@@ -38,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 N1, D, K = 64, 128, 2048
 FULL = dict(seq=4096, long_seq=32768, ctx="8192,65536,131072", batch="1,16", next_n="1,2", reps=3, long_reps=1,
-            decode_reps=5, peer_reps=3, peer_long_rows=1024)
+            decode_reps=3, peer_reps=3, peer_long_rows=1024)
 QUICK = dict(seq=1024, long_seq=2048, ctx="4096,16384", batch="1,4", next_n="1,2", reps=3, long_reps=1,
              decode_reps=3, peer_reps=1, peer_long_rows=256)
 LABEL = {"avx2-fma": "AVX2 FMA", "avx512-fma": "AVX-512 FMA", "avx512-bf16": "vdpbf16ps", "avx2-i16": "AVX2 vpmaddwd",

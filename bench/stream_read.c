@@ -1,12 +1,9 @@
 /* The streaming read that lig-decode-bench sets beside each decode step: the same bytes the step
  * reads (the key codes and their scales, or the bf16 keys), read as plainly as C reads memory. Each
  * thread sums its share of every buffer as 64-bit lanes in four independent chains (so the adds
- * never limit the loads; 256-bit loads where the CPU has AVX2), and the sum goes to a volatile sink, so the loads cannot be
- * dropped. With T threads the buffers are split the way the decode splits its keys:
- * contiguous ranges, one per thread. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+ * never limit the loads; 256-bit loads where the CPU has AVX2), and the sum goes to a volatile
+ * sink, so the loads cannot be dropped. With T threads the buffers are split the way the decode
+ * splits its keys: contiguous ranges, one per thread. (_GNU_SOURCE comes from bench/CMakeLists.txt.) */
 #include "stream_read.h"
 
 #include <pthread.h>
@@ -14,11 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+/* the AVX2 read: x86-64 with GCC or clang (per-function target, CPU asked at run time) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define X86 1
 #include <immintrin.h>
-#else
-#define X86 0
+#define STREAM_AVX2 1
 #endif
 
 enum { MAX_PARTS = 4, MAX_THREADS = 64 };
@@ -44,7 +40,7 @@ static uint64_t read_words(const unsigned char *p, size_t n) {
     return a + b + c + d;
 }
 
-#if X86
+#ifdef STREAM_AVX2
 /* On x86-64 with AVX2 (asked of the CPU at run time; compiled with a per-function target, so the
  * build's flags do not matter): 256-bit loads, the width the kernels load at, four chains. */
 __attribute__((target("avx2"))) static uint64_t read_avx2(const unsigned char *p, size_t n) {
@@ -63,7 +59,7 @@ __attribute__((target("avx2"))) static uint64_t read_avx2(const unsigned char *p
 #endif
 
 static uint64_t read_bytes(const unsigned char *p, size_t n) {
-#if X86
+#ifdef STREAM_AVX2
     if (__builtin_cpu_supports("avx2")) return read_avx2(p, n);
 #endif
     return read_words(p, n);
