@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,10 +59,14 @@ def cpu_name():
 
 def run(cmd, log):
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
-    t0 = time.time()
+    t0, c0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     sys.stderr.write(p.stdout)
-    log.append(dict(cmd=" ".join(cmd), rc=p.returncode, seconds=round(time.time() - t0, 1)))
+    # wall seconds, and the step's CPU seconds (user + system, all its threads): on a loaded machine the
+    # CPU seconds bound what the step takes on free cores
+    log.append(dict(cmd=" ".join(cmd), rc=p.returncode, seconds=round(time.time() - t0, 1),
+                    cpu_seconds=round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 1)))
     return p
 
 
@@ -126,6 +131,7 @@ def main():
         cfg, threads, command, elapsed, log = st["config"], st["threads"], st["command"], st["seconds"], st["log"]
         failed, a.clock, S, SL, RL = st["failed"], st["clock"], cfg["seq"], cfg["long_seq"], st["long_rows"]
         long_sets, dsets, best_variant = st["long_sets"], st["decode_sets"], st["best_variant"]
+        a.data = st.get("data", a.data)
         peaks = {int(t): v for t, v in st["peaks"].items()}
         rows, long_rows, dec, peers = st["prefill"], st["long"], st["decode"], st["peers"]
     else:
@@ -192,7 +198,7 @@ def main():
         peer_run(["decode", "--data", a.data, "--batch", cfg["batch"], "--ctx", cfg["ctx"], "--next-n", cfg["next_n"],
                   "--forms", "fp8"], "bf16,fp32", cfg["peer_reps"])
         elapsed = time.time() - t_start
-        state = dict(cpu=cpu_name(), command=command, clock=a.clock, seconds=elapsed, config=cfg, threads=threads, peaks=peaks,
+        state = dict(cpu=cpu_name(), command=command, clock=a.clock, data=a.data, seconds=elapsed, config=cfg, threads=threads, peaks=peaks,
                      prefill=rows, long=long_rows, long_rows=RL, long_sets=long_sets, decode_sets=dsets, best_variant=best_variant,
                      decode=dec, peers=peers, log=log, failed=list(failed))
         os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
@@ -203,7 +209,8 @@ def main():
     out = md.append
     clock = "wall-clock" if a.clock == "wall" else "process CPU time (a 2-thread rate is per core)"
     out("- **CPU**: %s (%d logical CPUs); %s" % (cpu_name(), os.cpu_count() or 0, platform.platform()))
-    out("- **Command**: `%s` (%.0f s in all, %s); torch %s" % (command, elapsed, clock, peers[0]["torch"] if peers else "-"))
+    out("- **Command**: `%s` (%.0f s in all, %.0f s of CPU; %s); torch %s" % (
+        command, elapsed, sum(l.get("cpu_seconds", 0) for l in log), clock, peers[0]["torch"] if peers else "-"))
     out("- **Medians**: lig prefill of %d runs (S = %d: %d, no warm-up), decode of %d, PyTorch of %d (fp32 variant: %d)"
         % (cfg["reps"], SL, cfg["long_reps"], cfg["decode_reps"], cfg["peer_reps"], a.peer_fp32_reps))
     for t in threads:
@@ -268,10 +275,11 @@ def main():
             continue
         out("### Decode, set %s: one step of B x next_n rows against C keys each (%d thread(s); the other thread counts' speedup)" % (s, t1))
         out("")
-        out("| B | next_n | C | form | kernels | ms wall / CPU | GOP/s | %% of unit peak | stream GB/s | step's %% of stream | "
-            "decode / prefill rate | %s | recall mean / min | PyTorch ms, fp8 cache (variant) | lig / PyTorch | check |"
-            % " | ".join("%dT / %dT (wall)" % (t, t1) for t in threads[1:]))
-        out("|---|---|---|---|---|---|---|---|---|---|---|%s---|---|---|---|" % ("---|" * len(threads[1:])))
+        head = (["B", "next_n", "C", "form", "kernels", "ms wall / CPU", "GOP/s", "% of unit peak", "stream GB/s",
+                 "step's % of stream", "decode / prefill rate"] + ["%dT / %dT (wall)" % (t, t1) for t in threads[1:]]
+                + ["recall mean / min", "PyTorch ms, fp8 cache (variant)", "lig / PyTorch", "check"])
+        out("| " + " | ".join(head) + " |")
+        out("|" + "---|" * len(head))
         for r in rs:
             if r["threads"] != t1:
                 continue
@@ -289,11 +297,12 @@ def main():
                 others.append("%.2fx" % (w / med(o[0]["wall_ms"])) if o else "-")
             pp = peer_rate("decode", "fp8", t1, B=r["B"], ctx=r["ctx"], next_n=r["next_n"]) if r["form"] != "bf16" else None
             pms = pp[a.clock + "_median"] * 1e3 if pp else 0
-            out("| %d | %d | %d | %s | %s | %.3f / %.3f | %.1f | %s | %.1f | %s | %s | %s | %s | %s | %s | %s |" % (
-                r["B"], r["next_n"], r["ctx"], r["form"], r["kernels"], w, c, g, pct(g / pk if pk else 0),
-                r["bytes"] / st * 1e-6 if st else 0, pct(st / tm if tm else 0), pct(g / pr) if pr else "-", " | ".join(others),
-                "%.4f / %.4f" % (r["recall_mean"], r["recall_min"]) if "recall_mean" in r else "-",
-                "%.2f (%s)" % (pms, pp["variant"]) if pp else "-", "%.1fx" % (pms / tm) if pp else "-", r["check"]))
+            cells = ([r["B"], r["next_n"], r["ctx"], r["form"], r["kernels"], "%.3f / %.3f" % (w, c), "%.1f" % g,
+                      pct(g / pk if pk else 0), "%.1f" % (r["bytes"] / st * 1e-6 if st else 0), pct(st / tm if tm else 0),
+                      pct(g / pr) if pr else "-"] + others
+                     + ["%.4f / %.4f" % (r["recall_mean"], r["recall_min"]) if "recall_mean" in r else "-",
+                        "%.2f (%s)" % (pms, pp["variant"]) if pp else "-", "%.1fx" % (pms / tm) if pp else "-", r["check"]])
+            out("| " + " | ".join(str(x) for x in cells) + " |")
         out("")
     for r in dec:
         if not r["check"].startswith("ok"):
@@ -333,6 +342,15 @@ def main():
                 line += "; 2 threads %.2fx 1 thread, wall (target 1.8x)" % (med(r1["wall_ms"]) / med(by_t[2]["wall_ms"]))
             out(line)
     out("")
+    if log:
+        out("### Steps (wall s, CPU s of all the step's threads)")
+        out("")
+        out("| step | wall s | CPU s | exit |")
+        out("|---|---|---|---|")
+        for l in log:
+            out("| `%s` | %.1f | %s | %d |" % (l["cmd"].replace(HERE + "/", "bench/").replace(a.data, "DATA"), l["seconds"],
+                                             "%.1f" % l["cpu_seconds"] if "cpu_seconds" in l else "-", l["rc"]))
+        out("")
     if failed:
         out("**Failures**: " + "; ".join(failed))
     text = "\n".join(md)
