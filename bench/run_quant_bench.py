@@ -209,8 +209,9 @@ def main():
     out = md.append
     clock = "wall-clock" if a.clock == "wall" else "process CPU time (a 2-thread rate is per core)"
     out("- **CPU**: %s (%d logical CPUs); %s" % (cpu_name(), os.cpu_count() or 0, platform.platform()))
-    out("- **Command**: `%s` (%.0f s in all, %.0f s of CPU; %s); torch %s" % (
-        command, elapsed, sum(l.get("cpu_seconds", 0) for l in log), clock, peers[0]["torch"] if peers else "-"))
+    cpu_s = ", %.0f s of CPU" % sum(l["cpu_seconds"] for l in log) if log and all("cpu_seconds" in l for l in log) else ""
+    out("- **Command**: `%s` (%.0f s in all%s; %s); torch %s" % (
+        command, elapsed, cpu_s, clock, peers[0]["torch"] if peers else "-"))
     out("- **Medians**: lig prefill of %d runs (S = %d: %d, no warm-up), decode of %d, PyTorch of %d (fp32 variant: %d)"
         % (cfg["reps"], SL, cfg["long_reps"], cfg["decode_reps"], cfg["peer_reps"], a.peer_fp32_reps))
     for t in threads:
