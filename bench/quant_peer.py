@@ -43,6 +43,8 @@ N1, D, K = 64, 128, 2048
 
 
 def load(path, dtype, shape):
+    if not os.path.exists(path):
+        sys.exit("%s: missing; dump the inputs first (lig-quant-bench / lig-decode-bench --dump DIR with the same shape)" % path)
     a = np.fromfile(path, dtype=dtype)
     want = int(np.prod(shape))
     if a.size != want:
