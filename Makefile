@@ -20,7 +20,7 @@ FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long
 FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-aclnn
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full bench-kl bench-kl-quick demo demo-decode demo-grad install clean
+.PHONY: all build test test-release test-asan test-tsan test-python test-cuda test-cuda-run test-aarch64 test-aarch64-run test-fuzz test-fuzz-run fuzz venv bench bench-full bench-kl bench-kl-quick bench-quant bench-quant-quick demo demo-decode demo-grad install clean
 
 all: build
 
@@ -145,6 +145,30 @@ bench-kl-quick: build venv
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy
 	$(VENV)/bin/python bench/run_kl_bench.py --quick --reps 3 --peer-reps 2 --threads $(BENCH_THREADS) \
 	  --lig-kl-bench $(BUILD)/bench/lig-kl-bench
+
+# The quantized inference forward (issue 18): every table of its benchmark in one run
+# (bench/run_quant_bench.py): prefill S = 4096 (every set) and 32768 (the fastest set, 1 run), decode
+# B = 1, 16 x next_n = 1, 2 x context 8K / 64K / 128K (every set but scalar), 1 and 2 threads,
+# against the unit peaks, the streaming read of the cache, lig's bf16 forward and the PyTorch
+# formulation, with the recall of the fp8 / int8 selections. bench-quant: about 12 minutes on 2 quiet
+# cores, wall clock; bench-quant-quick: small shapes, a few minutes. Tables on stdout,
+# bench/results/quant{,_quick}.json and .md (BENCHMARKS.md, bench/README.md). The inputs dumped for
+# the peer go to QUANT_BENCH_DATA (about 2.5 GB at the full shapes).
+QUANT_BENCH_DATA ?= /tmp/lig-quant-bench
+QUANT_BENCH_CLOCK ?= wall
+bench-quant: venv
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-quant-bench lig-decode-bench
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy
+	$(VENV)/bin/python bench/run_quant_bench.py --threads $(BENCH_THREADS) --clock $(QUANT_BENCH_CLOCK) \
+	  --data $(QUANT_BENCH_DATA) --bench-dir $(BUILD)/bench --md bench/results/quant.md
+
+bench-quant-quick: venv
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target lig-quant-bench lig-decode-bench
+	$(VENV)/bin/python -m pip install $(PIP_FLAGS) torch numpy
+	$(VENV)/bin/python bench/run_quant_bench.py --quick --threads $(BENCH_THREADS) --clock $(QUANT_BENCH_CLOCK) \
+	  --data $(QUANT_BENCH_DATA)-quick --bench-dir $(BUILD)/bench --md bench/results/quant_quick.md
 
 # The main job: train an indexer from scratch on a small main attention (forward -> the main
 # attention's statistics over the selection -> fused KL loss -> Adam), then the decode demo

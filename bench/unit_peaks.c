@@ -253,7 +253,7 @@ __attribute__((target("avx512f,avx512bw"))) static float avx512_i16_loop(int64_t
     }
     __m512i s = acc[0];
     for (int i = 1; i < CHAINS; i++) s = _mm512_add_epi32(s, acc[i]);
-    return (float)_mm512_reduce_add_epi32(s);
+    return (float)_mm_cvtsi128_si32(_mm512_castsi512_si128(s)); /* lane 0, as the ymm loop: the lanes' sum overflows int */
 }
 
 __attribute__((target("avx512f,avx512vnni"))) static float avx512_vnni_loop(int64_t iters) {
@@ -267,7 +267,7 @@ __attribute__((target("avx512f,avx512vnni"))) static float avx512_vnni_loop(int6
     }
     __m512i s = acc[0];
     for (int i = 1; i < CHAINS; i++) s = _mm512_add_epi32(s, acc[i]);
-    return (float)_mm512_reduce_add_epi32(s);
+    return (float)_mm_cvtsi128_si32(_mm512_castsi512_si128(s)); /* lane 0, as the ymm loop: the lanes' sum overflows int */
 }
 
 /* The VEX ymm form (AVX-VNNI), 12 chains as for the ymm int16 pair (2 operands + 12 chains fit the
