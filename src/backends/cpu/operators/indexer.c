@@ -32,16 +32,32 @@ static void store_index(lig_dtype dtype, char *dst, int64_t v) {
     }
 }
 
-/* Writes one unit's K slots: the n selected candidates, then -1 / -inf. */
+/* Writes one unit's K slots: the n selected candidates, then -1 / -inf. The common outputs (int32
+ * indices, fp32 values) take a loop of their own: a per-element dtype switch cost as much as a
+ * tenth of the top-k. */
 static void write_slots(const lig_fwd_problem *pb, const lig_unit *x, const lig_candidate *c, int64_t n) {
     const lig_problem *pr = &pb->pr;
     char *ip = lig_q_row_ptr(&pb->idx, pr, x->b, x->t, x->g);
     const int64_t istep = pb->idx.dim * (int64_t)pb->idx.esize;
-    for (int64_t j = 0; j < pr->K; j++, ip += istep) store_index(pb->idx.dtype, ip, j < n ? c[j].key : -1);
+    if (pb->idx.dtype == LIG_INT32) {
+        for (int64_t j = 0; j < pr->K; j++, ip += istep) {
+            const int32_t v = j < n ? (int32_t)c[j].key : -1;
+            memcpy(ip, &v, sizeof v);
+        }
+    } else {
+        for (int64_t j = 0; j < pr->K; j++, ip += istep) store_index(pb->idx.dtype, ip, j < n ? c[j].key : -1);
+    }
     if (!pb->has_values) return;
     char *vp = lig_q_row_ptr(&pb->val, pr, x->b, x->t, x->g);
     const int64_t vstep = pb->val.dim * (int64_t)pb->val.esize;
-    for (int64_t j = 0; j < pr->K; j++, vp += vstep) lig_store_float(pb->val.dtype, vp, j < n ? c[j].score : -INFINITY);
+    if (pb->val.dtype == LIG_FLOAT32) {
+        for (int64_t j = 0; j < pr->K; j++, vp += vstep) {
+            const float v = j < n ? c[j].score : -INFINITY;
+            memcpy(vp, &v, sizeof v);
+        }
+    } else {
+        for (int64_t j = 0; j < pr->K; j++, vp += vstep) lig_store_float(pb->val.dtype, vp, j < n ? c[j].score : -INFINITY);
+    }
 }
 
 /* D, N1 or S2 is 0: every visible key scores exactly 0, so the first visible keys win. */
@@ -122,7 +138,7 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
                 out->floor->has[i] = true;
                 out->floor->worst[i] = top[i].worst;
             }
-            memcpy(out->cand + i * out->kept, top[i].buf, sizeof(lig_candidate) * (size_t)top[i].n);
+            lig_topk_kept(&top[i], out->cand + i * out->kept);
             out->count[i] = top[i].n;
         } else {
             lig_topk_finish(&top[i]);
