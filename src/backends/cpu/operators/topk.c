@@ -11,7 +11,7 @@
 enum { DIGIT_BITS = 11, DIGITS = 1 << DIGIT_BITS, SUB_BITS = 8, INSERTION = 16 };
 
 typedef struct topk_layout {
-    uint64_t score, key, best, rank_key, level, words, count, total;
+    uint64_t score, key, best, level, words, count, total;
 } topk_layout;
 
 static topk_layout layout_for(int64_t cap) {
@@ -21,10 +21,9 @@ static topk_layout layout_for(int64_t cap) {
     l.score = lig_ws_take(&at, lig_size_mul(sizeof(float) * 2, c));
     l.key = lig_ws_take(&at, lig_size_mul(sizeof(int64_t) * 2, c));
     l.best = lig_ws_take(&at, lig_size_mul(sizeof(lig_candidate), c));
-    l.rank_key = lig_ws_take(&at, lig_size_mul(sizeof(uint32_t) * 2, c));
     l.level = lig_ws_take(&at, lig_size_mul(sizeof(uint32_t) * 2, c));
     l.words = lig_ws_take(&at, lig_size_mul(sizeof(uint64_t) * 4, c));
-    l.count = lig_ws_take(&at, sizeof(uint32_t) * 2 * DIGITS);
+    l.count = lig_ws_take(&at, sizeof(uint32_t) * 4 * DIGITS);
     l.total = at;
     return l;
 }
@@ -36,7 +35,6 @@ lig_topk lig_topk_start(char *scratch, int64_t plan_cap, int64_t cap) {
     return (lig_topk){.score = (float *)(void *)(scratch + l.score),
                       .key = (int64_t *)(void *)(scratch + l.key),
                       .best = (lig_candidate *)(void *)(scratch + l.best),
-                      .rank_key = (uint32_t *)(void *)(scratch + l.rank_key),
                       .level = (uint32_t *)(void *)(scratch + l.level),
                       .words = (uint64_t *)(void *)(scratch + l.words),
                       .count = (uint32_t *)(void *)(scratch + l.count),
@@ -51,6 +49,15 @@ static inline uint32_t sort_key(uint32_t b) {
     return b ^ (~(0u - (b >> 31)) & 0x7fffffffu);          /* positives: higher first; then negatives */
 }
 
+/* The sort key of a buffered score. */
+static inline uint32_t key_of(const float *score, int64_t i) {
+    uint32_t b;
+    memcpy(&b, score + i, sizeof b);
+    return sort_key(b);
+}
+
+static inline uint64_t word_of(const float *score, int64_t i) { return (uint64_t)key_of(score, i) << 32 | (uint64_t)i; }
+
 /* The rank whose sort key is v (v from a finite rank). */
 static float rank_of_key(uint32_t v) {
     const uint32_t b = v <= 0x7fffffffu ? v ^ 0x7fffffffu : v;
@@ -59,30 +66,36 @@ static float rank_of_key(uint32_t v) {
     return f;
 }
 
-/* The sort keys of n scores into u, and the highest and lowest finite ranks (0 and 0 when none
- * is finite); returns the bits on which the keys differ (0: all equal). Three loops, each of
- * which vectorises (one did not). */
-static uint32_t rank_keys(const float *score, int64_t n, uint32_t *u, float *lo, float *hi) {
+/* The ranks of a buffer: all equal or not, and the highest and lowest finite ones (0 and 0 when
+ * none is finite). Finite ranks have the sort keys [0x00800000, 0xff7fffff] (+inf 0x007fffff,
+ * -inf and NaN 0xff800000). One pass of two integer reductions, which vectorises (float ones do
+ * not, for the sake of -0 and NaN, and more reductions in the loop stop gcc); only a buffer with
+ * an infinity or a NaN takes a second pass for its finite range. */
+typedef struct rank_range {
+    bool equal;
+    float hi, lo;
+} rank_range;
+
+static rank_range rank_range_of(const float *score, int64_t n) {
     const uint32_t *bits = (const uint32_t *)(const void *)score;
-    for (int64_t i = 0; i < n; i++) u[i] = sort_key(bits[i]);
-    uint32_t any = 0, all = ~0u;
+    uint32_t first = ~0u, last = 0;
     for (int64_t i = 0; i < n; i++) {
-        any |= u[i];
-        all &= u[i];
+        const uint32_t v = sort_key(bits[i]);
+        first = v < first ? v : first;
+        last = v > last ? v : last;
     }
-    /* finite keys lie in [0x00800000, 0xff7fffff] (+inf is 0x007fffff, -inf and NaN 0xff800000):
-     * shifted down, +inf wraps to the top and drops out of the minimum; shifted up, -inf wraps
-     * to 0 and +inf stays below every finite key, so both drop out of the maximum */
-    uint32_t best = ~0u, worst = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const uint32_t down = u[i] - 0x00800000u, up = u[i] + 0x00800000u;
-        best = down < best ? down : best;
-        worst = up > worst ? up : worst;
+    if (first < 0x00800000u || last > 0xff7fffffu) {
+        uint32_t best = ~0u, worst = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const uint32_t v = sort_key(bits[i]);
+            const bool finite = v >= 0x00800000u && v <= 0xff7fffffu;
+            best = finite && v < best ? v : best;
+            worst = finite && v > worst ? v : worst;
+        }
+        const bool any = best <= worst;
+        return (rank_range){.equal = first == last, .hi = any ? rank_of_key(best) : 0.0f, .lo = any ? rank_of_key(worst) : 0.0f};
     }
-    const bool finite = best <= 0xfeffffffu;
-    *hi = finite ? rank_of_key(best + 0x00800000u) : 0.0f;
-    *lo = finite ? rank_of_key(worst - 0x00800000u) : 0.0f;
-    return any & ~all;
+    return (rank_range){.equal = first == last, .hi = rank_of_key(first), .lo = rank_of_key(last)};
 }
 
 /* Each candidate's level in [0, levels): linear in the rank from the highest finite rank (level
@@ -172,8 +185,6 @@ static void sort_words(uint64_t *w, int64_t n, uint64_t *tmp) {
     }
 }
 
-static inline uint64_t word_of(const uint32_t *u, int64_t i) { return (uint64_t)u[i] << 32 | (uint64_t)i; }
-
 /* Turns counts into each bucket's first place; returns the bucket that holds the want-th
  * candidate (1-based; `digits` when there are fewer): the buckets whose end comes before it. */
 static uint32_t first_places(uint32_t *count, uint32_t digits, int64_t want) {
@@ -190,11 +201,10 @@ static uint32_t first_places(uint32_t *count, uint32_t digits, int64_t want) {
 /* The want-th best (1-based, want <= n) of the buffer's n candidates as a (rank key, position)
  * word: the bucket of levels that holds it, then that bucket's members sorted. */
 static uint64_t select_word(lig_topk *t, int64_t n, int64_t want) {
-    float lo, hi;
-    const uint32_t *u = t->rank_key;
-    if (rank_keys(t->score, n, t->rank_key, &lo, &hi) == 0) return word_of(u, want - 1); /* position order */
+    const rank_range rr = rank_range_of(t->score, n);
+    if (rr.equal) return word_of(t->score, want - 1); /* position order */
     const uint32_t digits = 1u << digit_bits(n, DIGIT_BITS);
-    rank_levels(t->score, n, lo, hi, digits, t->level);
+    rank_levels(t->score, n, rr.lo, rr.hi, digits, t->level);
     uint32_t *count = t->count;
     memset(count, 0, sizeof(uint32_t) * digits);
     for (int64_t i = 0; i < n; i++) count[t->level[i]]++;
@@ -203,7 +213,7 @@ static uint64_t select_word(lig_topk *t, int64_t n, int64_t want) {
     uint64_t *w = t->words;
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
-        w[m] = word_of(u, i);
+        w[m] = word_of(t->score, i);
         m += t->level[i] == b;
     }
     sort_words(w, m, w + n);
@@ -214,28 +224,51 @@ void lig_topk_cut(lig_topk *t) {
     const int64_t n = t->n;
     if (n <= t->cap) return;
     const uint64_t cut = select_word(t, n, t->cap);
-    const uint32_t *u = t->rank_key;
     t->worst = lig_topk_rank(t->score[(uint32_t)cut]);
     /* stable: the buffer stays in key order, and the ties at the cut that stay are the first */
     int64_t kept = 0;
     for (int64_t i = 0; i < n; i++) {
         t->score[kept] = t->score[i];
         t->key[kept] = t->key[i];
-        kept += word_of(u, i) <= cut;
+        kept += word_of(t->score, i) <= cut;
     }
     t->n = kept; /* == cap */
     t->full = true;
 }
 
+/* The histograms of the levels' low and high digits (`bits` each). Even and odd positions count
+ * into tables of their own, added at the end: equal levels in a row (ties, or crowded scores)
+ * would otherwise make every increment wait for the one before. 4 << bits counters at count. */
+static void histograms(const uint32_t *level, int64_t n, int bits, uint32_t *low, uint32_t *high) {
+    const uint32_t digits = 1u << bits, mask = digits - 1;
+    uint32_t *low_odd = high + digits, *high_odd = low_odd + digits;
+    memset(low, 0, sizeof(uint32_t) * 4 * digits);
+    int64_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        low[level[i] & mask]++;
+        high[level[i] >> bits]++;
+        low_odd[level[i + 1] & mask]++;
+        high_odd[level[i + 1] >> bits]++;
+    }
+    if (i < n) {
+        low[level[i] & mask]++;
+        high[level[i] >> bits]++;
+    }
+    for (uint32_t d = 0; d < digits; d++) {
+        low[d] += low_odd[d];
+        high[d] += high_odd[d];
+    }
+}
+
 /* Orders the m (level, position) words of w, sorted by level, by (rank key, position): each run
  * of equal levels (rare: a level is much finer than the gaps between candidates, unless ranks
  * tie or crowd) becomes (rank key, position) words, sorted. tmp holds m words. */
-static void order_equal_levels(uint64_t *w, int64_t m, const uint32_t *u, uint64_t *tmp) {
+static void order_equal_levels(uint64_t *w, int64_t m, const float *score, uint64_t *tmp) {
     for (int64_t i = 0; i < m;) {
         int64_t j = i + 1;
         while (j < m && (w[j] >> 32) == (w[i] >> 32)) j++;
         if (j - i > 1) {
-            for (int64_t r = i; r < j; r++) w[r] = word_of(u, (uint32_t)w[r]);
+            for (int64_t r = i; r < j; r++) w[r] = word_of(score, (uint32_t)w[r]);
             sort_words(w + i, j - i, tmp);
         }
         i = j;
@@ -246,9 +279,8 @@ void lig_topk_finish(lig_topk *t) {
     const int64_t n = t->n, want = n < t->cap ? n : t->cap;
     t->n = want;
     if (want == 0) return;
-    float lo, hi;
-    const uint32_t *u = t->rank_key;
-    if (rank_keys(t->score, n, t->rank_key, &lo, &hi) == 0) { /* equal ranks: the first keys */
+    const rank_range rr = rank_range_of(t->score, n);
+    if (rr.equal) { /* the first keys */
         for (int64_t j = 0; j < want; j++) t->best[j] = (lig_candidate){.score = t->score[j], .key = t->key[j]};
         return;
     }
@@ -258,20 +290,16 @@ void lig_topk_finish(lig_topk *t) {
      * sorted further */
     const int bits = lsd_bits(n);
     const uint32_t digits = 1u << bits, mask = digits - 1, *level = t->level;
-    rank_levels(t->score, n, lo, hi, digits << bits, t->level);
+    rank_levels(t->score, n, rr.lo, rr.hi, digits << bits, t->level);
     uint32_t *low = t->count, *high = t->count + digits;
-    memset(t->count, 0, sizeof(uint32_t) * 2 * digits);
-    for (int64_t i = 0; i < n; i++) {
-        low[level[i] & mask]++;
-        high[level[i] >> bits]++;
-    }
+    histograms(level, n, bits, low, high);
     first_places(low, digits, n);
     const uint32_t last = first_places(high, digits, want);
     uint64_t *w = t->words, *tmp = t->words + n;
     for (int64_t i = 0; i < n; i++) tmp[low[level[i] & mask]++] = (uint64_t)level[i] << 32 | (uint64_t)i;
     const int64_t m = last + 1 < digits ? high[last + 1] : n; /* the end of bucket `last` */
     for (int64_t i = 0; i < n; i++) w[high[(uint32_t)(tmp[i] >> 32) >> bits]++] = tmp[i]; /* all: no branch */
-    order_equal_levels(w, m, u, tmp);
+    order_equal_levels(w, m, t->score, tmp);
     for (int64_t j = 0; j < want; j++) {
         const uint32_t p = (uint32_t)w[j];
         t->best[j] = (lig_candidate){.score = t->score[p], .key = t->key[p]};

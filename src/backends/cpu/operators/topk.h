@@ -31,10 +31,9 @@ typedef struct lig_topk {
     float *score;        /* 2 * cap: the buffer's scores, in increasing key order */
     int64_t *key;        /* 2 * cap: their keys */
     lig_candidate *best; /* cap: the result, best first (lig_topk_finish) */
-    uint32_t *rank_key;  /* 2 * cap: the buffer's ranks as sortable integers */
-    uint32_t *level;     /* 2 * cap: their levels, linear in the rank (topk.c) */
+    uint32_t *level;     /* 2 * cap: the buffer's levels, linear in the rank (topk.c) */
     uint64_t *words;     /* 4 * cap: the (rank, position) words and the sort's second buffer */
-    uint32_t *count;     /* 2 x 2048: the radix passes' histograms */
+    uint32_t *count;     /* 4 x 2048: the radix passes' histograms */
     int64_t n, cap;
     bool full;           /* the buffer was cut back once: later offers must beat `worst` */
     float worst;         /* rank of the cap-th best so far, once full */
