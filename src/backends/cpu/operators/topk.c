@@ -77,23 +77,29 @@ typedef struct rank_range {
 } rank_range;
 
 static rank_range rank_range_of(const float *score, int64_t n) {
-    const uint32_t *bits = (const uint32_t *)(const void *)score;
     uint32_t first = ~0u, last = 0;
     for (int64_t i = 0; i < n; i++) {
-        const uint32_t v = sort_key(bits[i]);
+        const uint32_t v = key_of(score, i);
         first = v < first ? v : first;
         last = v > last ? v : last;
     }
     if (first < 0x00800000u || last > 0xff7fffffu) {
+        /* shifted down, +inf wraps to the top and -inf stays above every finite key: neither is
+         * the minimum while a finite key exists; shifted up, -inf wraps to 0 and +inf stays below
+         * every finite key: neither is the maximum. (Rare: only a buffer with an infinity or a NaN.) */
         uint32_t best = ~0u, worst = 0;
         for (int64_t i = 0; i < n; i++) {
-            const uint32_t v = sort_key(bits[i]);
-            const bool finite = v >= 0x00800000u && v <= 0xff7fffffu;
-            best = finite && v < best ? v : best;
-            worst = finite && v > worst ? v : worst;
+            const uint32_t v = key_of(score, i) - 0x00800000u;
+            best = v < best ? v : best;
         }
-        const bool any = best <= worst;
-        return (rank_range){.equal = first == last, .hi = any ? rank_of_key(best) : 0.0f, .lo = any ? rank_of_key(worst) : 0.0f};
+        for (int64_t i = 0; i < n; i++) {
+            const uint32_t v = key_of(score, i) + 0x00800000u;
+            worst = v > worst ? v : worst;
+        }
+        const bool any = best <= 0xfeffffffu;
+        return (rank_range){.equal = first == last,
+                            .hi = any ? rank_of_key(best + 0x00800000u) : 0.0f,
+                            .lo = any ? rank_of_key(worst - 0x00800000u) : 0.0f};
     }
     return (rank_range){.equal = first == last, .hi = rank_of_key(first), .lo = rank_of_key(last)};
 }

@@ -5,13 +5,14 @@
  * Offers go to a buffer, kept in key order, of twice the capacity, held as two arrays (scores,
  * keys: an offer is a copy of the block's scores and a count of keys, not 16-byte records):
  * every offer until the buffer first fills, then only those that rank above the worst kept one
- * (an equal rank with a higher key loses its tie). A full buffer is cut back to the best `cap`
- * by a radix select and a stable compaction, so that equal ranks keep their lower keys. The
- * finish sorts only what the result needs: one counting pass on the top bits that differ
- * among the candidates orders them by those bits, and only the buckets up to the one that holds
- * the cap-th best are sorted further (small ones by insertion, larger ones by the next bits).
- * Every candidate is ordered by one 64-bit word, (rank as an unsigned integer, buffer position):
- * the position is the key order, so the word's order is the result's order, ties included. */
+ * (an equal rank with a higher key loses its tie). Every order question is asked of one 64-bit
+ * word per candidate, (rank as an unsigned integer, buffer position): the position is the key
+ * order, so the word's order is the result's, ties included (positions are 32-bit: a buffer
+ * holds fewer than 2^32 candidates). A full buffer is cut back to the best `cap` by a select on
+ * levels linear in the rank and a stable compaction; the finish is a two-pass LSD radix sort of
+ * the levels of which only the part the result needs is looked at again (topk.c,
+ * docs/cpu-kernels.md). Every step is linear and the offer is a copy, or a compare and an
+ * append. */
 #ifndef LIG_CPU_OPERATORS_TOPK_H
 #define LIG_CPU_OPERATORS_TOPK_H
 
