@@ -5,9 +5,9 @@
 
 #include "core/workspace.h"
 
-/* A digit of the radix passes has at most 11 bits (two 2048-entry histograms stay in L1); a
- * sub-sort's digit at most 8 (its histogram on the stack); runs of up to INSERTION candidates
- * are sorted by insertion. */
+/* A digit of the radix passes has at most 11 bits (the finish's four histograms of 2048, 32 KiB,
+ * stay in L1); a sub-sort's digit at most 8 (its histogram on the stack); runs of up to
+ * INSERTION candidates are sorted by insertion. */
 enum { DIGIT_BITS = 11, DIGITS = 1 << DIGIT_BITS, SUB_BITS = 8, INSERTION = 16 };
 
 typedef struct topk_layout {
