@@ -97,6 +97,9 @@ static const th_test all_tests[] = {
     {"grad_threads_change_between_phases", test_grad_threads_change_between_phases},
     {"determinism_off_loses_no_update", test_determinism_off_loses_no_update},
     {"determinism_commit_ring_capacity", test_commit_ring_capacity},
+    /* the forward's top-k alone against a sort of every candidate */
+    {"topk_against_sorted_reference", test_topk_against_sorted_reference},
+    {"topk_many_cuts", test_topk_many_cuts},
     /* beyond CANN's limits */
     {"large_bsnd_128k_causal", test_large_bsnd_128k},
     {"large_tnd_128k_varlen", test_large_tnd_128k},

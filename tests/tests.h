@@ -224,6 +224,10 @@ void test_paged_errors(void);
 /* test_subnormal.c */
 void test_subnormal_inputs(void);
 
+/* test_topk.c (white-box) */
+void test_topk_against_sorted_reference(void);
+void test_topk_many_cuts(void);
+
 /* test_commit_ring.c (white-box) */
 void test_commit_ring_capacity(void);
 

@@ -33,16 +33,31 @@ static void store_index(lig_dtype dtype, char *dst, int64_t v) {
     }
 }
 
-/* Writes one unit's K slots: the n selected candidates, then -1 / -inf. */
+/* Writes one unit's K slots: the n selected candidates, then -1 / -inf. The common outputs (int32
+ * indices, fp32 values, slots contiguous) take loops of their own, a copy and a fill: a
+ * per-element dtype switch and stride cost as much as a fifth of the top-k. */
 static void write_slots(const lig_fwd_problem *pb, const lig_unit *x, const lig_candidate *c, int64_t n) {
     const lig_problem *pr = &pb->pr;
     char *ip = lig_q_row_ptr(&pb->idx, pr, x->b, x->t, x->g);
     const int64_t istep = pb->idx.dim * (int64_t)pb->idx.esize;
-    for (int64_t j = 0; j < pr->K; j++, ip += istep) store_index(pb->idx.dtype, ip, j < n ? c[j].key : -1);
+    if (pb->idx.dtype == LIG_INT32 && istep == (int64_t)sizeof(int32_t)) {
+        for (int64_t j = 0; j < n; j++) {
+            const int32_t v = (int32_t)c[j].key;
+            memcpy(ip + sizeof v * (size_t)j, &v, sizeof v);
+        }
+        for (int64_t j = n; j < pr->K; j++) memcpy(ip + sizeof(int32_t) * (size_t)j, &(int32_t){-1}, sizeof(int32_t));
+    } else {
+        for (int64_t j = 0; j < pr->K; j++, ip += istep) store_index(pb->idx.dtype, ip, j < n ? c[j].key : -1);
+    }
     if (!pb->has_values) return;
     char *vp = lig_q_row_ptr(&pb->val, pr, x->b, x->t, x->g);
     const int64_t vstep = pb->val.dim * (int64_t)pb->val.esize;
-    for (int64_t j = 0; j < pr->K; j++, vp += vstep) lig_store_float(pb->val.dtype, vp, j < n ? c[j].score : -INFINITY);
+    if (pb->val.dtype == LIG_FLOAT32 && vstep == (int64_t)sizeof(float)) {
+        for (int64_t j = 0; j < n; j++) memcpy(vp + sizeof(float) * (size_t)j, &c[j].score, sizeof(float));
+        for (int64_t j = n; j < pr->K; j++) memcpy(vp + sizeof(float) * (size_t)j, &(float){-INFINITY}, sizeof(float));
+    } else {
+        for (int64_t j = 0; j < pr->K; j++, vp += vstep) lig_store_float(pb->val.dtype, vp, j < n ? c[j].score : -INFINITY);
+    }
 }
 
 /* D, N1 or S2 is 0: every visible key scores exactly 0, so the first visible keys win. */
@@ -127,7 +142,7 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
                 out->floor->has[i] = true;
                 out->floor->worst[i] = top[i].worst;
             }
-            memcpy(out->cand + i * out->kept, top[i].buf, sizeof(lig_candidate) * (size_t)top[i].n);
+            lig_topk_kept(&top[i], out->cand + i * out->kept);
             out->count[i] = top[i].n;
         } else {
             lig_topk_finish(&top[i]);
