@@ -468,14 +468,7 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
     lspec_default(&s);
     qspec *q = &s.q;
     const uint8_t a = fz_u8(in), b = fz_u8(in);
-    q->qk = a & 1 ? LIG_INT8 : LIG_FLOAT8_E4M3FN;
-    q->layout = a & 2 ? REF_TND : REF_BSND;
-    q->paged = (a & 4) != 0;
-    q->has_sq = (a & 8) != 0;
-    q->with_values = (a & 16) != 0;
-    q->lengths = (a & 32) != 0;
-    q->pad = (a & 64) != 0;
-    q->short_form = (a & 128) != 0;
+    fz_qspec_flags(q, a);
     q->idx_dtype = b & 1 ? LIG_INT64 : LIG_INT32;
     q->val_dtype = b & 2 ? LIG_BFLOAT16 : LIG_FLOAT32;
     q->w_dtype = b & 4 ? LIG_FLOAT16 : LIG_FLOAT32;

@@ -1,10 +1,7 @@
 #include "fuzz_quant_spec.h"
 
-uint32_t fz_decode_qspec(fz_in *in, qspec *s)
+void fz_qspec_flags(qspec *s, uint8_t a)
 {
-    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-    qspec_default(s);
-    const uint8_t a = fz_u8(in), b = fz_u8(in), d = fz_u8(in);
     s->qk = a & 1 ? LIG_INT8 : LIG_FLOAT8_E4M3FN;
     s->layout = a & 2 ? REF_TND : REF_BSND;
     s->paged = (a & 4) != 0;
@@ -13,6 +10,14 @@ uint32_t fz_decode_qspec(fz_in *in, qspec *s)
     s->lengths = (a & 32) != 0;
     s->pad = (a & 64) != 0;
     s->short_form = (a & 128) != 0;
+}
+
+uint32_t fz_decode_qspec(fz_in *in, qspec *s)
+{
+    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    qspec_default(s);
+    const uint8_t a = fz_u8(in), b = fz_u8(in), d = fz_u8(in);
+    fz_qspec_flags(s, a);
     s->w_dtype = floats[b % 3];
     s->sq_dtype = (b / 3) % 2 ? LIG_FLOAT16 : LIG_FLOAT32;
     s->sk_dtype = (b / 6) % 2 ? LIG_FLOAT16 : LIG_FLOAT32;

@@ -10,6 +10,10 @@
 #include "fuzz_input.h"
 #include "quant_case.h"
 
+/* The first flag byte's bits, which the logits operator (fuzz-lig-fwd's op 6) reads the same way:
+ * codes, query layout, paged keys, query scales, values, lengths, padding, short outputs. */
+void fz_qspec_flags(qspec *s, uint8_t a);
+
 /* Fills *s and returns the seed of the case's data (qcase_make's generator). */
 uint32_t fz_decode_qspec(fz_in *in, qspec *s);
 
