@@ -43,8 +43,9 @@ FULL = dict(seq=4096, long_seq=32768, ctx="8192,65536,131072", batch="1,16", nex
 QUICK = dict(seq=1024, long_seq=2048, ctx="4096,16384", batch="1,4", next_n="1,2", reps=3, long_reps=1,
              decode_reps=3, peer_reps=1, peer_long_rows=256)
 LABEL = {"avx2-fma": "AVX2 FMA", "avx512-fma": "AVX-512 FMA", "avx512-bf16": "vdpbf16ps", "avx2-i16": "AVX2 vpmaddwd",
-         "avx512-i16": "AVX-512 vpmaddwd", "avx512-vnni": "vpdpbusd", "none": "none"}
-BF16_UNIT = {"avx2": "avx2-fma", "avx512": "avx512-fma", "avx512bf16": "avx512-bf16"}
+         "avx512-i16": "AVX-512 vpmaddwd", "avx512-vnni": "vpdpbusd", "avx-vnni": "AVX-VNNI ymm vpdpbusd",
+         "none": "none"}
+BF16_UNIT = {"avx2": "avx2-fma", "avxvnni": "avx2-fma", "avx512": "avx512-fma", "avx512bf16": "avx512-bf16"}
 
 
 def cpu_name():
