@@ -19,6 +19,7 @@ from torch import Tensor
 
 from . import _args
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
+from ._fused_cache import cache_views
 from ._lib import INT64_MAX
 from ._op_quant_indexer import run_quant_indexer
 from ._registry import op, tensors
@@ -73,20 +74,6 @@ def _check_lengths(context_lens: Tensor, block_table: Tensor, block_kv: int) -> 
         b = int(bad[0, 0])
         raise _args.invalid(f"context_lens: expected values in [0, max_blocks * block_kv = {cap}], got "
                             f"{int(lens[b])} at batch {b}")
-
-
-def cache_views(kv_cache: Tensor, D: int) -> Tuple[Tensor, Tensor]:
-    """The fused cache's fp8 codes [num_blocks, block_kv, 1, D] and fp32 scales [num_blocks,
-    block_kv, 1], both views of its memory (checked by _check: blocks contiguous and aligned)."""
-    num_blocks, block_kv = kv_cache.shape[:2]
-    block = kv_cache.stride(0) if num_blocks > 1 else block_kv * (D + 4)
-    flat = kv_cache.as_strided((num_blocks, block_kv * (D + 4)), (block, 1))  # each block's bytes
-    codes = flat.view(torch.float8_e4m3fn).as_strided((num_blocks, block_kv, 1, D), (block, D, D, 1),
-                                                      flat.storage_offset())
-    words = flat.view(torch.float32)  # the same bytes as fp32 words, block stride block / 4
-    scales = words.as_strided((num_blocks, block_kv, 1), (block // 4, 1, 1),
-                              words.storage_offset() + block_kv * D // 4)
-    return codes, scales
 
 
 def _outputs(q: Tensor, topk: int, return_values: bool, fake: bool = False) -> Tuple[Tensor, Tensor]:

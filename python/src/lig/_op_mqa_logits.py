@@ -15,13 +15,9 @@ import torch
 from torch import Tensor
 
 from . import _args, _lib, _registry
+from ._fused_cache import cache_views
 from ._lib import Descriptors
 from ._registry import op, tensor
-
-# lig.h's 8-bit dtypes; the descriptors learn them here (setdefault: another module may have too)
-_lib._DTYPES.setdefault(torch.float8_e4m3fn, 5)  # LIG_FLOAT8_E4M3FN
-_lib._DTYPES.setdefault(torch.int8, 6)  # LIG_INT8
-_lib._DTYPES.setdefault(torch.uint8, 7)  # LIG_UINT8
 
 _p = ctypes.c_void_p
 _get_workspace_size = _lib._sig(
@@ -114,10 +110,7 @@ def _cache_views(kv_cache: Tensor, dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
     D = width - 4
     if kv_cache.stride(3) != 1 or kv_cache.stride(1) != width or (nb > 1 and kv_cache.stride(0) % 4):
         raise _args.invalid(f"kv_cache: expected each block's bytes contiguous, got strides {tuple(kv_cache.stride())}")
-    s0, off = kv_cache.stride(0), kv_cache.storage_offset()
-    keys = kv_cache.as_strided((nb, bkv, 1, D), (s0, D, D, 1), off).view(dtype)
-    scales = kv_cache.as_strided((nb, bkv * 4), (s0, 1), off + bkv * D).view(torch.float32).unsqueeze(-1)
-    return keys, scales
+    return cache_views(kv_cache, D, dtype)
 
 
 def _key_ends(context_lens: Tensor, next_n: int) -> Tensor:

@@ -333,15 +333,13 @@ static lig_status run_indexer(void *plan, void *workspace, void *stream) {
     if (p->trivial) {
         for (int64_t u = 0; u < pr->units; u++) run_trivial_unit(pb, u);
         if (pb->has_logits) lig_logits_zero(pb);
-    } else if (pb->pieces > 0 && pr->units > 0) {
-        fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
-        const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
-        run_units(&r, run_piece, pb->pieces, true, flops);
-    } else if (pr->units > 0 && pb->pieces == 0) {
+    } else if (pr->units > 0) {
         fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
         const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
         const lig_fwd_groups *gs = &p->groups;
-        if (gs->n == 0) {
+        if (pb->pieces > 0) { /* a caller's schedule (the logits alone): its pieces are the units */
+            run_units(&r, run_piece, pb->pieces, true, flops);
+        } else if (gs->n == 0) {
             const int64_t R = p->pass_rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
             run_units(&r, run_pass, passes, true, flops);
         } else {
