@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda_plan.cuh"
+#include "backends/cuda/device_exec.cuh"
 
 extern "C" {
 #include "backends/cuda/cuda_backend.h"
@@ -18,32 +19,6 @@ namespace ligcu {
 static_assert(sizeof(cu_status) <= LIG_CUDA_STATUS_BYTES, "the status header fits its bytes");
 static_assert(LIG_CUDA_STATUS_BYTES + LIG_WS_ALIGN - 1 <= LIG_WORKSPACE_STATUS_BYTES,
               "a copy of LIG_WORKSPACE_STATUS_BYTES holds the status whatever the workspace's alignment");
-
-enum { THREADS = 256 };
-static const int64_t MAX_BLOCKS = 1 << 20;
-
-template <class F>
-__global__ void __launch_bounds__(THREADS) grid_kernel(const F f, int64_t n) {
-    const int64_t step = (int64_t)gridDim.x * THREADS;
-    for (int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x; i < n; i += step) f(i);
-}
-
-/* Launches on one stream; the first launch error is kept and the later launches are skipped.
- * cudaLaunchKernel returns the launch's own error, so lig never reads (and never clears, as
- * cudaGetLastError would) an error another library left in the runtime's last-error state. */
-struct device_exec {
-    cudaStream_t stream;
-    cudaError_t err;
-    template <class F>
-    void launch(int64_t n, const F &f) {
-        if (n <= 0 || err != cudaSuccess) return;
-        int64_t blocks = (n + THREADS - 1) / THREADS;
-        if (blocks > MAX_BLOCKS) blocks = MAX_BLOCKS;
-        F body = f;
-        void *args[] = {(void *)&body, (void *)&n};
-        err = cudaLaunchKernel((const void *)grid_kernel<F>, dim3((unsigned)blocks), dim3(THREADS), args, 0, stream);
-    }
-};
 
 static lig_status launch_status(const device_exec &x, const char *op) {
     if (x.err == cudaSuccess) return LIG_SUCCESS;
