@@ -5,6 +5,8 @@
 #ifndef LIG_CUDA_PLAN_CUH
 #define LIG_CUDA_PLAN_CUH
 
+#include <stdlib.h>
+
 #include "backends/cuda/cuda_kernels.cuh"
 
 extern "C" {
@@ -21,6 +23,21 @@ struct layout {
     uint64_t bt, score, count, entry, acc, kept_score, kept_key, row_loss;
     int64_t nkeys, width, cap;
 };
+
+/* The bytes an operator's row- or unit-chunked regions may take together (the fp32 dK accumulator
+ * and the batches are not chunked): 1 GiB, or LIG_CUDA_CHUNK_BYTES when set (a test knob that makes
+ * small problems run in many chunks; at least 64 KiB). Read in phase 1; the plan keeps the chunking
+ * it implies, and the results do not depend on it except where docs/cuda.md says so. */
+inline uint64_t chunk_budget() {
+    const char *e = getenv("LIG_CUDA_CHUNK_BYTES");
+    uint64_t v = 1ull << 30;
+    if (e && *e) {
+        char *end = 0;
+        const unsigned long long x = strtoull(e, &end, 10);
+        if (end && *end == 0) v = x;
+    }
+    return v < (64u << 10) ? (64u << 10) : v;
+}
 
 /* The regions' sizes saturate (core/size.h); false when the workspace does not fit. */
 inline bool finish(uint64_t cursor, layout *l) {
