@@ -433,6 +433,11 @@ static void close_enough(buf &a, buf &b, const char *what, const std::string &na
     g_checks++;
 }
 
+#ifndef LIG_CUDA_DEVICE_TEST
+/* The backward's layout with one unit per chunk: run_grad's chunk walk at its finest. */
+static bool grad_layout_unit_chunks(const lig_grad_problem *pb, layout *l) { return grad_layout_budget(pb, 0, l); }
+#endif
+
 static void run_grad_case(const gcase &c, uint64_t seed) {
     rng r = {seed};
     const geo g = geometry(c);
@@ -483,7 +488,8 @@ static void run_grad_case(const gcase &c, uint64_t seed) {
             delete o;
             break;
         }
-        res = emulate_problem(e, c.name, order, seed, grad_layout,
+        /* order 1 runs every unit as its own chunk, the others in the default chunks */
+        res = emulate_problem(e, c.name, order, seed, order == 1 ? grad_layout_unit_chunks : grad_layout,
                               [](host_exec &x, const lig_grad_problem *pb, char *base, const layout &l) {
                                   run_grad(x, grad_args_of(pb, base, l), pb->deterministic, pb->pr.bt.lq);
                               });
@@ -535,6 +541,11 @@ static lig_status fwd_phase1(const gcase &c, inputs &in, fouts &o, bool values, 
                                           c.aq.empty() ? NULL : in.ak.t, c.tnd ? "TND" : "BSND", c.K, c.mode, c.pre,
                                           c.next, o.idx.t, values ? o.val.t : NULL, ws, e);
 }
+#ifndef LIG_CUDA_DEVICE_TEST
+/* The forward's layout with one unit per chunk: run_fwd's chunk walk at its finest. */
+static bool fwd_layout_unit_chunks(const lig_fwd_problem *pb, layout *l) { return fwd_layout_budget(pb, 0, l); }
+#endif
+
 static void run_fwd_case(const gcase &c, uint64_t seed) {
     rng r = {seed};
     const geo g = geometry(c);
@@ -571,7 +582,8 @@ static void run_fwd_case(const gcase &c, uint64_t seed) {
 #else
             st = fwd_phase1(c, in, o, values, &ws, &e);
             if (st != LIG_SUCCESS) return;
-            res = emulate_problem(e, c.name, order, seed, fwd_layout,
+            /* order 1 runs every unit as its own chunk, the others in the default chunks */
+            res = emulate_problem(e, c.name, order, seed, order == 1 ? fwd_layout_unit_chunks : fwd_layout,
                                   [](host_exec &x, const lig_fwd_problem *pb, char *base, const layout &l) {
                                       run_fwd(x, fwd_args_of(pb, base, l), pb->pr.bt.lq);
                                   });

@@ -21,7 +21,7 @@ namespace ligcu {
 struct layout {
     uint64_t bytes;
     uint64_t bt, score, count, entry, acc, kept_score, kept_key, row_loss;
-    int64_t nkeys, width, cap;
+    int64_t nkeys, width, cap, chunk;
 };
 
 /* The bytes an operator's row- or unit-chunked regions may take together (the fp32 dK accumulator
@@ -45,26 +45,39 @@ inline bool finish(uint64_t cursor, layout *l) {
     return lig_size_fits(l->bytes);
 }
 
-inline bool grad_layout(const lig_grad_problem *pb, layout *l) {
+/* The backward's chunked regions hold one chunk of units (run_grad walks the chunks in order):
+ * scores [chunk][G][K] and, deterministic, the chunk's slot ids [chunk * K]; chunk = as many units
+ * as `budget` bytes hold (at least one). Besides them: the fp32 dK accumulator [key rows][N2][D]
+ * and, deterministic, the per-key offsets and cursors (16 bytes per key). */
+inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layout *l) {
     const lig_problem *p = &pb->pr;
     *l = layout();
     uint64_t c = 0;
     lig_ws_take(&c, sizeof(cu_status));
     const uint64_t nkeys = lig_size_mul((uint64_t)p->key_rows, (uint64_t)p->N2);
     l->nkeys = lig_size_fits(nkeys) ? (int64_t)nkeys : INT64_MAX; /* the workspace then does not fit */
-    const uint64_t slots = lig_size_mul((uint64_t)p->units, (uint64_t)p->K);
+    const uint64_t per_unit =
+        lig_size_add(lig_size_mul3((uint64_t)p->G, (uint64_t)p->K, 4), pb->deterministic ? lig_size_mul((uint64_t)p->K, 8) : 0);
+    uint64_t chunk = per_unit ? budget / per_unit : (uint64_t)p->units;
+    if (chunk > (uint64_t)p->units) chunk = (uint64_t)p->units;
+    if (chunk < 1) chunk = 1;
+    l->chunk = (int64_t)chunk;
+    const uint64_t slots = lig_size_mul(chunk, (uint64_t)p->K);
     l->bt = lig_ws_take(&c, lig_batches_bytes(p->B));
     l->score = lig_ws_take(&c, lig_size_mul3(slots, 4, (uint64_t)p->G));
+    l->acc = lig_ws_take(&c, lig_size_mul3(nkeys, 4, (uint64_t)p->D));
     if (pb->deterministic) {
         l->count = lig_ws_take(&c, lig_size_mul(8, lig_size_add(lig_size_mul(2, nkeys), 1)));
         l->entry = lig_ws_take(&c, lig_size_mul(slots, 8));
-    } else {
-        l->acc = lig_ws_take(&c, lig_size_mul3(nkeys, 4, (uint64_t)p->D));
     }
     return finish(c, l);
 }
+inline bool grad_layout(const lig_grad_problem *pb, layout *l) { return grad_layout_budget(pb, chunk_budget(), l); }
 
-inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) {
+/* The forward's regions hold one chunk of units (run_fwd walks the chunks in order): scores
+ * [chunk][width] and candidates [chunk][cap], chunk = as many units as `budget` bytes hold (at
+ * least one). The workspace is then at most budget + one unit's regions, whatever B and S1 are. */
+inline bool fwd_layout_budget(const lig_fwd_problem *pb, uint64_t budget, layout *l) {
     const lig_problem *p = &pb->pr;
     *l = layout();
     uint64_t c = 0;
@@ -72,13 +85,18 @@ inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) {
     for (int64_t b = 0; b < p->B; b++)
         if (p->bt.lk[b] > l->width) l->width = p->bt.lk[b];
     l->cap = p->K < l->width ? p->K : l->width;
-    const uint64_t units = (uint64_t)p->units;
+    const uint64_t per_unit = lig_size_add(lig_size_mul((uint64_t)l->width, 4), lig_size_mul((uint64_t)l->cap, 12));
+    uint64_t chunk = per_unit ? budget / per_unit : (uint64_t)p->units;
+    if (chunk > (uint64_t)p->units) chunk = (uint64_t)p->units;
+    if (chunk < 1) chunk = 1;
+    l->chunk = (int64_t)chunk;
     l->bt = lig_ws_take(&c, lig_batches_bytes(p->B));
-    l->score = lig_ws_take(&c, lig_size_mul3(units, (uint64_t)l->width, 4));
-    l->kept_score = lig_ws_take(&c, lig_size_mul3(units, (uint64_t)l->cap, 4));
-    l->kept_key = lig_ws_take(&c, lig_size_mul3(units, (uint64_t)l->cap, 8));
+    l->score = lig_ws_take(&c, lig_size_mul3(chunk, (uint64_t)l->width, 4));
+    l->kept_score = lig_ws_take(&c, lig_size_mul3(chunk, (uint64_t)l->cap, 4));
+    l->kept_key = lig_ws_take(&c, lig_size_mul3(chunk, (uint64_t)l->cap, 8));
     return finish(c, l);
 }
+inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) { return fwd_layout_budget(pb, chunk_budget(), l); }
 
 inline bool kl_layout(const lig_kl_problem *pb, layout *l) {
     *l = layout();
@@ -142,10 +160,12 @@ inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layo
     a.dq = view_of(pb->dq);
     a.dk = view_of(pb->dk);
     a.dw = view_of(pb->dw);
-    a.acc = pb->deterministic ? 0 : (float *)(void *)(base + l.acc);
+    a.acc = (float *)(void *)(base + l.acc);
     a.count = pb->deterministic ? (unsigned long long *)(void *)(base + l.count) : 0;
     a.entry = pb->deterministic ? (int64_t *)(void *)(base + l.entry) : 0;
     a.nkeys = l.nkeys;
+    a.chunk = l.chunk;
+    a.unit0 = 0;
     return a;
 }
 
@@ -157,6 +177,8 @@ inline fwd_args fwd_args_of(const lig_fwd_problem *pb, char *base, const layout 
     a.trivial = pb->pr.D == 0 || pb->pr.N1 == 0;
     a.width = l.width;
     a.cap = l.cap;
+    a.chunk = l.chunk;
+    a.unit0 = 0;
     a.kept_score = (float *)(void *)(base + l.kept_score);
     a.kept_key = (int64_t *)(void *)(base + l.kept_key);
     return a;

@@ -7,21 +7,23 @@
 namespace ligcu {
 
 
-struct fwd_args : plan_args { /* score: [units][width], the score of key lo + i */
+struct fwd_args : plan_args { /* score: [chunk][width], the score of key lo + i of unit unit0 + c */
     cu_view val;
     int32_t has_values, trivial; /* trivial: D or N1 is 0, every score is exactly 0 */
     int64_t width;               /* scores per unit: the longest batch's key count */
     int64_t cap;                 /* min(K, width): candidates kept per unit */
-    float *kept_score;           /* [units][cap] */
-    int64_t *kept_key;           /* [units][cap] */
+    int64_t chunk;               /* units per chunk (the regions below hold one chunk) */
+    int64_t unit0;               /* the first unit of the chunk being run (set per chunk by run_fwd) */
+    float *kept_score;           /* [chunk][cap] */
+    int64_t *kept_key;           /* [chunk][cap] */
 };
 
 /* I = sum over the group's heads of w * ReLU(q . k), fp32, heads and d in order. */
 struct k_fwd_scores {
     fwd_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t u = i / a.width, o = i - u * a.width;
-        const cu_unit x = unit_decode(a.p, u);
+        const int64_t c = i / a.width, o = i - c * a.width;
+        const cu_unit x = unit_decode(a.p, a.unit0 + c);
         const int64_t s = x.lo + o;
         if (s > x.hi) return;
         float I = 0.0f;
@@ -62,62 +64,77 @@ LIG_HD void sift_down_worst(float *sc, int64_t *ky, int64_t root, int64_t n) {
     }
 }
 
-/* Top-k and the writes, one thread per (query-tensor row, key head): a bounded heap over the
- * visible keys, heapsorted best first; -1 / -inf after the selected slots and in invalid rows. */
+/* Writes one (row, key head)'s K slots: the first n candidates, then -1 / -inf. */
+LIG_HD void write_slots(const fwd_args &a, int64_t b, int64_t row, int64_t g, const float *sc, const int64_t *ky,
+                        int64_t n) {
+    for (int64_t j = 0; j < a.p.K; j++) {
+        char *ip = a.idx.data + (b * a.idx.batch + row * a.idx.row + g * a.idx.head + j * a.idx.dim) * (int64_t)a.idx.esize;
+        store_i(a.idx.dtype, ip, j < n ? ky[j] : -1);
+        if (a.has_values) {
+            char *vp = a.val.data + (b * a.val.batch + row * a.val.row + g * a.val.head + j * a.val.dim) * (int64_t)a.val.esize;
+            store_f(a.val.dtype, vp, j < n ? sc[j] : neg_inf());
+        }
+    }
+}
+
+/* Top-k and the writes, one thread per unit of the chunk: a bounded heap over the unit's visible
+ * keys, heapsorted best first, then its K slots. */
 struct k_fwd_select {
+    fwd_args a;
+    LIG_HD void operator()(int64_t c) const {
+        const cu_unit x = unit_decode(a.p, a.unit0 + c);
+        float *sc = a.kept_score + c * a.cap;
+        int64_t *ky = a.kept_key + c * a.cap;
+        const float *all = a.score + c * a.width;
+        int64_t n = 0;
+        for (int64_t s = x.lo; s <= x.hi; s++) {
+            const float v = all[s - x.lo];
+            if (n < a.cap) { /* fill, then heapify once full */
+                sc[n] = v;
+                ky[n] = s;
+                if (++n == a.cap)
+                    for (int64_t k = n / 2 - 1; k >= 0; k--) sift_down_worst(sc, ky, k, n);
+            } else if (better(v, s, sc[0], ky[0])) {
+                sc[0] = v;
+                ky[0] = s;
+                sift_down_worst(sc, ky, 0, n);
+            }
+        }
+        if (n < a.cap)
+            for (int64_t k = n / 2 - 1; k >= 0; k--) sift_down_worst(sc, ky, k, n);
+        for (int64_t end = n - 1; end > 0; end--) { /* worst to the back: best first */
+            swap_candidates(sc, ky, 0, end);
+            sift_down_worst(sc, ky, 0, end);
+        }
+        write_slots(a, x.b, a.p.tnd ? a.p.q_base(x.b) + x.t : x.t, x.g, sc, ky, n);
+    }
+};
+
+/* The rows no batch owns validly (past a batch's length, past the last TND end): -1 / -inf, one
+ * thread per (query-tensor row, key head). */
+struct k_fwd_invalid_rows {
     fwd_args a;
     LIG_HD void operator()(int64_t i) const {
         const int64_t g = i % a.p.N2, r = i / a.p.N2;
-        int64_t b, t, n = 0;
-        float *sc = 0;
-        int64_t *ky = 0;
-        const bool valid = row_decode(a.p, r, &b, &t);
-        if (valid) {
-            const int64_t u = unit_of(a.p, b, t, g);
-            const cu_unit x = unit_decode(a.p, u);
-            sc = a.kept_score + u * a.cap;
-            ky = a.kept_key + u * a.cap;
-            const float *all = a.score + u * a.width;
-            for (int64_t s = x.lo; s <= x.hi; s++) {
-                const float v = all[s - x.lo];
-                if (n < a.cap) { /* fill, then heapify once full */
-                    sc[n] = v;
-                    ky[n] = s;
-                    if (++n == a.cap)
-                        for (int64_t k = n / 2 - 1; k >= 0; k--) sift_down_worst(sc, ky, k, n);
-                } else if (better(v, s, sc[0], ky[0])) {
-                    sc[0] = v;
-                    ky[0] = s;
-                    sift_down_worst(sc, ky, 0, n);
-                }
-            }
-            if (n < a.cap)
-                for (int64_t k = n / 2 - 1; k >= 0; k--) sift_down_worst(sc, ky, k, n);
-            for (int64_t end = n - 1; end > 0; end--) { /* worst to the back: best first */
-                swap_candidates(sc, ky, 0, end);
-                sift_down_worst(sc, ky, 0, end);
-            }
-        } else {
-            b = a.p.tnd ? 0 : r / a.p.S1;
-            t = a.p.tnd ? r : r - b * a.p.S1;
-        }
-        const int64_t row = a.p.tnd ? r : t;
-        for (int64_t j = 0; j < a.p.K; j++) {
-            char *ip = a.idx.data + (b * a.idx.batch + row * a.idx.row + g * a.idx.head + j * a.idx.dim) * (int64_t)a.idx.esize;
-            store_i(a.idx.dtype, ip, j < n ? ky[j] : -1);
-            if (a.has_values) {
-                char *vp = a.val.data + (b * a.val.batch + row * a.val.row + g * a.val.head + j * a.val.dim) * (int64_t)a.val.esize;
-                store_f(a.val.dtype, vp, j < n ? sc[j] : neg_inf());
-            }
-        }
+        int64_t b, t;
+        if (row_decode(a.p, r, &b, &t)) return;
+        b = a.p.tnd ? 0 : r / a.p.S1;
+        t = a.p.tnd ? r : r - b * a.p.S1;
+        write_slots(a, b, a.p.tnd ? r : t, g, 0, 0, 0);
     }
 };
 
 template <class X>
 void run_fwd(X &x, const fwd_args &a, const int64_t *host_bt) {
     run_prologue(x, a.st, a.p, host_bt);
-    x.launch(a.p.units * a.width, after_checks(a.st, k_fwd_scores{a}));
-    x.launch(a.p.q_rows * a.p.N2, after_checks(a.st, k_fwd_select{a}));
+    /* the units in chunks of a.chunk, in order: the scores and candidates of one chunk at a time */
+    fwd_args c = a;
+    for (c.unit0 = 0; c.unit0 < a.p.units; c.unit0 += a.chunk) {
+        const int64_t n = a.p.units - c.unit0 < a.chunk ? a.p.units - c.unit0 : a.chunk;
+        x.launch(n * a.width, after_checks(a.st, k_fwd_scores{c}));
+        x.launch(n, after_checks(a.st, k_fwd_select{c}));
+    }
+    x.launch(a.p.q_rows * a.p.N2, after_checks(a.st, k_fwd_invalid_rows{a}));
 }
 
 } // namespace ligcu

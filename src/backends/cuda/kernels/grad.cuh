@@ -14,6 +14,8 @@ struct grad_args : plan_args {
     unsigned long long *count;    /* deterministic: [nkeys + 1] offsets, then [nkeys] cursors */
     int64_t *entry;               /* deterministic: [units * K] slot ids u * K + j, grouped by key */
     int64_t nkeys;                /* key_rows * N2 */
+    int64_t chunk;                /* units per chunk: score holds [chunk][G][K], entry [chunk * K] */
+    int64_t unit0;                /* the first unit of the chunk being run (set per chunk by run_grad) */
 };
 
 LIG_HD int64_t slot_index(const grad_args &a, const cu_unit &x, int64_t j) {
@@ -57,7 +59,7 @@ struct k_grad_scores {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
         const int64_t K = a.p.K, G = a.p.G;
-        const int64_t j = i % K, uh = i / K, hl = uh % G, u = uh / G;
+        const int64_t j = i % K, uh = i / K, hl = uh % G, u = a.unit0 + uh / G;
         const cu_unit x = unit_decode(a.p, u);
         const int64_t s = slot_index(a, x, j);
         float acc = 0.0f;
@@ -76,53 +78,67 @@ LIG_HD float gate_a(const grad_args &a, const cu_unit &x, int64_t h, int64_t j, 
     return load_f(a.w.dtype, at_q(a.w, a.p, x.b, x.t, h, 0)) * load_f(a.dy.dtype, at_q(a.dy, a.p, x.b, x.t, x.g, j));
 }
 
-/* dQ, one thread per element of d_query (every row: invalid ones get 0). */
+/* The chunk's S of unit u (of the chunk) and head hl of its group: K values. */
+LIG_HD const float *chunk_scores(const grad_args &a, int64_t u, int64_t hl) {
+    return a.score + ((u - a.unit0) * a.p.G + hl) * a.p.K;
+}
+/* The query-tensor row of a valid (b, t), as the output views address it. */
+LIG_HD int64_t tensor_row(const cu_geom &p, int64_t b, int64_t t) { return p.tnd ? p.q_base(b) + t : t; }
+/* (b, row) of an invalid query-tensor row r, as the output views address it. */
+LIG_HD void invalid_row(const cu_geom &p, int64_t r, int64_t *b, int64_t *row) {
+    *b = p.tnd ? 0 : r / p.S1;
+    *row = p.tnd ? r : r - *b * p.S1;
+}
+
+/* dQ, one thread per element of d_query of the chunk's units: sum over the slots in slot order. */
 struct k_grad_dq {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, N1 = a.p.N1;
-        const int64_t d = i % D, rh = i / D, h = rh % N1, r = rh / N1;
-        int64_t b, t;
+        const int64_t D = a.p.D, G = a.p.G;
+        const int64_t d = i % D, ch = i / D, hl = ch % G, u = a.unit0 + ch / G;
+        const cu_unit x = unit_decode(a.p, u);
+        const int64_t h = x.g * G + hl;
+        const float *S = chunk_scores(a, u, hl);
         float acc = 0.0f;
-        const bool valid = row_decode(a.p, r, &b, &t);
-        if (valid) {
-            const int64_t g = h / a.p.G, u = unit_of(a.p, b, t, g);
-            const cu_unit x = unit_decode(a.p, u);
-            const float *S = a.score + (u * a.p.G + (h - g * a.p.G)) * a.p.K;
-            for (int64_t j = 0; j < a.p.K; j++) {
-                if (!(S[j] > 0.0f)) continue; /* gate closed, or a slot that does not count */
-                acc += gate_a(a, x, h, j, S[j]) * load_f(a.k.dtype, at_k(a.k, a.p, b, slot_index(a, x, j), g, d));
-            }
-        } else {
-            b = a.p.tnd ? 0 : r / a.p.S1;
-            t = a.p.tnd ? r : r - b * a.p.S1;
+        for (int64_t j = 0; j < a.p.K; j++) {
+            if (!(S[j] > 0.0f)) continue; /* gate closed, or a slot that does not count */
+            acc += gate_a(a, x, h, j, S[j]) * load_f(a.k.dtype, at_k(a.k, a.p, x.b, slot_index(a, x, j), x.g, d));
         }
-        /* address by the tensor's own row: invalid rows have no q_base offset */
-        char *out = a.dq.data + (b * a.dq.batch + (a.p.tnd ? r : t) * a.dq.row + h * a.dq.head + d * a.dq.dim) *
-                                    (int64_t)a.dq.esize;
+        char *out = a.dq.data + (x.b * a.dq.batch + tensor_row(a.p, x.b, x.t) * a.dq.row + h * a.dq.head +
+                                 d * a.dq.dim) * (int64_t)a.dq.esize;
         store_f(a.dq.dtype, out, acc);
     }
 };
 
-/* dW, one thread per element of d_weights. */
+/* dW, one thread per element of d_weights of the chunk's units. */
 struct k_grad_dw {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t N1 = a.p.N1, h = i % N1, r = i / N1;
-        int64_t b, t;
+        const int64_t G = a.p.G, hl = i % G, u = a.unit0 + i / G;
+        const cu_unit x = unit_decode(a.p, u);
+        const int64_t h = x.g * G + hl;
+        const float *S = chunk_scores(a, u, hl);
         float acc = 0.0f;
-        if (row_decode(a.p, r, &b, &t)) {
-            const int64_t g = h / a.p.G, u = unit_of(a.p, b, t, g);
-            const cu_unit x = unit_decode(a.p, u);
-            const float *S = a.score + (u * a.p.G + (h - g * a.p.G)) * a.p.K;
-            for (int64_t j = 0; j < a.p.K; j++)
-                if (S[j] > 0.0f) acc += S[j] * load_f(a.dy.dtype, at_q(a.dy, a.p, x.b, x.t, x.g, j));
-        } else {
-            b = a.p.tnd ? 0 : r / a.p.S1;
-            t = a.p.tnd ? r : r - b * a.p.S1;
-        }
-        char *out = a.dw.data + (b * a.dw.batch + (a.p.tnd ? r : t) * a.dw.row + h * a.dw.head) * (int64_t)a.dw.esize;
+        for (int64_t j = 0; j < a.p.K; j++)
+            if (S[j] > 0.0f) acc += S[j] * load_f(a.dy.dtype, at_q(a.dy, a.p, x.b, x.t, x.g, j));
+        char *out = a.dw.data + (x.b * a.dw.batch + tensor_row(a.p, x.b, x.t) * a.dw.row + h * a.dw.head) *
+                                    (int64_t)a.dw.esize;
         store_f(a.dw.dtype, out, acc);
+    }
+};
+
+/* The rows no batch owns validly get 0 in d_query and d_weights: one thread per (row, head). */
+struct k_grad_invalid_rows {
+    grad_args a;
+    LIG_HD void operator()(int64_t i) const {
+        const int64_t h = i % a.p.N1, r = i / a.p.N1;
+        int64_t b, row;
+        if (row_decode(a.p, r, &b, &row)) return;
+        invalid_row(a.p, r, &b, &row);
+        for (int64_t d = 0; d < a.p.D; d++)
+            store_f(a.dq.dtype, a.dq.data + (b * a.dq.batch + row * a.dq.row + h * a.dq.head + d * a.dq.dim) *
+                                                (int64_t)a.dq.esize, 0.0f);
+        store_f(a.dw.dtype, a.dw.data + (b * a.dw.batch + row * a.dw.row + h * a.dw.head) * (int64_t)a.dw.esize, 0.0f);
     }
 };
 
@@ -132,7 +148,7 @@ LIG_HD float slot_contribution(const grad_args &a, int64_t u, int64_t j, int64_t
     float c = 0.0f;
     for (int64_t hl = 0; hl < a.p.G; hl++) {
         const int64_t h = x.g * a.p.G + hl;
-        const float S = a.score[(u * a.p.G + hl) * a.p.K + j];
+        const float S = chunk_scores(a, u, hl)[j];
         if (S > 0.0f) c += gate_a(a, x, h, j, S) * load_f(a.q.dtype, at_q(a.q, a.p, x.b, x.t, h, d));
     }
     return c;
@@ -142,14 +158,17 @@ LIG_HD bool slot_counts(const grad_args &a, const cu_unit &x, int64_t j, int64_t
     return *s >= x.lo && *s <= x.hi;
 }
 /* Slot i of the flat (unit, slot) range, when it counts: its unit and key. */
+/* Slot i of the chunk (0 .. chunk units * K): whether it counts, its unit and key. */
 LIG_HD bool flat_slot_counts(const grad_args &a, int64_t i, cu_unit *x, int64_t *s) {
+    i += a.unit0 * a.p.K;
     const int64_t u = i / a.p.K;
     *x = unit_decode(a.p, u);
     return slot_counts(a, *x, i - u * a.p.K, s);
 }
 
-/* Non-deterministic dK: clear the fp32 accumulator, add every contribution with atomicAdd
- * (the order of the additions varies between runs), round once into d_key. */
+/* The fp32 dK accumulator is cleared first and rounded once into d_key last (both modes);
+ * non-deterministic, each chunk adds its contributions with atomicAdd (the order of the additions
+ * varies between runs). */
 struct k_fill_f32 {
     float *dst;
     LIG_HD void operator()(int64_t i) const { dst[i] = 0.0f; }
@@ -157,7 +176,7 @@ struct k_fill_f32 {
 struct k_dk_scatter {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, d = i % D, uj = i / D, j = uj % a.p.K, u = uj / a.p.K;
+        const int64_t D = a.p.D, d = i % D, uj = i / D, j = uj % a.p.K, u = a.unit0 + uj / a.p.K;
         const cu_unit x = unit_decode(a.p, u);
         int64_t s;
         if (!slot_counts(a, x, j, &s)) return;
@@ -182,9 +201,10 @@ struct k_dk_round {
     }
 };
 
-/* Deterministic dK: an inverted list key -> slots, sorted by slot id (u * K + j, i.e. by row, key
- * head, slot), then one thread per d_key element sums its key's contributions in that order.
- *   count: one thread per (unit, slot), integer atomics (their result does not depend on order)
+/* Deterministic dK, per chunk: an inverted list key -> the chunk's slots, sorted by slot id
+ * (u * K + j, i.e. by row, key head, slot), then one thread per d_key element adds its key's
+ * contributions in that order to the accumulator (chunks in order: slot-id order throughout).
+ *   count: one thread per slot of the chunk, integer atomics (their result does not depend on order)
  *   scan: one thread, exclusive prefix sum, cursors = offsets
  *   scatter: slot ids into their key's segment (positions vary between runs, contents do not)
  *   sort: one thread per key, heapsort of its segment (ids are distinct: the order is unique)
@@ -221,7 +241,7 @@ struct k_scatter {
         int64_t s;
         if (!flat_slot_counts(a, i, &x, &s)) return;
         const unsigned long long pos = atomic_inc_u64(&a.count[a.nkeys + 1 + key_id(a, x, s)]);
-        a.entry[pos] = i;
+        a.entry[pos] = a.unit0 * a.p.K + i; /* the slot's id in the whole problem */
     }
 };
 LIG_HD void sift_down_max(int64_t *v, int64_t root, int64_t n) {
@@ -249,37 +269,46 @@ struct k_sort_segments {
 struct k_dk_sum {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, d = i % D, key = i / D, g = key % a.p.N2, kr = key / a.p.N2;
-        float acc = 0.0f;
-        for (unsigned long long e = a.count[key]; e < a.count[key + 1]; e++) {
+        const int64_t D = a.p.D, key = i / D, d = i - key * D;
+        const unsigned long long end = a.count[key + 1];
+        float acc = a.acc[i]; /* the earlier chunks' sum: the additions run in slot-id order throughout */
+        for (unsigned long long e = a.count[key]; e < end; e++) {
             const int64_t id = a.entry[e], u = id / a.p.K;
             acc += slot_contribution(a, u, id - u * a.p.K, d);
         }
-        store_f(a.dk.dtype, dk_at(a, kr, g, d), acc);
+        a.acc[i] = acc;
     }
 };
 
+/* The units in chunks of a.chunk, in order; each chunk's scores, dQ, dW and dK contributions, the
+ * contributions added into the fp32 accumulator (deterministic: per key in slot-id order, so the
+ * sum is the same whatever the chunking), rounded once into d_key at the end. */
 template <class X>
 void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_bt) {
-    const int64_t K = a.p.K, D = a.p.D, slots = a.p.units * K;
+    const int64_t K = a.p.K, D = a.p.D, G = a.p.G;
     run_prologue(x, a.st, a.p, host_bt);
-    x.launch(slots, k_grad_check{a});
+    x.launch(a.p.units * K, k_grad_check{a});
     x.launch(1, k_grad_report{a});
-    x.launch(slots * a.p.G, after_checks(a.st, k_grad_scores{a}));
-    x.launch(a.p.q_rows * a.p.N1 * D, after_checks(a.st, k_grad_dq{a}));
-    x.launch(a.p.q_rows * a.p.N1, after_checks(a.st, k_grad_dw{a}));
-    if (deterministic) {
-        x.launch(2 * a.nkeys + 1, after_checks(a.st, k_count_clear{a}));
-        x.launch(slots, after_checks(a.st, k_count{a}));
-        x.launch(1, after_checks(a.st, k_scan{a}));
-        x.launch(slots, after_checks(a.st, k_scatter{a}));
-        x.launch(a.nkeys, after_checks(a.st, k_sort_segments{a}));
-        x.launch(a.nkeys * D, after_checks(a.st, k_dk_sum{a}));
-    } else {
-        x.launch(a.nkeys * D, after_checks(a.st, k_fill_f32{a.acc}));
-        x.launch(slots * D, after_checks(a.st, k_dk_scatter{a}));
-        x.launch(a.nkeys * D, after_checks(a.st, k_dk_round{a}));
+    x.launch(a.p.q_rows * a.p.N1, after_checks(a.st, k_grad_invalid_rows{a}));
+    x.launch(a.nkeys * D, after_checks(a.st, k_fill_f32{a.acc}));
+    grad_args c = a;
+    for (c.unit0 = 0; c.unit0 < a.p.units; c.unit0 += a.chunk) {
+        const int64_t n = a.p.units - c.unit0 < a.chunk ? a.p.units - c.unit0 : a.chunk, slots = n * K;
+        x.launch(slots * G, after_checks(a.st, k_grad_scores{c}));
+        x.launch(n * G * D, after_checks(a.st, k_grad_dq{c}));
+        x.launch(n * G, after_checks(a.st, k_grad_dw{c}));
+        if (deterministic) {
+            x.launch(2 * a.nkeys + 1, after_checks(a.st, k_count_clear{c}));
+            x.launch(slots, after_checks(a.st, k_count{c}));
+            x.launch(1, after_checks(a.st, k_scan{c}));
+            x.launch(slots, after_checks(a.st, k_scatter{c}));
+            x.launch(a.nkeys, after_checks(a.st, k_sort_segments{c}));
+            x.launch(a.nkeys * D, after_checks(a.st, k_dk_sum{c}));
+        } else {
+            x.launch(slots * D, after_checks(a.st, k_dk_scatter{c}));
+        }
     }
+    x.launch(a.nkeys * D, after_checks(a.st, k_dk_round{a}));
 }
 
 } // namespace ligcu
