@@ -185,6 +185,14 @@ LIG_HD bool key_row_decode(const cu_geom &p, int64_t r, int64_t *b, int64_t *s) 
     *s = r - p.k_base(lo);
     return *s >= 0 && *s < p.lk(lo);
 }
+/* The query-tensor row of a valid (b, t), as the output views address it. */
+LIG_HD int64_t tensor_row(const cu_geom &p, int64_t b, int64_t t) { return p.tnd ? p.q_base(b) + t : t; }
+/* (b, row) of an invalid query-tensor row r, as the output views address it. */
+LIG_HD void invalid_row(const cu_geom &p, int64_t r, int64_t *b, int64_t *row) {
+    *b = p.tnd ? 0 : r / p.S1;
+    *row = p.tnd ? r : r - *b * p.S1;
+}
+
 LIG_HD int64_t unit_of(const cu_geom &p, int64_t b, int64_t t, int64_t g) { return (p.row_prefix(b) + t) * p.N2 + g; }
 
 /* ---- shared launches ---------------------------------------------------------------------- */

@@ -106,7 +106,7 @@ struct k_fwd_select {
             swap_candidates(sc, ky, 0, end);
             sift_down_worst(sc, ky, 0, end);
         }
-        write_slots(a, x.b, a.p.tnd ? a.p.q_base(x.b) + x.t : x.t, x.g, sc, ky, n);
+        write_slots(a, x.b, tensor_row(a.p, x.b, x.t), x.g, sc, ky, n);
     }
 };
 
@@ -116,11 +116,10 @@ struct k_fwd_invalid_rows {
     fwd_args a;
     LIG_HD void operator()(int64_t i) const {
         const int64_t g = i % a.p.N2, r = i / a.p.N2;
-        int64_t b, t;
-        if (row_decode(a.p, r, &b, &t)) return;
-        b = a.p.tnd ? 0 : r / a.p.S1;
-        t = a.p.tnd ? r : r - b * a.p.S1;
-        write_slots(a, b, a.p.tnd ? r : t, g, 0, 0, 0);
+        int64_t b, row;
+        if (row_decode(a.p, r, &b, &row)) return;
+        invalid_row(a.p, r, &b, &row);
+        write_slots(a, b, row, g, 0, 0, 0);
     }
 };
 

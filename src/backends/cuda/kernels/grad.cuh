@@ -82,14 +82,6 @@ LIG_HD float gate_a(const grad_args &a, const cu_unit &x, int64_t h, int64_t j, 
 LIG_HD const float *chunk_scores(const grad_args &a, int64_t u, int64_t hl) {
     return a.score + ((u - a.unit0) * a.p.G + hl) * a.p.K;
 }
-/* The query-tensor row of a valid (b, t), as the output views address it. */
-LIG_HD int64_t tensor_row(const cu_geom &p, int64_t b, int64_t t) { return p.tnd ? p.q_base(b) + t : t; }
-/* (b, row) of an invalid query-tensor row r, as the output views address it. */
-LIG_HD void invalid_row(const cu_geom &p, int64_t r, int64_t *b, int64_t *row) {
-    *b = p.tnd ? 0 : r / p.S1;
-    *row = p.tnd ? r : r - *b * p.S1;
-}
-
 /* dQ, one thread per element of d_query of the chunk's units: sum over the slots in slot order. */
 struct k_grad_dq {
     grad_args a;
