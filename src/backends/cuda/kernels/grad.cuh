@@ -197,7 +197,7 @@ struct k_dk_round {
  * (u * K + j, i.e. by row, key head, slot), then one thread per d_key element adds its key's
  * contributions in that order to the accumulator (chunks in order: slot-id order throughout).
  *   count: one thread per slot of the chunk, integer atomics (their result does not depend on order)
- *   scan: one thread, exclusive prefix sum, cursors = offsets
+ *   scan: one block, exclusive prefix sum over slices of the keys, cursors = offsets
  *   scatter: slot ids into their key's segment (positions vary between runs, contents do not)
  *   sort: one thread per key, heapsort of its segment (ids are distinct: the order is unique)
  *   sum: one thread per d_key element, in segment order. */
@@ -215,15 +215,46 @@ struct k_count {
         if (flat_slot_counts(a, i, &x, &s)) atomic_inc_u64(&a.count[key_id(a, x, s) + 1]);
     }
 };
+/* The offsets and cursors from the counts, one block: thread t scans a contiguous slice of the
+ * keys (its total, then the slices' totals in slice order by thread 0, then its slice again from its
+ * offset). Integer sums: the result does not depend on the order. */
 struct k_scan {
+    enum { THREADS = 1024 };
+    struct local {};
     grad_args a;
-    LIG_HD void operator()(int64_t) const {
-        unsigned long long *off = a.count, *cur = a.count + a.nkeys + 1;
-        off[0] = 0;
-        for (int64_t k = 0; k < a.nkeys; k++) {
-            off[k + 1] += off[k];
-            cur[k] = off[k];
+    uint64_t smem_bytes() const { return THREADS * sizeof(unsigned long long); }
+    LIG_HD int step(int phase, int64_t, int tid, char *smem, local &) const {
+        unsigned long long *part = (unsigned long long *)(void *)smem;
+        unsigned long long *off = a.count, *cur = a.count + a.nkeys + 1; /* off[k + 1]: key k's count */
+        const int64_t per = (a.nkeys + THREADS - 1) / THREADS;
+        const int64_t lo = (int64_t)tid * per < a.nkeys ? (int64_t)tid * per : a.nkeys;
+        const int64_t hi = lo + per < a.nkeys ? lo + per : a.nkeys;
+        if (phase == 0) {
+            if (failed(a.st)) return -1;
+            unsigned long long sum = 0;
+            for (int64_t k = lo; k < hi; k++) sum += off[k + 1];
+            part[tid] = sum;
+            return 1;
         }
+        if (phase == 1) {
+            if (tid == 0) {
+                unsigned long long run = 0;
+                for (int i = 0; i < THREADS; i++) {
+                    const unsigned long long v = part[i];
+                    part[i] = run;
+                    run += v;
+                }
+            }
+            return 2;
+        }
+        unsigned long long run = part[tid];
+        if (tid == 0) off[0] = 0;
+        for (int64_t k = lo; k < hi; k++) {
+            cur[k] = run;
+            run += off[k + 1];
+            off[k + 1] = run;
+        }
+        return -1;
     }
 };
 struct k_scatter {
@@ -292,7 +323,7 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
         if (deterministic) {
             x.launch(2 * a.nkeys + 1, after_checks(a.st, k_count_clear{c}));
             x.launch(slots, after_checks(a.st, k_count{c}));
-            x.launch(1, after_checks(a.st, k_scan{c}));
+            x.launch_blocks(1, k_scan{c});
             x.launch(slots, after_checks(a.st, k_scatter{c}));
             x.launch(a.nkeys, after_checks(a.st, k_sort_segments{c}));
             x.launch(a.nkeys * D, after_checks(a.st, k_dk_sum{c}));
