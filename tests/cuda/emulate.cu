@@ -691,6 +691,61 @@ static void run_kl_case(const klcase &c, uint64_t seed) {
     }
 }
 
+#ifndef LIG_CUDA_DEVICE_TEST
+/* ---- the warp tile product ------------------------------------------------------------------ */
+/* One block of two warps, each C (16 x 16 fp32) += A * B^T over K = 32 (two 16-deep steps, two
+ * phases), operands at padded leading dimensions; grid values, so the fp32 sums are exact in any
+ * order and must equal the float64 reference. */
+struct k_mma_probe {
+    enum { THREADS = 64, LDA = 40, LDC = 20 };
+    struct local {};
+    int dtype;
+    uint16_t *a, *b; /* per warp: [16][LDA] */
+    float *c;        /* per warp: [16][LDC] */
+    uint64_t smem_bytes() const { return 16; }
+    LIG_HD int step(int phase, int64_t, int tid, char *, local &) const {
+        const int w = tid / WARP, lane = tid % WARP;
+        warp_mma_16x16x16(dtype, c + w * 16 * LDC, LDC, a + w * 16 * LDA + phase * 16, LDA, b + w * 16 * LDA + phase * 16,
+                          LDA, lane);
+        return phase == 0 ? 1 : -1;
+    }
+};
+static void check_warp_mma(uint64_t seed) {
+    for (int dt = 0; dt < 2; dt++) {
+        const int dtype = dt ? DT_F16 : DT_BF16;
+        rng r = {seed + (uint64_t)dt};
+        std::vector<uint16_t> a(2 * 16 * k_mma_probe::LDA), b(a.size());
+        std::vector<float> c(2 * 16 * k_mma_probe::LDC);
+        for (size_t i = 0; i < a.size(); i++) {
+            const float x = (float)r.range(-16, 16) / 8.0f, y = (float)r.range(-16, 16) / 8.0f;
+            a[i] = dtype == DT_BF16 ? lig_f32_to_bf16(x) : lig_f32_to_f16(x);
+            b[i] = dtype == DT_BF16 ? lig_f32_to_bf16(y) : lig_f32_to_f16(y);
+        }
+        for (size_t i = 0; i < c.size(); i++) c[i] = (float)r.range(-8, 8) / 4.0f;
+        std::vector<float> c0 = c;
+        for (int order = 0; order < 3; order++) {
+            c = c0;
+            host_exec x(order, seed);
+            x.launch_blocks(1, k_mma_probe{dtype, a.data(), b.data(), c.data()});
+            int bad = 0;
+            for (int w = 0; w < 2; w++)
+                for (int i = 0; i < 16; i++)
+                    for (int j = 0; j < 16; j++) {
+                        double ref = c0[(w * 16 + i) * k_mma_probe::LDC + j];
+                        for (int k = 0; k < 32; k++) {
+                            const uint16_t u = a[(w * 16 + i) * k_mma_probe::LDA + k], v = b[(w * 16 + j) * k_mma_probe::LDA + k];
+                            ref += (double)(dtype == DT_BF16 ? lig_bf16_to_f32(u) : lig_f16_to_f32(u)) *
+                                   (double)(dtype == DT_BF16 ? lig_bf16_to_f32(v) : lig_f16_to_f32(v));
+                        }
+                        bad += (double)c[(w * 16 + i) * k_mma_probe::LDC + j] != ref;
+                    }
+            EXPECT(bad == 0 && x.divergent == 0, "warp_mma_16x16x16 dtype %d order %d: %d of 512 sums differ from float64",
+                   dtype, order, bad);
+        }
+    }
+}
+#endif
+
 /* ---- the matrix ------------------------------------------------------------------------------- */
 static gcase base_case() {
     gcase c;
@@ -896,6 +951,9 @@ int main(int argc, char **argv) {
         run_grad_case(cases[i], seed + i);
         if (cases[i].bad == 0) run_fwd_case(cases[i], seed + 1000 + i);
     }
+#ifndef LIG_CUDA_DEVICE_TEST
+    check_warp_mma(seed + 9000);
+#endif
     /* a workspace no phase 2 completed in has no status */
     {
         unsigned char none[LIG_CUDA_STATUS_BYTES];
