@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 struct rng {
@@ -84,6 +85,37 @@ struct host_exec {
                     break;
                 }
         }
+    }
+    /* The device's CUB radix sort, as a stable sort by the low `bits` bits of the keys. The result
+     * goes where CUB's onesweep would leave it (the buffer of the parity of its 8-bit passes), so a
+     * pipeline that ignores the returned buffer fails; the other buffer is left as garbage. Writes
+     * the whole temporary storage, as CUB may (the workspace's bounds are checked under ASan). */
+    int64_t sorts = 0;
+    int sort_pairs(uint64_t *const keys[2], uint32_t *const pos[2], int64_t n, int bits, void *temp,
+                   uint64_t temp_bytes) {
+        if (n <= 0) return 0;
+        sorts++;
+        memset(temp, 0x5a, (size_t)temp_bytes);
+        const uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+        std::vector<int64_t> order((size_t)n);
+        for (int64_t i = 0; i < n; i++) order[(size_t)i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+            return (keys[0][x] & mask) < (keys[0][y] & mask);
+        });
+        const int out = ((bits + 7) / 8) & 1;
+        std::vector<uint64_t> k((size_t)n);
+        std::vector<uint32_t> v((size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            k[(size_t)i] = keys[0][order[(size_t)i]];
+            v[(size_t)i] = pos[0][order[(size_t)i]];
+        }
+        if (out == 1) { /* the input buffers become garbage, as CUB may leave them */
+            memset(keys[0], 0xa5, (size_t)n * 8);
+            memset(pos[0], 0xa5, (size_t)n * 4);
+        }
+        memcpy(keys[out], k.data(), (size_t)n * 8);
+        memcpy(pos[out], v.data(), (size_t)n * 4);
+        return out;
     }
 };
 

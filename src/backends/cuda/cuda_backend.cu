@@ -22,6 +22,11 @@ static_assert(LIG_CUDA_STATUS_BYTES + LIG_WS_ALIGN - 1 <= LIG_WORKSPACE_STATUS_B
 
 static lig_status launch_status(const device_exec &x, const char *op) {
     if (x.err == cudaSuccess) return LIG_SUCCESS;
+    if (x.sort_needed)
+        return lig_fail(LIG_ERR_RUNTIME,
+                        "workspace: expected CUB's radix sort to fit the temporary storage phase 1 reserves for it "
+                        "(cuda_plan.cuh sort_temp_bound), got a device on which it needs %llu bytes",
+                        (unsigned long long)x.sort_needed);
     return lig_fail(LIG_ERR_RUNTIME, "stream: expected %s's kernels to launch, got CUDA error %d (%s)", op, (int)x.err,
                     cudaGetErrorString(x.err));
 }

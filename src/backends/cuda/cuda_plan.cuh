@@ -20,8 +20,9 @@ namespace ligcu {
  * (the regions plus LIG_WS_ALIGN for the caller's alignment). */
 struct layout {
     uint64_t bytes;
-    uint64_t bt, score, count, entry, acc, kept_score, kept_key, row_loss;
+    uint64_t bt, score, acc, sort_key[2], sort_pos[2], sort_temp, sort_temp_bytes, kept_score, kept_key, row_loss;
     int64_t nkeys, width, cap, chunk;
+    int32_t sort_bits;
 };
 
 /* The bytes an operator's row- or unit-chunked regions may take together (the fp32 dK accumulator
@@ -45,10 +46,26 @@ inline bool finish(uint64_t cursor, layout *l) {
     return lig_size_fits(l->bytes);
 }
 
+/* Temporary storage reserved for CUB's radix sort of n pairs (phase 1 may not touch the device, so
+ * it cannot ask CUB, whose answer depends on the device's policy and SM count). With double
+ * buffers CUB needs, per pass, a histogram and one look-back tile of 256 counters per tile of items
+ * (onesweep, tiles of thousands of items), or a spine of a few counters per SM and digit (the
+ * upsweep/downsweep passes): 16 MiB + 2 bytes per item covers both on any device CUB tunes for. The
+ * run asks CUB and refuses, by name, a device that would need more (docs/cuda.md). */
+inline uint64_t sort_temp_bound(uint64_t n) { return lig_size_add(16ull << 20, lig_size_mul(n, 2)); }
+
+/* Bits of the key ids 0 .. n (n, the sentinel, included). */
+inline int32_t bits_for(uint64_t n) {
+    int32_t b = 1;
+    while (b < 64 && (n >> b) != 0) b++;
+    return b;
+}
+
 /* The backward's chunked regions hold one chunk of units (run_grad walks the chunks in order):
- * scores [chunk][G][K] and, deterministic, the chunk's slot ids [chunk * K]; chunk = as many units
- * as `budget` bytes hold (at least one). Besides them: the fp32 dK accumulator [key rows][N2][D]
- * and, deterministic, the per-key offsets and cursors (16 bytes per key). */
+ * scores [chunk][G][K] and, deterministic, the sort's double buffers of the chunk's slots (8-byte
+ * key ids, 4-byte positions) and its temporary storage; chunk = as many units as `budget` bytes
+ * hold (at least one, and fewer than 2^30 slots: the positions are 32-bit). Besides them: the fp32
+ * dK accumulator [key rows][N2][D]. */
 inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layout *l) {
     const lig_problem *p = &pb->pr;
     *l = layout();
@@ -56,10 +73,12 @@ inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layo
     lig_ws_take(&c, sizeof(cu_status));
     const uint64_t nkeys = lig_size_mul((uint64_t)p->key_rows, (uint64_t)p->N2);
     l->nkeys = lig_size_fits(nkeys) ? (int64_t)nkeys : INT64_MAX; /* the workspace then does not fit */
-    const uint64_t per_unit =
-        lig_size_add(lig_size_mul3((uint64_t)p->G, (uint64_t)p->K, 4), pb->deterministic ? lig_size_mul((uint64_t)p->K, 8) : 0);
+    const uint64_t per_slot_sort = 2 * (8 + 4) + 2; /* double buffers, and the temp bound's share */
+    const uint64_t per_unit = lig_size_add(lig_size_mul3((uint64_t)p->G, (uint64_t)p->K, 4),
+                                           pb->deterministic ? lig_size_mul((uint64_t)p->K, per_slot_sort) : 0);
     uint64_t chunk = per_unit ? budget / per_unit : (uint64_t)p->units;
     if (chunk > (uint64_t)p->units) chunk = (uint64_t)p->units;
+    if (p->K > 0 && chunk > (1ull << 30) / (uint64_t)p->K) chunk = (1ull << 30) / (uint64_t)p->K;
     if (chunk < 1) chunk = 1;
     l->chunk = (int64_t)chunk;
     const uint64_t slots = lig_size_mul(chunk, (uint64_t)p->K);
@@ -67,8 +86,11 @@ inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layo
     l->score = lig_ws_take(&c, lig_size_mul3(slots, 4, (uint64_t)p->G));
     l->acc = lig_ws_take(&c, lig_size_mul3(nkeys, 4, (uint64_t)p->D));
     if (pb->deterministic) {
-        l->count = lig_ws_take(&c, lig_size_mul(8, lig_size_add(lig_size_mul(2, nkeys), 1)));
-        l->entry = lig_ws_take(&c, lig_size_mul(slots, 8));
+        for (int i = 0; i < 2; i++) l->sort_key[i] = lig_ws_take(&c, lig_size_mul(slots, 8));
+        for (int i = 0; i < 2; i++) l->sort_pos[i] = lig_ws_take(&c, lig_size_mul(slots, 4));
+        l->sort_temp_bytes = sort_temp_bound(slots);
+        l->sort_temp = lig_ws_take(&c, l->sort_temp_bytes);
+        l->sort_bits = bits_for(nkeys);
     }
     return finish(c, l);
 }
@@ -161,8 +183,15 @@ inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layo
     a.dk = view_of(pb->dk);
     a.dw = view_of(pb->dw);
     a.acc = (float *)(void *)(base + l.acc);
-    a.count = pb->deterministic ? (unsigned long long *)(void *)(base + l.count) : 0;
-    a.entry = pb->deterministic ? (int64_t *)(void *)(base + l.entry) : 0;
+    const bool det = pb->deterministic != 0;
+    for (int i = 0; i < 2; i++) {
+        a.sort_key[i] = det ? (uint64_t *)(void *)(base + l.sort_key[i]) : 0;
+        a.sort_pos[i] = det ? (uint32_t *)(void *)(base + l.sort_pos[i]) : 0;
+    }
+    a.sort_temp = det ? (void *)(base + l.sort_temp) : 0;
+    a.sort_temp_bytes = l.sort_temp_bytes;
+    a.sort_bits = l.sort_bits;
+    a.sorted = 0;
     a.nkeys = l.nkeys;
     a.chunk = l.chunk;
     a.unit0 = 0;

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include "backends/cuda/cuda_kernels.cuh"
 
 namespace ligcu {
@@ -40,6 +42,7 @@ __global__ void __launch_bounds__(F::THREADS) block_kernel(const F f, int64_t nb
 struct device_exec {
     cudaStream_t stream;
     cudaError_t err;
+    uint64_t sort_needed = 0; /* set when CUB would need more temporary storage than phase 1 reserved */
     template <class F>
     void launch(int64_t n, const F &f) {
         if (n <= 0 || err != cudaSuccess) return;
@@ -65,6 +68,27 @@ struct device_exec {
         void *args[] = {(void *)&body, (void *)&nblocks};
         err = cudaLaunchKernel((const void *)block_kernel<F>, dim3((unsigned)blocks), dim3(F::THREADS), args,
                                (size_t)smem, stream);
+    }
+    /* Stable sort of n pairs by the low `bits` bits of the keys: CUB's radix sort on double buffers
+     * (keys[0] / pos[0] hold the input; nothing is allocated: its temporary storage is phase 1's
+     * `temp`). Returns the buffer that holds the result, which CUB decides on the host. CUB checks
+     * its own launches with cudaPeekAtLastError, which leaves the runtime's error state as it is. */
+    int sort_pairs(uint64_t *const keys[2], uint32_t *const pos[2], int64_t n, int bits, void *temp,
+                   uint64_t temp_bytes) {
+        if (n <= 0 || err != cudaSuccess) return 0;
+        cub::DoubleBuffer<uint64_t> k(keys[0], keys[1]);
+        cub::DoubleBuffer<uint32_t> v(pos[0], pos[1]);
+        size_t need = 0;
+        err = cub::DeviceRadixSort::SortPairs(nullptr, need, k, v, (int)n, 0, bits, stream);
+        if (err != cudaSuccess) return 0;
+        if (need > temp_bytes) {
+            sort_needed = need;
+            err = cudaErrorInvalidValue;
+            return 0;
+        }
+        size_t have = (size_t)temp_bytes;
+        err = cub::DeviceRadixSort::SortPairs(temp, have, k, v, (int)n, 0, bits, stream);
+        return k.selector;
     }
 };
 

@@ -11,10 +11,14 @@ namespace ligcu {
 struct grad_args : plan_args {
     cu_view dy, dq, dk, dw;
     float *acc;                   /* non-deterministic: [key_rows][N2][D] fp32 */
-    unsigned long long *count;    /* deterministic: [nkeys + 1] offsets, then [nkeys] cursors */
-    int64_t *entry;               /* deterministic: [units * K] slot ids u * K + j, grouped by key */
+    uint64_t *sort_key[2];        /* deterministic: double buffers of [chunk * K] key ids, */
+    uint32_t *sort_pos[2];        /*   and of the slots' positions in the chunk */
+    void *sort_temp;              /* deterministic: the sort's temporary storage */
+    uint64_t sort_temp_bytes;
+    int32_t sort_bits;            /* key ids are < 2^sort_bits (nkeys, the sentinel, included) */
+    int32_t sorted;               /* which buffer holds the sorted chunk (set by run_grad) */
     int64_t nkeys;                /* key_rows * N2 */
-    int64_t chunk;                /* units per chunk: score holds [chunk][G][K], entry [chunk * K] */
+    int64_t chunk;                /* units per chunk: score holds [chunk][G][K] */
     int64_t unit0;                /* the first unit of the chunk being run (set per chunk by run_grad) */
 };
 
@@ -193,113 +197,39 @@ struct k_dk_round {
     }
 };
 
-/* Deterministic dK, per chunk: an inverted list key -> the chunk's slots, sorted by slot id
- * (u * K + j, i.e. by row, key head, slot), then one thread per d_key element adds its key's
- * contributions in that order to the accumulator (chunks in order: slot-id order throughout).
- *   count: one thread per slot of the chunk, integer atomics (their result does not depend on order)
- *   scan: one block, exclusive prefix sum over slices of the keys, cursors = offsets
- *   scatter: slot ids into their key's segment (positions vary between runs, contents do not)
- *   sort: one thread per key, heapsort of its segment (ids are distinct: the order is unique)
- *   sum: one thread per d_key element, in segment order. */
-struct k_count_clear {
-    grad_args a;
-    LIG_HD void operator()(int64_t i) const {
-        a.count[i] = 0;
-    }
-};
-struct k_count {
+/* Deterministic dK, per chunk: the chunk's slots sorted by key (a stable radix sort by key id of
+ * the pairs (key id, slot's position in the chunk), run by the executor: CUB on the device), so
+ * each key's slots form one run in slot-id order (u * K + j: by row, key head, slot); then one
+ * thread per (run, d) adds its run's contributions in that order to the accumulator (chunks in
+ * order: slot-id order throughout, whatever the chunking). A slot that does not count gets the key
+ * id nkeys, which sorts after every real key.
+ *   sort_input: one thread per slot of the chunk (key id, position)
+ *   sort: stable, by the low sort_bits bits of the key id
+ *   sum: one thread per (sorted position, d); the thread at a run's first position sums it */
+struct k_sort_input {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
         cu_unit x;
         int64_t s;
-        if (flat_slot_counts(a, i, &x, &s)) atomic_inc_u64(&a.count[key_id(a, x, s) + 1]);
-    }
-};
-/* The offsets and cursors from the counts, one block: thread t scans a contiguous slice of the
- * keys (its total, then the slices' totals in slice order by thread 0, then its slice again from its
- * offset). Integer sums: the result does not depend on the order. */
-struct k_scan {
-    enum { THREADS = 1024 };
-    struct local {};
-    grad_args a;
-    uint64_t smem_bytes() const { return THREADS * sizeof(unsigned long long); }
-    LIG_HD int step(int phase, int64_t, int tid, char *smem, local &) const {
-        unsigned long long *part = (unsigned long long *)(void *)smem;
-        unsigned long long *off = a.count, *cur = a.count + a.nkeys + 1; /* off[k + 1]: key k's count */
-        const int64_t per = (a.nkeys + THREADS - 1) / THREADS;
-        const int64_t lo = (int64_t)tid * per < a.nkeys ? (int64_t)tid * per : a.nkeys;
-        const int64_t hi = lo + per < a.nkeys ? lo + per : a.nkeys;
-        if (phase == 0) {
-            if (failed(a.st)) return -1;
-            unsigned long long sum = 0;
-            for (int64_t k = lo; k < hi; k++) sum += off[k + 1];
-            part[tid] = sum;
-            return 1;
-        }
-        if (phase == 1) {
-            if (tid == 0) {
-                unsigned long long run = 0;
-                for (int i = 0; i < THREADS; i++) {
-                    const unsigned long long v = part[i];
-                    part[i] = run;
-                    run += v;
-                }
-            }
-            return 2;
-        }
-        unsigned long long run = part[tid];
-        if (tid == 0) off[0] = 0;
-        for (int64_t k = lo; k < hi; k++) {
-            cur[k] = run;
-            run += off[k + 1];
-            off[k + 1] = run;
-        }
-        return -1;
-    }
-};
-struct k_scatter {
-    grad_args a;
-    LIG_HD void operator()(int64_t i) const {
-        cu_unit x;
-        int64_t s;
-        if (!flat_slot_counts(a, i, &x, &s)) return;
-        const unsigned long long pos = atomic_inc_u64(&a.count[a.nkeys + 1 + key_id(a, x, s)]);
-        a.entry[pos] = a.unit0 * a.p.K + i; /* the slot's id in the whole problem */
-    }
-};
-LIG_HD void sift_down_max(int64_t *v, int64_t root, int64_t n) {
-    for (;;) {
-        int64_t c = 2 * root + 1;
-        if (c >= n) return;
-        if (c + 1 < n && v[c + 1] > v[c]) c++;
-        if (!(v[c] > v[root])) return;
-        swap_i64(v, c, root);
-        root = c;
-    }
-}
-struct k_sort_segments {
-    grad_args a;
-    LIG_HD void operator()(int64_t key) const {
-        int64_t *v = a.entry + a.count[key];
-        const int64_t n = (int64_t)(a.count[key + 1] - a.count[key]);
-        for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down_max(v, i, n);
-        for (int64_t end = n - 1; end > 0; end--) {
-            swap_i64(v, 0, end);
-            sift_down_max(v, 0, end);
-        }
+        a.sort_key[0][i] = flat_slot_counts(a, i, &x, &s) ? (uint64_t)key_id(a, x, s) : (uint64_t)a.nkeys;
+        a.sort_pos[0][i] = (uint32_t)i;
     }
 };
 struct k_dk_sum {
     grad_args a;
+    int64_t slots; /* the chunk's */
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, key = i / D, d = i - key * D;
-        const unsigned long long end = a.count[key + 1];
-        float acc = a.acc[i]; /* the earlier chunks' sum: the additions run in slot-id order throughout */
-        for (unsigned long long e = a.count[key]; e < end; e++) {
-            const int64_t id = a.entry[e], u = id / a.p.K;
+        const int64_t D = a.p.D, e0 = i / D, d = i - e0 * D;
+        const uint64_t *key = a.sort_key[a.sorted];
+        const uint32_t *pos = a.sort_pos[a.sorted];
+        const uint64_t k = key[e0];
+        if (k == (uint64_t)a.nkeys || (e0 > 0 && key[e0 - 1] == k)) return; /* not a run's first position */
+        float acc = a.acc[(int64_t)k * D + d]; /* the earlier chunks' sum */
+        for (int64_t e = e0; e < slots && key[e] == k; e++) {
+            const int64_t id = a.unit0 * a.p.K + pos[e], u = id / a.p.K;
             acc += slot_contribution(a, u, id - u * a.p.K, d);
         }
-        a.acc[i] = acc;
+        a.acc[(int64_t)k * D + d] = acc;
     }
 };
 
@@ -321,12 +251,11 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
         x.launch(n * G * D, after_checks(a.st, k_grad_dq{c}));
         x.launch(n * G, after_checks(a.st, k_grad_dw{c}));
         if (deterministic) {
-            x.launch(2 * a.nkeys + 1, after_checks(a.st, k_count_clear{c}));
-            x.launch(slots, after_checks(a.st, k_count{c}));
-            x.launch_blocks(1, k_scan{c});
-            x.launch(slots, after_checks(a.st, k_scatter{c}));
-            x.launch(a.nkeys, after_checks(a.st, k_sort_segments{c}));
-            x.launch(a.nkeys * D, after_checks(a.st, k_dk_sum{c}));
+            /* after a failed index check the input and the sum are skipped (the sort orders bytes
+             * nothing reads) */
+            x.launch(slots, after_checks(a.st, k_sort_input{c}));
+            c.sorted = x.sort_pairs(c.sort_key, c.sort_pos, slots, c.sort_bits, c.sort_temp, c.sort_temp_bytes);
+            x.launch(slots * D, after_checks(a.st, k_dk_sum{c, slots}));
         } else {
             x.launch(slots * D, after_checks(a.st, k_dk_scatter{c}));
         }
