@@ -37,7 +37,8 @@ fi
 bad=0
 printf '%-40s %-7s %5s %6s %7s %7s\n' kernel target regs stack spill_st spill_ld
 while IFS=$'\t' read -r fn sm regs stack st ld; do
-  name=$(printf '%s' "$fn" | demangle | grep -o 'ligcu::k_[a-z0-9_]*' | head -1 | sed 's/ligcu:://')
+  # lig's bodies by name (ligcu::k_...); CUB's kernels (the deterministic dK's radix sort) by theirs
+  name=$(printf '%s' "$fn" | demangle | { grep -o 'ligcu::k_[a-z0-9_]*\|cub::[A-Za-z0-9_:]*Kernel' || true; } | head -1 | sed 's/ligcu:://')
   [ -n "$name" ] || name=$fn
   printf '%-40s %-7s %5s %6s %7s %7s\n' "$name" "$sm" "$regs" "$stack" "$st" "$ld"
   if [ "${st:-0}" != 0 ] || [ "${ld:-0}" != 0 ]; then bad=1; fi

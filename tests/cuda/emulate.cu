@@ -945,6 +945,26 @@ int main(int argc, char **argv) {
         const int n_random = quick ? 24 : 300;
         for (int i = 0; i < n_random; i++) cases.push_back(random_case(r, i, i % 6 == 5));
     }
+    /* long rows: the forward's radix select and bitonic sort over slices of several keys per thread
+     * (1500 keys, 512 threads), ties across slices (grid data, and D 0: every score 0), K not a
+     * power of two, below and above the block's thread count */
+    {
+        const int64_t Ks[5] = {37, 700, 1300, 37, 700};
+        for (int i = 0; i < 5; i++) {
+            gcase c = base_case();
+            c.B = 1;
+            c.S1 = 3;
+            c.S2 = 1500;
+            c.N1 = 2;
+            c.D = i == 3 ? 0 : 4;
+            c.K = Ks[i];
+            c.mode = i % 2 ? 0 : 3;
+            c.grid = i != 4;
+            c.det = i != 1;
+            c.name = "BSND long rows S2 1500 K " + std::to_string(c.K) + (c.D ? "" : " D 0") + (c.grid ? "" : " continuous");
+            cases.push_back(c);
+        }
+    }
     uint64_t seed = 12345;
     for (size_t i = 0; i < cases.size(); i++) {
         if (quick && i % 4 != 0 && cases[i].bad == 0 && cases[i].grid && i < grid_cases) continue;

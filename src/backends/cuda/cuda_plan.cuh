@@ -97,7 +97,7 @@ inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layo
 inline bool grad_layout(const lig_grad_problem *pb, layout *l) { return grad_layout_budget(pb, chunk_budget(), l); }
 
 /* The forward's regions hold one chunk of units (run_fwd walks the chunks in order): scores
- * [chunk][width] and candidates [chunk][cap], chunk = as many units as `budget` bytes hold (at
+ * [chunk][width] and candidates [chunk][cap] (cap: min(K, width) up to a power of two), chunk = as many units as `budget` bytes hold (at
  * least one). The workspace is then at most budget + one unit's regions, whatever B and S1 are. */
 inline bool fwd_layout_budget(const lig_fwd_problem *pb, uint64_t budget, layout *l) {
     const lig_problem *p = &pb->pr;
@@ -106,7 +106,8 @@ inline bool fwd_layout_budget(const lig_fwd_problem *pb, uint64_t budget, layout
     lig_ws_take(&c, sizeof(cu_status));
     for (int64_t b = 0; b < p->B; b++)
         if (p->bt.lk[b] > l->width) l->width = p->bt.lk[b];
-    l->cap = p->K < l->width ? p->K : l->width;
+    const int64_t kept = p->K < l->width ? p->K : l->width;
+    for (l->cap = 1; l->cap < kept;) l->cap <<= 1; /* the bitonic sort's power of two */
     const uint64_t per_unit = lig_size_add(lig_size_mul((uint64_t)l->width, 4), lig_size_mul((uint64_t)l->cap, 12));
     uint64_t chunk = per_unit ? budget / per_unit : (uint64_t)p->units;
     if (chunk > (uint64_t)p->units) chunk = (uint64_t)p->units;

@@ -71,6 +71,15 @@ LIG_HD void atomic_min_u64(unsigned long long *p, unsigned long long v) {
     if (v < *p) *p = v;
 #endif
 }
+LIG_HD uint32_t atomic_add_u32(uint32_t *p, uint32_t v) { /* global or shared memory */
+#ifdef __CUDA_ARCH__
+    return atomicAdd((unsigned *)p, (unsigned)v);
+#else
+    const uint32_t old = *p;
+    *p = old + v;
+    return old;
+#endif
+}
 LIG_HD unsigned long long atomic_inc_u64(unsigned long long *p) {
 #ifdef __CUDA_ARCH__
     return atomicAdd(p, 1ull);
