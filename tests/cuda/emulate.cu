@@ -961,9 +961,29 @@ int main(int argc, char **argv) {
             c.mode = i % 2 ? 0 : 3;
             c.grid = i != 4;
             c.det = i != 1;
-            c.name = "BSND long rows S2 1500 K " + std::to_string(c.K) + (c.D ? "" : " D 0") + (c.grid ? "" : " continuous");
+            c.dt = i == 1 || i == 2 ? LIG_BFLOAT16 : i == 4 ? LIG_FLOAT16 : LIG_FLOAT32; /* tiles past slot 64 */
+            c.name = "BSND long rows S2 1500 K " + std::to_string(c.K) + (c.D ? "" : " D 0") + " dt " +
+                     std::to_string((int)c.dt) + (c.grid ? "" : " continuous");
             cases.push_back(c);
         }
+    }
+    /* many heads: the tensor-core scores' head groups (70 heads: groups of 64 and 6) and several
+     * 16-wide steps of d (D 40: 48 padded), 16-bit data only (the tile-eligible dtypes) */
+    for (int i = 0; i < 3; i++) {
+        gcase c = base_case();
+        c.B = 2;
+        c.S1 = 4;
+        c.S2 = 150;
+        c.N1 = i == 2 ? 140 : 70;
+        c.N2 = i == 2 ? 2 : 1;
+        c.D = 40;
+        c.K = 45;
+        c.dt = i == 1 ? LIG_FLOAT16 : LIG_BFLOAT16;
+        c.grid = i != 1;
+        c.det = true;
+        c.name = "BSND many heads N1 " + std::to_string(c.N1) + " N2 " + std::to_string(c.N2) + " D 40 " +
+                 (c.dt == LIG_FLOAT16 ? "f16" : "bf16") + (c.grid ? "" : " continuous");
+        cases.push_back(c);
     }
     uint64_t seed = 12345;
     for (size_t i = 0; i < cases.size(); i++) {

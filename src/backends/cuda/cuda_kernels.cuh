@@ -17,6 +17,7 @@
 
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/block.cuh"
+#include "backends/cuda/kernels/scores_tc.cuh"
 #include "backends/cuda/kernels/fwd.cuh"
 #include "backends/cuda/kernels/grad.cuh"
 #include "backends/cuda/kernels/kl.cuh"

@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(FLAT_THREADS) grid_kernel(const F f, int64_t n
  * barrier after each phase also separates one body block from the next. */
 template <class F>
 __global__ void __launch_bounds__(F::THREADS) block_kernel(const F f, int64_t nblocks) {
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(128) unsigned char smem[]; /* WMMA tiles need 32-byte alignment */
     for (int64_t blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
         typename F::local l = typename F::local();
         for (int phase = 0; phase >= 0;) {

@@ -180,7 +180,9 @@ static void end_unit(const lig_grad_ctx *c, char *s, char *dq_rows, char *dw_ele
         float *row = t + h * L.dp;
         /* a head closed for every slot has dQ = 0 exactly, even when its weight is not finite */
         const float scale = (heads[h / 64] >> (h % 64)) & 1u ? wf[h] : 0.0f;
-        for (int64_t d = 0; d < c->D; d++) row[d] *= scale;
+        /* + 0.0f: a zero T times a negative weight is -0, where the sum over slots that the other
+         * engines compute is +0 (the same value; now the same bits in every kernel set) */
+        for (int64_t d = 0; d < c->D; d++) row[d] = row[d] * scale + 0.0f;
         c->ks->f32->store_row(row, c->D, c->dq_dtype, dq_rows + h * c->dq_head * dq_esize, c->dq_dim);
         lig_store_float(c->dw_dtype, dw_elems + h * c->dw_head * dw_esize, dw[h]);
     }

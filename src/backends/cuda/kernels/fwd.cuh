@@ -2,7 +2,7 @@
 #ifndef LIG_CUDA_KERNELS_FWD_CUH
 #define LIG_CUDA_KERNELS_FWD_CUH
 
-#include "backends/cuda/kernels/block.cuh"
+#include "backends/cuda/kernels/scores_tc.cuh"
 
 namespace ligcu {
 
@@ -241,7 +241,12 @@ void run_fwd(X &x, const fwd_args &a, const int64_t *host_bt) {
     fwd_args c = a;
     for (c.unit0 = 0; c.unit0 < a.p.units; c.unit0 += a.chunk) {
         const int64_t n = a.p.units - c.unit0 < a.chunk ? a.p.units - c.unit0 : a.chunk;
-        x.launch(n * a.width, after_checks(a.st, k_fwd_scores{c}));
+        if (tc_eligible(c) && !c.trivial) {
+            const k_scores_tc f = scores_tc(c, c.unit0, a.width, false);
+            x.launch_blocks(n * f.tiles, f);
+        } else {
+            x.launch(n * a.width, after_checks(a.st, k_fwd_scores{c}));
+        }
         x.launch_blocks(n, k_fwd_select{c});
     }
     x.launch(a.p.q_rows * a.p.N2, after_checks(a.st, k_fwd_invalid_rows{a}));

@@ -2,7 +2,7 @@
 #ifndef LIG_CUDA_KERNELS_GRAD_CUH
 #define LIG_CUDA_KERNELS_GRAD_CUH
 
-#include "backends/cuda/kernels/common.cuh"
+#include "backends/cuda/kernels/scores_tc.cuh"
 
 namespace ligcu {
 
@@ -247,7 +247,12 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
     grad_args c = a;
     for (c.unit0 = 0; c.unit0 < a.p.units; c.unit0 += a.chunk) {
         const int64_t n = a.p.units - c.unit0 < a.chunk ? a.p.units - c.unit0 : a.chunk, slots = n * K;
-        x.launch(slots * G, after_checks(a.st, k_grad_scores{c}));
+        if (tc_eligible(c)) {
+            const k_scores_tc f = scores_tc(c, c.unit0, 0, true);
+            x.launch_blocks(n * f.tiles, f);
+        } else {
+            x.launch(slots * G, after_checks(a.st, k_grad_scores{c}));
+        }
         x.launch(n * G * D, after_checks(a.st, k_grad_dq{c}));
         x.launch(n * G, after_checks(a.st, k_grad_dw{c}));
         if (deterministic) {
