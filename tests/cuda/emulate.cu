@@ -207,6 +207,7 @@ struct gcase {
     std::vector<int64_t> aq, ak; /* BSND: lengths (empty: none); TND: cumulative ends */
     int64_t istride, pad;
     bool short_form, grid, det;
+    bool fine; /* grid data in steps of 1/16 up to 31/16 (5 bits): the gate's w * dy needs two bf16 parts */
     int bad; /* backward: 1 = one index out of range, 2 = one index < -1 */
 };
 
@@ -244,7 +245,10 @@ static bool visible(const gcase &c, int64_t lq, int64_t lk, int64_t t, int64_t s
     const int64_t diag = lk - lq + t;
     return s <= diag && (c.pre == INT64_MAX || s >= diag - c.pre);
 }
-static double sample(rng &r, bool grid) { return grid ? (double)r.range(-8, 8) / 8.0 : 2.0 * r.uniform() - 1.0; }
+static double sample(rng &r, bool grid, bool fine = false) {
+    if (grid && fine) return (double)r.range(-31, 31) / 16.0;
+    return grid ? (double)r.range(-8, 8) / 8.0 : 2.0 * r.uniform() - 1.0;
+}
 
 /* Inputs of a case, filled once; outputs are made per run. */
 struct inputs {
@@ -263,13 +267,13 @@ static void fill_qkw(const gcase &c, const geo &g, rng &r, inputs &in) {
     for (int64_t b = 0; b < nb; b++)
         for (int64_t t = 0; t < c.S1; t++)
             for (int64_t h = 0; h < c.N1; h++) {
-                in.w.set_f(ix(e, c.tnd, b, t, h, 0, true, false), sample(r, c.grid));
-                for (int64_t d = 0; d < c.D; d++) in.q.set_f(ix(e, c.tnd, b, t, h, d, true, true), sample(r, c.grid));
+                in.w.set_f(ix(e, c.tnd, b, t, h, 0, true, false), sample(r, c.grid, c.fine));
+                for (int64_t d = 0; d < c.D; d++) in.q.set_f(ix(e, c.tnd, b, t, h, d, true, true), sample(r, c.grid, c.fine));
             }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t s = 0; s < c.S2; s++)
             for (int64_t h = 0; h < c.N2; h++)
-                for (int64_t d = 0; d < c.D; d++) in.k.set_f(ix(e, c.tnd, b, s, h, d, true, true), sample(r, c.grid));
+                for (int64_t d = 0; d < c.D; d++) in.k.set_f(ix(e, c.tnd, b, s, h, d, true, true), sample(r, c.grid, c.fine));
     if (!c.aq.empty()) {
         const int64_t n[1] = {(int64_t)c.aq.size()};
         in.aq.make(LIG_INT64, 1, n, 1, 0, 0);
@@ -342,7 +346,7 @@ static bool fill_slots(const gcase &c, const geo &g, rng &r, inputs &in) {
                     bad_done = true;
                 }
                 in.idx.set_i(e, s);
-                in.dy.set_f(e, visible(c, g.lq[b], lk, t, s) ? sample(r, c.grid) : nan);
+                in.dy.set_f(e, visible(c, g.lq[b], lk, t, s) ? sample(r, c.grid, c.fine) : nan);
             }
     }
     return c.bad != 0 && bad_done;
@@ -746,6 +750,36 @@ static void check_warp_mma(uint64_t seed) {
 }
 #endif
 
+#ifndef LIG_CUDA_DEVICE_TEST
+/* split_bf16 (kernels/grad_tc.cuh): the parts add up to the value exactly (float64), for values of
+ * every magnitude fp32 keeps above 2^-110, two parts for products of two bf16 values; a non-finite
+ * value is its first part. */
+static void check_split_bf16(uint64_t seed) {
+    rng r = {seed};
+    int bad = 0;
+    for (int i = 0; i < 20000; i++) {
+        const int two = i % 2;
+        float a;
+        if (two) {
+            const float x = lig_bf16_to_f32((uint16_t)r.range(0, 0xffff)), y = lig_bf16_to_f32((uint16_t)r.range(0, 0xffff));
+            a = x * y;
+        } else {
+            a = bits_f32((uint32_t)r.range(0, 0xffffffffll));
+        }
+        uint16_t p[3];
+        split_bf16(a, two ? 2 : 3, p);
+        if (!(a - a == 0.0f)) {
+            bad += p[0] != lig_f32_to_bf16(a) || p[1] || p[2];
+            continue;
+        }
+        if (fabsf(a) < 0x1p-110f) continue;
+        const double sum = (double)lig_bf16_to_f32(p[0]) + (double)lig_bf16_to_f32(p[1]) + (double)lig_bf16_to_f32(p[2]);
+        bad += sum != (double)a;
+    }
+    EXPECT(bad == 0, "split_bf16: %d of 20000 values are not the exact sum of their parts", bad);
+}
+#endif
+
 /* ---- the matrix ------------------------------------------------------------------------------- */
 static gcase base_case() {
     gcase c;
@@ -769,6 +803,7 @@ static gcase base_case() {
     c.short_form = false;
     c.grid = true;
     c.det = true;
+    c.fine = false;
     c.bad = 0;
     return c;
 }
@@ -969,19 +1004,20 @@ int main(int argc, char **argv) {
     }
     /* many heads: the tensor-core scores' head groups (70 heads: groups of 64 and 6) and several
      * 16-wide steps of d (D 40: 48 padded), 16-bit data only (the tile-eligible dtypes) */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         gcase c = base_case();
         c.B = 2;
         c.S1 = 4;
         c.S2 = 150;
-        c.N1 = i == 2 ? 140 : 70;
-        c.N2 = i == 2 ? 2 : 1;
+        c.N1 = i >= 2 ? 140 : 70;
+        c.N2 = i >= 2 ? 2 : 1;
         c.D = 40;
         c.K = 45;
         c.dt = i == 1 ? LIG_FLOAT16 : LIG_BFLOAT16;
         c.grid = i != 1;
+        c.fine = i == 3;
         c.det = true;
-        c.name = "BSND many heads N1 " + std::to_string(c.N1) + " N2 " + std::to_string(c.N2) + " D 40 " +
+        c.name = std::string(c.fine ? "fine grid " : "") + "BSND many heads N1 " + std::to_string(c.N1) + " N2 " + std::to_string(c.N2) + " D 40 " +
                  (c.dt == LIG_FLOAT16 ? "f16" : "bf16") + (c.grid ? "" : " continuous");
         cases.push_back(c);
     }
@@ -993,6 +1029,7 @@ int main(int argc, char **argv) {
     }
 #ifndef LIG_CUDA_DEVICE_TEST
     check_warp_mma(seed + 9000);
+    check_split_bf16(seed + 9100);
 #endif
     /* a workspace no phase 2 completed in has no status */
     {

@@ -20,7 +20,7 @@ namespace ligcu {
  * (the regions plus LIG_WS_ALIGN for the caller's alignment). */
 struct layout {
     uint64_t bytes;
-    uint64_t bt, score, acc, sort_key[2], sort_pos[2], sort_temp, sort_temp_bytes, kept_score, kept_key, row_loss;
+    uint64_t bt, score, acc, contrib, sort_key[2], sort_pos[2], sort_temp, sort_temp_bytes, kept_score, kept_key, row_loss;
     int64_t nkeys, width, cap, chunk;
     int32_t sort_bits;
 };
@@ -62,7 +62,7 @@ inline int32_t bits_for(uint64_t n) {
 }
 
 /* The backward's chunked regions hold one chunk of units (run_grad walks the chunks in order):
- * scores [chunk][G][K] and, deterministic, the sort's double buffers of the chunk's slots (8-byte
+ * scores [chunk][G][K], the slots' dK contributions [chunk][K][D] and, deterministic, the sort's double buffers of the chunk's slots (8-byte
  * key ids, 4-byte positions) and its temporary storage; chunk = as many units as `budget` bytes
  * hold (at least one, and fewer than 2^30 slots: the positions are 32-bit). Besides them: the fp32
  * dK accumulator [key rows][N2][D]. */
@@ -74,8 +74,9 @@ inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layo
     const uint64_t nkeys = lig_size_mul((uint64_t)p->key_rows, (uint64_t)p->N2);
     l->nkeys = lig_size_fits(nkeys) ? (int64_t)nkeys : INT64_MAX; /* the workspace then does not fit */
     const uint64_t per_slot_sort = 2 * (8 + 4) + 2; /* double buffers, and the temp bound's share */
-    const uint64_t per_unit = lig_size_add(lig_size_mul3((uint64_t)p->G, (uint64_t)p->K, 4),
-                                           pb->deterministic ? lig_size_mul((uint64_t)p->K, per_slot_sort) : 0);
+    const uint64_t per_unit =
+        lig_size_add(lig_size_mul((uint64_t)p->K, lig_size_add(lig_size_mul((uint64_t)p->G, 4), lig_size_mul((uint64_t)p->D, 4))),
+                     pb->deterministic ? lig_size_mul((uint64_t)p->K, per_slot_sort) : 0);
     uint64_t chunk = per_unit ? budget / per_unit : (uint64_t)p->units;
     if (chunk > (uint64_t)p->units) chunk = (uint64_t)p->units;
     if (p->K > 0 && chunk > (1ull << 30) / (uint64_t)p->K) chunk = (1ull << 30) / (uint64_t)p->K;
@@ -84,6 +85,7 @@ inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layo
     const uint64_t slots = lig_size_mul(chunk, (uint64_t)p->K);
     l->bt = lig_ws_take(&c, lig_batches_bytes(p->B));
     l->score = lig_ws_take(&c, lig_size_mul3(slots, 4, (uint64_t)p->G));
+    l->contrib = lig_ws_take(&c, lig_size_mul3(slots, 4, (uint64_t)p->D));
     l->acc = lig_ws_take(&c, lig_size_mul3(nkeys, 4, (uint64_t)p->D));
     if (pb->deterministic) {
         for (int i = 0; i < 2; i++) l->sort_key[i] = lig_ws_take(&c, lig_size_mul(slots, 8));
@@ -184,6 +186,7 @@ inline grad_args grad_args_of(const lig_grad_problem *pb, char *base, const layo
     a.dk = view_of(pb->dk);
     a.dw = view_of(pb->dw);
     a.acc = (float *)(void *)(base + l.acc);
+    a.contrib = (float *)(void *)(base + l.contrib);
     const bool det = pb->deterministic != 0;
     for (int i = 0; i < 2; i++) {
         a.sort_key[i] = det ? (uint64_t *)(void *)(base + l.sort_key[i]) : 0;

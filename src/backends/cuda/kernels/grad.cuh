@@ -2,7 +2,7 @@
 #ifndef LIG_CUDA_KERNELS_GRAD_CUH
 #define LIG_CUDA_KERNELS_GRAD_CUH
 
-#include "backends/cuda/kernels/scores_tc.cuh"
+#include "backends/cuda/kernels/grad_tc.cuh"
 
 namespace ligcu {
 
@@ -10,7 +10,8 @@ namespace ligcu {
 
 struct grad_args : plan_args {
     cu_view dy, dq, dk, dw;
-    float *acc;                   /* non-deterministic: [key_rows][N2][D] fp32 */
+    float *acc;                   /* [key_rows][N2][D] fp32 */
+    float *contrib;               /* [chunk][K][D] fp32: each slot's dK contribution */
     uint64_t *sort_key[2];        /* deterministic: double buffers of [chunk * K] key ids, */
     uint32_t *sort_pos[2];        /*   and of the slots' positions in the chunk */
     void *sort_temp;              /* deterministic: the sort's temporary storage */
@@ -169,6 +170,17 @@ struct k_fill_f32 {
     float *dst;
     LIG_HD void operator()(int64_t i) const { dst[i] = 0.0f; }
 };
+/* Each slot's dK contribution, one thread per (slot of the chunk, d) (the products' bodies for
+ * problems off the tensor cores; 0 for a slot that does not count, which nothing reads). */
+struct k_grad_contrib {
+    grad_args a;
+    LIG_HD void operator()(int64_t i) const {
+        const int64_t D = a.p.D, d = i % D, uj = i / D, j = uj % a.p.K, u = a.unit0 + uj / a.p.K;
+        const cu_unit x = unit_decode(a.p, u);
+        int64_t s;
+        a.contrib[i] = slot_counts(a, x, j, &s) ? slot_contribution(a, u, j, d) : 0.0f;
+    }
+};
 struct k_dk_scatter {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
@@ -176,8 +188,7 @@ struct k_dk_scatter {
         const cu_unit x = unit_decode(a.p, u);
         int64_t s;
         if (!slot_counts(a, x, j, &s)) return;
-        const float c = slot_contribution(a, u, j, d);
-        atomic_add_f32(&a.acc[key_id(a, x, s) * D + d], c);
+        atomic_add_f32(&a.acc[key_id(a, x, s) * D + d], a.contrib[i]);
     }
 };
 /* d_key element (key row, key head, d) from the accumulator. */
@@ -225,10 +236,7 @@ struct k_dk_sum {
         const uint64_t k = key[e0];
         if (k == (uint64_t)a.nkeys || (e0 > 0 && key[e0 - 1] == k)) return; /* not a run's first position */
         float acc = a.acc[(int64_t)k * D + d]; /* the earlier chunks' sum */
-        for (int64_t e = e0; e < slots && key[e] == k; e++) {
-            const int64_t id = a.unit0 * a.p.K + pos[e], u = id / a.p.K;
-            acc += slot_contribution(a, u, id - u * a.p.K, d);
-        }
+        for (int64_t e = e0; e < slots && key[e] == k; e++) acc += a.contrib[(int64_t)pos[e] * D + d];
         a.acc[(int64_t)k * D + d] = acc;
     }
 };
@@ -253,7 +261,19 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
         } else {
             x.launch(slots * G, after_checks(a.st, k_grad_scores{c}));
         }
-        x.launch(n * G * D, after_checks(a.st, k_grad_dq{c}));
+        if (grad_tc_eligible(c)) {
+            k_grad_dq_tc q;
+            static_cast<grad_tc_base &>(q) = grad_tc_of(c, c.dy, c.dq, c.contrib, c.unit0);
+            q.groups = (G + TC_T - 1) / TC_T;
+            x.launch_blocks(n * q.groups, q);
+            k_grad_contrib_tc k;
+            static_cast<grad_tc_base &>(k) = grad_tc_of(c, c.dy, c.dq, c.contrib, c.unit0);
+            k.tiles = (K + TC_T - 1) / TC_T;
+            x.launch_blocks(n * k.tiles, k);
+        } else {
+            x.launch(n * G * D, after_checks(a.st, k_grad_dq{c}));
+            x.launch(slots * D, after_checks(a.st, k_grad_contrib{c}));
+        }
         x.launch(n * G, after_checks(a.st, k_grad_dw{c}));
         if (deterministic) {
             /* after a failed index check the input and the sum are skipped (the sort orders bytes
