@@ -138,7 +138,7 @@ void test_devices_cuda_build(void) {
 #ifdef LIG_TEST_HAVE_CUDA
     /* phase 1 of the CUDA backend reads no tensor data and touches no device */
     if (CHECK(st == LIG_SUCCESS, "CUDA phase 1 failed: %s", lig_get_last_error()))
-        CHECK(strcmp(lig_executor_kernel_set(e), "cuda-simple") == 0, "CUDA plan runs \"%s\", expected cuda-simple",
+        CHECK(strcmp(lig_executor_kernel_set(e), "cuda-simt") == 0, "CUDA plan runs \"%s\", expected cuda-simt (fp32)",
               lig_executor_kernel_set(e));
     lig_destroy_executor(e);
 #else

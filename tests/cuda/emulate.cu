@@ -477,8 +477,14 @@ static void run_grad_case(const gcase &c, uint64_t seed) {
                 delete o;
                 break;
             }
-            EXPECT(strcmp(lig_executor_kernel_set(e), "cuda-simple") == 0, "%s: plan runs %s", c.name.c_str(),
-                   lig_executor_kernel_set(e));
+            {
+                const bool tc = c.D > 0 && c.D <= 256 && c.N1 > 0;
+                const char *want = !tc ? "cuda-simt" : c.dt == LIG_BFLOAT16 ? "cuda-wmma"
+                                                     : c.dt == LIG_FLOAT16  ? "cuda-wmma-scores"
+                                                                            : "cuda-simt";
+                EXPECT(strcmp(lig_executor_kernel_set(e), want) == 0, "%s: plan runs %s, expected %s", c.name.c_str(),
+                       lig_executor_kernel_set(e), want);
+            }
             res.st = device_phase2(
                 ws, order, [&](void *w, uint64_t nb, void *sm) { return lig_indexer_grad(w, nb, e, sm); }, &res.msg);
             ms.fetch(o->dq);

@@ -74,7 +74,7 @@ static lig_status too_large(void) {
 
 template <class P, class Pb>
 static lig_status publish(const Pb *pb, bool ok, lig_status (*run)(void *, void *, void *), lig_backend_plan *out,
-                          const layout &l) {
+                          const layout &l, const char *kernel_set) {
     if (!ok) return too_large();
     P *p = (P *)calloc(1, sizeof(P));
     if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
@@ -82,7 +82,7 @@ static lig_status publish(const Pb *pb, bool ok, lig_status (*run)(void *, void 
     p->l = l;
     out->plan = p;
     out->workspace_size = l.bytes;
-    out->kernel_set = "cuda-simple";
+    out->kernel_set = kernel_set;
     out->run = run;
     out->free = free_plan;
     return LIG_SUCCESS;
@@ -100,7 +100,7 @@ static lig_status cuda_check_stream(void *stream) {
 static lig_status cuda_plan_grad(const lig_grad_problem *pb, lig_backend_plan *out) {
     layout l;
     const bool ok = grad_layout(pb, &l);
-    return publish<grad_plan>(pb, ok, run_grad_plan, out, l);
+    return publish<grad_plan>(pb, ok, run_grad_plan, out, l, kernel_set_name(&pb->pr, pb->q, pb->k, true));
 }
 
 static lig_status cuda_plan_fwd(const lig_fwd_problem *pb, lig_backend_plan *out) {
@@ -114,13 +114,13 @@ static lig_status cuda_plan_fwd(const lig_fwd_problem *pb, lig_backend_plan *out
                         "forward yet), got CUDA tensors");
     layout l;
     const bool ok = fwd_layout(pb, &l);
-    return publish<fwd_plan>(pb, ok, run_fwd_plan, out, l);
+    return publish<fwd_plan>(pb, ok, run_fwd_plan, out, l, kernel_set_name(&pb->pr, pb->q, pb->k, false));
 }
 
 static lig_status cuda_plan_kl(const lig_kl_problem *pb, lig_backend_plan *out) {
     layout l;
     const bool ok = kl_layout(pb, &l);
-    return publish<kl_plan>(pb, ok, run_kl_plan, out, l);
+    return publish<kl_plan>(pb, ok, run_kl_plan, out, l, "cuda-simt");
 }
 
 /* Phase 2 enqueues on a stream of the current device: the tensors must live on that device. */

@@ -131,6 +131,15 @@ inline bool kl_layout(const lig_kl_problem *pb, layout *l) {
     return finish(c, l);
 }
 
+/* The name lig_executor_kernel_set reports: "cuda-wmma" when every product runs on tensor cores,
+ * "cuda-wmma-scores" when only the scores do (a backward with fp16 q and k), "cuda-simt" when none
+ * does (fp32 or mixed q and k, D above 256, D or N1 of 0). */
+inline const char *kernel_set_name(const lig_problem *p, const lig_view4 &q, const lig_view4 &k, bool backward) {
+    if (!tc_scores_eligible((int)q.dtype, (int)k.dtype, p->D, p->G)) return "cuda-simt";
+    if (!backward || tc_grad_eligible((int)q.dtype, (int)k.dtype, p->D, p->G, p->K)) return "cuda-wmma";
+    return "cuda-wmma-scores";
+}
+
 inline cu_view view_of(const lig_view4 &v) {
     cu_view c;
     c.data = v.data;

@@ -182,9 +182,11 @@ struct k_grad_contrib_tc : grad_tc_base {
 };
 
 /* Whether a problem's dQ and dK products run on tensor cores. */
+LIG_HD bool tc_grad_eligible(int q_dtype, int k_dtype, int64_t D, int64_t G, int64_t K) {
+    return q_dtype == DT_BF16 && tc_scores_eligible(q_dtype, k_dtype, D, G) && K > 0;
+}
 LIG_HD bool grad_tc_eligible(const plan_args &a) {
-    return a.q.dtype == DT_BF16 && a.k.dtype == DT_BF16 && a.p.D > 0 && a.p.D <= TC_MAX_D && a.p.G > 0 &&
-           a.p.K > 0;
+    return tc_grad_eligible(a.q.dtype, a.k.dtype, a.p.D, a.p.G, a.p.K);
 }
 
 LIG_HD grad_tc_base grad_tc_of(const plan_args &a, const cu_view &dy, const cu_view &dq, float *contrib,

@@ -26,10 +26,11 @@ LIG_HD uint16_t raw16(const char *p) {
 }
 
 /* Whether a problem's scores run on tensor cores. */
-LIG_HD bool tc_eligible(const plan_args &a) {
-    const bool half = a.q.dtype == DT_BF16 || a.q.dtype == DT_F16;
-    return half && a.k.dtype == a.q.dtype && a.p.D > 0 && a.p.D <= TC_MAX_D && a.p.G > 0;
+LIG_HD bool tc_scores_eligible(int q_dtype, int k_dtype, int64_t D, int64_t G) {
+    const bool half = q_dtype == DT_BF16 || q_dtype == DT_F16;
+    return half && k_dtype == q_dtype && D > 0 && D <= TC_MAX_D && G > 0;
 }
+LIG_HD bool tc_eligible(const plan_args &a) { return tc_scores_eligible(a.q.dtype, a.k.dtype, a.p.D, a.p.G); }
 
 struct k_scores_tc {
     enum { THREADS = 256, WARPS = THREADS / WARP, KEYS = 64, LDC = KEYS + 4, MAX_HEAD_TILES = 4 };
