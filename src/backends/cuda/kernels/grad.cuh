@@ -154,7 +154,6 @@ LIG_HD bool slot_counts(const grad_args &a, const cu_unit &x, int64_t j, int64_t
     *s = slot_index(a, x, j);
     return *s >= x.lo && *s <= x.hi;
 }
-/* Slot i of the flat (unit, slot) range, when it counts: its unit and key. */
 /* Slot i of the chunk (0 .. chunk units * K): whether it counts, its unit and key. */
 LIG_HD bool flat_slot_counts(const grad_args &a, int64_t i, cu_unit *x, int64_t *s) {
     i += a.unit0 * a.p.K;
@@ -175,20 +174,18 @@ struct k_fill_f32 {
 struct k_grad_contrib {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, d = i % D, uj = i / D, j = uj % a.p.K, u = a.unit0 + uj / a.p.K;
-        const cu_unit x = unit_decode(a.p, u);
+        const int64_t D = a.p.D, d = i % D, sl = i / D; /* slot sl of the chunk */
+        cu_unit x;
         int64_t s;
-        a.contrib[i] = slot_counts(a, x, j, &s) ? slot_contribution(a, u, j, d) : 0.0f;
+        a.contrib[i] = flat_slot_counts(a, sl, &x, &s) ? slot_contribution(a, a.unit0 + sl / a.p.K, sl % a.p.K, d) : 0.0f;
     }
 };
 struct k_dk_scatter {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, d = i % D, uj = i / D, j = uj % a.p.K, u = a.unit0 + uj / a.p.K;
-        const cu_unit x = unit_decode(a.p, u);
+        cu_unit x;
         int64_t s;
-        if (!slot_counts(a, x, j, &s)) return;
-        atomic_add_f32(&a.acc[key_id(a, x, s) * D + d], a.contrib[i]);
+        if (flat_slot_counts(a, i / a.p.D, &x, &s)) atomic_add_f32(&a.acc[key_id(a, x, s) * a.p.D + i % a.p.D], a.contrib[i]);
     }
 };
 /* d_key element (key row, key head, d) from the accumulator. */
