@@ -53,8 +53,10 @@ struct host_exec {
         make_order(n);
         for (int64_t i = 0; i < n; i++) f(perm[(size_t)i]);
     }
+    /* max_grid: the device's bound on CUDA blocks at once; here the blocks run one at a time */
     template <class F>
-    void launch_blocks(int64_t nblocks, const F &f) {
+    void launch_blocks(int64_t nblocks, const F &f, int64_t max_grid = 0) {
+        (void)max_grid;
         if (nblocks <= 0) return;
         launches++;
         enum { GUARD = 64 };

@@ -20,8 +20,8 @@ namespace ligcu {
  * (the regions plus LIG_WS_ALIGN for the caller's alignment). */
 struct layout {
     uint64_t bytes;
-    uint64_t bt, score, acc, contrib, sort_key[2], sort_pos[2], sort_temp, sort_temp_bytes, kept_score, kept_key, row_loss;
-    int64_t nkeys, width, cap, chunk;
+    uint64_t bt, score, acc, contrib, sort_key[2], sort_pos[2], sort_temp, sort_temp_bytes, cand_score, cand_key, row_loss;
+    int64_t nkeys, cap, slots, chunk;
     int32_t sort_bits;
 };
 
@@ -98,27 +98,31 @@ inline bool grad_layout_budget(const lig_grad_problem *pb, uint64_t budget, layo
 }
 inline bool grad_layout(const lig_grad_problem *pb, layout *l) { return grad_layout_budget(pb, chunk_budget(), l); }
 
-/* The forward's regions hold one chunk of units (run_fwd walks the chunks in order): scores
- * [chunk][width] and candidates [chunk][cap] (cap: min(K, width) up to a power of two), chunk = as many units as `budget` bytes hold (at
- * least one). The workspace is then at most budget + one unit's regions, whatever B and S1 are. */
+/* The forward's only regions are its candidate buffers: `slots` pairs of [cap] (score, key), cap =
+ * 2 * max(64, min(K, width)) up to a power of two (width: the longest batch's key count), one
+ * pair per block the grid holds at once (k_fwd_topk); slots = as many as `budget` bytes hold, at
+ * least one and at most 1024 (and the units). The workspace is then at most budget + one pair,
+ * whatever B, S1 and S2 are. */
 inline bool fwd_layout_budget(const lig_fwd_problem *pb, uint64_t budget, layout *l) {
     const lig_problem *p = &pb->pr;
     *l = layout();
     uint64_t c = 0;
     lig_ws_take(&c, sizeof(cu_status));
+    int64_t width = 0;
     for (int64_t b = 0; b < p->B; b++)
-        if (p->bt.lk[b] > l->width) l->width = p->bt.lk[b];
-    const int64_t kept = p->K < l->width ? p->K : l->width;
-    for (l->cap = 1; l->cap < kept;) l->cap <<= 1; /* the bitonic sort's power of two */
-    const uint64_t per_unit = lig_size_add(lig_size_mul((uint64_t)l->width, 4), lig_size_mul((uint64_t)l->cap, 12));
-    uint64_t chunk = per_unit ? budget / per_unit : (uint64_t)p->units;
-    if (chunk > (uint64_t)p->units) chunk = (uint64_t)p->units;
-    if (chunk < 1) chunk = 1;
-    l->chunk = (int64_t)chunk;
+        if (p->bt.lk[b] > width) width = p->bt.lk[b];
+    int64_t kept = p->K < width ? p->K : width;
+    if (kept < 64) kept = 64;
+    for (l->cap = 2; l->cap < 2 * kept;) l->cap <<= 1;
+    const uint64_t per_slot = lig_size_mul((uint64_t)l->cap, 2 * (4 + 8));
+    uint64_t slots = budget / per_slot;
+    if (slots > 1024) slots = 1024;
+    if (slots > (uint64_t)p->units) slots = (uint64_t)p->units;
+    if (slots < 1) slots = 1;
+    l->slots = (int64_t)slots;
     l->bt = lig_ws_take(&c, lig_batches_bytes(p->B));
-    l->score = lig_ws_take(&c, lig_size_mul3(chunk, (uint64_t)l->width, 4));
-    l->kept_score = lig_ws_take(&c, lig_size_mul3(chunk, (uint64_t)l->cap, 4));
-    l->kept_key = lig_ws_take(&c, lig_size_mul3(chunk, (uint64_t)l->cap, 8));
+    l->cand_score = lig_ws_take(&c, lig_size_mul3(slots, (uint64_t)l->cap, 2 * 4));
+    l->cand_key = lig_ws_take(&c, lig_size_mul3(slots, (uint64_t)l->cap, 2 * 8));
     return finish(c, l);
 }
 inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) { return fwd_layout_budget(pb, chunk_budget(), l); }
@@ -217,12 +221,13 @@ inline fwd_args fwd_args_of(const lig_fwd_problem *pb, char *base, const layout 
     a.val = view_of(pb->val);
     a.has_values = pb->has_values;
     a.trivial = pb->pr.D == 0 || pb->pr.N1 == 0;
-    a.width = l.width;
+    a.tc = !a.trivial && tc_eligible(a);
+    a.score = 0; /* no score rows: a tile of scores lives in shared memory */
+    a.pad = 0;
     a.cap = l.cap;
-    a.chunk = l.chunk;
-    a.unit0 = 0;
-    a.kept_score = (float *)(void *)(base + l.kept_score);
-    a.kept_key = (int64_t *)(void *)(base + l.kept_key);
+    a.slots = l.slots;
+    a.cand_score = (float *)(void *)(base + l.cand_score);
+    a.cand_key = (int64_t *)(void *)(base + l.cand_key);
     return a;
 }
 

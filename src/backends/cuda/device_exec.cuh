@@ -53,8 +53,10 @@ struct device_exec {
         err = cudaLaunchKernel((const void *)grid_kernel<F>, dim3((unsigned)blocks), dim3(FLAT_THREADS), args, 0,
                                stream);
     }
+    /* at most max_grid CUDA blocks (a body that keeps per-block scratch in global memory indexes
+     * it by body block % max_grid: blocks running at once never share it) */
     template <class F>
-    void launch_blocks(int64_t nblocks, const F &f) {
+    void launch_blocks(int64_t nblocks, const F &f, int64_t max_grid = MAX_BLOCKS) {
         if (nblocks <= 0 || err != cudaSuccess) return;
         const uint64_t smem = f.smem_bytes();
         /* above the 48 KiB default a kernel must opt in (a function attribute: no stream work, so
@@ -63,7 +65,8 @@ struct device_exec {
             err = cudaFuncSetAttribute((const void *)block_kernel<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)smem);
         if (err != cudaSuccess) return;
-        const int64_t blocks = nblocks < MAX_BLOCKS ? nblocks : MAX_BLOCKS;
+        const int64_t cap = max_grid < MAX_BLOCKS ? max_grid : MAX_BLOCKS;
+        const int64_t blocks = nblocks < cap ? nblocks : cap;
         F body = f;
         void *args[] = {(void *)&body, (void *)&nblocks};
         err = cudaLaunchKernel((const void *)block_kernel<F>, dim3((unsigned)blocks), dim3(F::THREADS), args,

@@ -253,7 +253,7 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
     for (c.unit0 = 0; c.unit0 < a.p.units; c.unit0 += a.chunk) {
         const int64_t n = a.p.units - c.unit0 < a.chunk ? a.p.units - c.unit0 : a.chunk, slots = n * K;
         if (tc_eligible(c)) {
-            const k_scores_tc f = scores_tc(c, c.unit0, 0, true);
+            const k_scores_tc f = scores_tc(c, c.unit0);
             x.launch_blocks(n * f.tiles, f);
         } else {
             x.launch(slots * G, after_checks(a.st, k_grad_scores{c}));
