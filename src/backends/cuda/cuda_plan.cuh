@@ -221,7 +221,7 @@ inline fwd_args fwd_args_of(const lig_fwd_problem *pb, char *base, const layout 
     a.val = view_of(pb->val);
     a.has_values = pb->has_values;
     a.trivial = pb->pr.D == 0 || pb->pr.N1 == 0;
-    a.tc = !a.trivial && tc_eligible(a);
+    a.tc = tc_eligible(a); /* never for a trivial problem: it needs D > 0 and G > 0 */
     a.score = 0; /* no score rows: a tile of scores lives in shared memory */
     a.pad = 0;
     a.cap = l.cap;

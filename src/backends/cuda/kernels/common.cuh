@@ -80,13 +80,6 @@ LIG_HD uint32_t atomic_add_u32(uint32_t *p, uint32_t v) { /* global or shared me
     return old;
 #endif
 }
-LIG_HD unsigned long long atomic_inc_u64(unsigned long long *p) {
-#ifdef __CUDA_ARCH__
-    return atomicAdd(p, 1ull);
-#else
-    return (*p)++;
-#endif
-}
 LIG_HD void atomic_add_f32(float *p, float v) {
 #ifdef __CUDA_ARCH__
     atomicAdd(p, v);

@@ -259,12 +259,13 @@ void run_grad(X &x, const grad_args &a, bool deterministic, const int64_t *host_
             x.launch(slots * G, after_checks(a.st, k_grad_scores{c}));
         }
         if (grad_tc_eligible(c)) {
+            const grad_tc_base base = grad_tc_of(c, c.dy, c.dq, c.contrib, c.unit0);
             k_grad_dq_tc q;
-            static_cast<grad_tc_base &>(q) = grad_tc_of(c, c.dy, c.dq, c.contrib, c.unit0);
+            static_cast<grad_tc_base &>(q) = base;
             q.groups = (G + TC_T - 1) / TC_T;
             x.launch_blocks(n * q.groups, q);
             k_grad_contrib_tc k;
-            static_cast<grad_tc_base &>(k) = grad_tc_of(c, c.dy, c.dq, c.contrib, c.unit0);
+            static_cast<grad_tc_base &>(k) = base;
             k.tiles = (K + TC_T - 1) / TC_T;
             x.launch_blocks(n * k.tiles, k);
         } else {

@@ -33,7 +33,7 @@ LIG_HD void split_bf16(float a, int n, uint16_t *p) {
     }
 }
 
-enum { TC_T = 64, TC_LD = TC_T + 8 }; /* tile edge (slots or heads), staged row length */
+enum { TC_T = 64, TC_LD = TC_T + 8, TC_THREADS = 256 }; /* tile edge (slots or heads), staged row length, block */
 
 /* What both bodies share: the problem, the chunk, and the gate of (unit, head, slot). */
 struct grad_tc_base {
@@ -53,6 +53,19 @@ struct grad_tc_base {
                 load_f(dy.dtype, at_q(dy, a.p, x.b, x.t, x.g, j));
         split_bf16(A, parts, p);
     }
+    /* c [TC_T][ldc] += sum over the parts i of A_i [TC_T][TC_T] x B^T, A_i = pa + i TC_T TC_LD and B
+     * = b [Dp][TC_LD] (rows of length TC_T), parts after parts per 16-wide step; warp w does output
+     * tiles w, w + 8, ... (a block of TC_THREADS) */
+    LIG_HD void multiply_parts(int tid, float *c, const uint16_t *pa, const uint16_t *b) const {
+        const int warp = tid / WARP, lane = tid % WARP, dtiles = (int)(dpad() / 16), LC = (int)ldc();
+        for (int tile = warp; tile < (TC_T / 16) * dtiles; tile += TC_THREADS / WARP) {
+            const int rt = tile / dtiles, dt = tile % dtiles;
+            for (int ks = 0; ks < TC_T; ks += 16)
+                for (int i = 0; i < parts; i++)
+                    warp_mma_16x16x16(DT_BF16, c + rt * 16 * LC + dt * 16, LC, pa + (i * TC_T + rt * 16) * TC_LD + ks,
+                                      TC_LD, b + dt * 16 * TC_LD + ks, TC_LD, lane);
+        }
+    }
     /* the key of slot j when it counts, else -1 */
     LIG_HD int64_t slot_key(const cu_unit &x, int64_t j) const {
         const int64_t s = load_i(a.idx.dtype, at_q(a.idx, a.p, x.b, x.t, x.g, j));
@@ -61,7 +74,7 @@ struct grad_tc_base {
 };
 
 struct k_grad_dq_tc : grad_tc_base {
-    enum { THREADS = 256, WARPS = THREADS / WARP };
+    enum { THREADS = TC_THREADS };
     struct local {
         int64_t tile;
     };
@@ -99,16 +112,8 @@ struct k_grad_dq_tc : grad_tc_base {
             }
             return 2;
         }
-        if (phase == 2) { /* warp w: output tiles w, w + WARPS, ... of [heads][Dp] */
-            const int warp = tid / WARP, lane = tid % WARP, dtiles = (int)(Dp / 16);
-            for (int tile = warp; tile < (TC_T / 16) * dtiles; tile += WARPS) {
-                const int ht = tile / dtiles, dt = tile % dtiles;
-                for (int ks = 0; ks < TC_T; ks += 16)
-                    for (int i = 0; i < parts; i++)
-                        warp_mma_16x16x16(DT_BF16, cs + ht * 16 * LC + dt * 16, (int)LC,
-                                          ap + (i * TC_T + ht * 16) * TC_LD + ks, TC_LD, kt + dt * 16 * TC_LD + ks,
-                                          TC_LD, lane);
-            }
+        if (phase == 2) {
+            multiply_parts(tid, cs, ap, kt); /* [heads][Dp] */
             return 3;
         }
         if (phase == 3) return ++l.tile * TC_T < K ? 1 : 4;
@@ -123,7 +128,7 @@ struct k_grad_dq_tc : grad_tc_base {
 };
 
 struct k_grad_contrib_tc : grad_tc_base {
-    enum { THREADS = 256, WARPS = THREADS / WARP };
+    enum { THREADS = TC_THREADS };
     struct local {
         int64_t group;
     };
@@ -160,16 +165,8 @@ struct k_grad_contrib_tc : grad_tc_base {
             }
             return 2;
         }
-        if (phase == 2) { /* warp w: output tiles of [slots][Dp] */
-            const int warp = tid / WARP, lane = tid % WARP, dtiles = (int)(Dp / 16);
-            for (int tile = warp; tile < (TC_T / 16) * dtiles; tile += WARPS) {
-                const int rt = tile / dtiles, dt = tile % dtiles;
-                for (int ks = 0; ks < TC_T; ks += 16)
-                    for (int i = 0; i < parts; i++)
-                        warp_mma_16x16x16(DT_BF16, cs + rt * 16 * LC + dt * 16, (int)LC,
-                                          at + (i * TC_T + rt * 16) * TC_LD + ks, TC_LD, qt + dt * 16 * TC_LD + ks,
-                                          TC_LD, lane);
-            }
+        if (phase == 2) {
+            multiply_parts(tid, cs, at, qt); /* [slots][Dp] */
             return 3;
         }
         if (phase == 3) return ++l.group * TC_T < G ? 1 : 4;
