@@ -19,7 +19,8 @@
  * CPU time (all threads; idle pool threads sleep), which a shared machine's other load hardly
  * changes: cpuxT1 = T x the 1-thread CPU time / the T-thread CPU time is the speedup T threads would
  * give on T free cores. Each round runs the decode step split along the keys (the default plan), the
- * same step forced unsplit (the planner's hook at 0: one unit per row group, as before the split;
+ * same step forced unsplit (a chunk length of 0, set through the test-only src/testing/lig_testing.h:
+ * one unit per row group, as before the split;
  * unless --no-unsplit) and the stream: a plain read of the bytes the step's keys occupy (codes and
  * scales, or the bf16 keys; stream_read.c) on the same threads, so that all share the machine's
  * state. --prefill S adds the S x S causal forward (no split: many rows) of the same form. Rates:
@@ -38,7 +39,7 @@
  * inputs for bench/quant_peer.py, of the first set run: DIR/decode-B<B>-C<C>-<form>-{k.u8,sk.f32} (the
  * cache), DIR/decode-B<B>-C<C>-n<n>-<form>-{q.u8,w.f32,idx.i32} (the queries, the folded weights and
  * lig's selection) and DIR/decode-B<B>-C<C>-n<n>-bf16-idx.i32, for fp8 and int8. Links the static
- * library for the split hook. */
+ * library for the test-only tuning override (src/testing/lig_testing.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -49,9 +50,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/operators/fwd_split.h"
 #include "indexer_data.h"
 #include "stream_read.h"
+#include "testing/lig_testing.h"
 #include "unit_peaks.h"
 
 enum { MAX_REPS = 64, MAX_LIST = 8, MAX_SAMPLES = 3 };
@@ -250,14 +251,23 @@ typedef struct timing {
     char kernels[32];
 } timing;
 
-/* One phase 1 + phase 2 with the split hook at `keys`, timed (phase 2 only) into *t unless warm-up. */
+/* The forward's chunk length for the plans made from now on: keys >= 0 fixes it (0: unsplit), < 0 is
+ * the library's own choice (LIG_FWD_SPLIT_KEYS when set, else the default). */
+static void split_keys(int64_t keys) {
+    if (keys < 0)
+        lig_testing_set_tuning(NULL);
+    else
+        lig_testing_set_fwd_split_keys(keys);
+}
+
+/* One phase 1 + phase 2 with the chunk length at `keys`, timed (phase 2 only) into *t unless warm-up. */
 static int run_once(problem *p, form f, int64_t keys, timing *t, int record) {
-    lig_fwd_split_set_keys(keys);
+    split_keys(keys);
     uint64_t size = 0;
     lig_executor *e = NULL;
     if (phase1(p, f, &size, &e) != LIG_SUCCESS) {
         fprintf(stderr, "phase 1: %s\n", lig_get_last_error());
-        lig_fwd_split_set_keys(-1);
+        split_keys(-1);
         return 0;
     }
     snprintf(t->kernels, sizeof t->kernels, "%s", lig_executor_kernel_set(e));
@@ -273,7 +283,7 @@ static int run_once(problem *p, form f, int64_t keys, timing *t, int record) {
     const double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     const lig_status st = f == FORM_BF16 ? lig_indexer(ws, size, e, NULL) : lig_quant_indexer(ws, size, e, NULL);
     const double w1 = clock_s(CLOCK_MONOTONIC), c1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    lig_fwd_split_set_keys(-1);
+    split_keys(-1);
     if (st != LIG_SUCCESS) {
         fprintf(stderr, "phase 2: %s\n", lig_get_last_error());
         return 0;
@@ -286,7 +296,7 @@ static int run_once(problem *p, form f, int64_t keys, timing *t, int record) {
     return 1;
 }
 
-/* reps rounds (after a warm-up) of each of the n hook settings in turn, then (stream != NULL) the
+/* reps rounds (after a warm-up) of each of the n chunk-length settings in turn, then (stream != NULL) the
  * read of the step's key bytes, so that all share the machine's state; returns 0 on a failure. */
 static int time_rounds(problem *p, form f, int threads, int reps, const int64_t *keys, int n, timing *t, timing *stream) {
     lig_set_num_threads(threads);

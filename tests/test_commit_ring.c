@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/operators/indexer_grad_plan.h"
 #include "backward_checks.h"
 #include "case_generators.h"
 #include "framework.h"
 #include "backward_runner.h"
+#include "testing/lig_testing.h"
 #include "tests.h"
 
 void test_commit_ring_capacity(void) {
@@ -49,7 +49,7 @@ void test_commit_ring_capacity(void) {
         int have_first = 0;
         for (size_t ri = 0; ri < sizeof rings / sizeof rings[0]; ri++)
             for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
-                lig_cpu_grad_set_ring_chunks(rings[ri]);
+                lig_testing_set_grad_ring_chunks(rings[ri]);
                 lig_set_num_threads(threads[ti]);
                 run_result res;
                 run_case(&tc, &res);
@@ -74,6 +74,6 @@ void test_commit_ring_capacity(void) {
         if (have_first) inst_result_free(&first);
         tc_free(&tc);
     }
-    lig_cpu_grad_set_ring_chunks(0);
+    lig_testing_set_tuning(NULL);
     lig_set_num_threads(0);
 }

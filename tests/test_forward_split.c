@@ -2,7 +2,7 @@
  * The forward's key split for few rows (issue 18, "Decode"; src/backends/cpu/operators/fwd_split.h):
  * decode shapes (B = 1 and 3, next_n = 1..4 rows per sequence at the end of a few thousand keys,
  * BSND, TND and paged keys, bands, K above and below the visible range) through lig_indexer and
- * lig_quant_indexer. The unsplit run (LIG_FWD_SPLIT_KEYS = 0 through the planner's hook) is checked
+ * lig_quant_indexer. The unsplit run (a chunk length of 0, set through testing/lig_testing.h) is checked
  * against the float64 reference; every split run (several chunk lengths, default included) with 1,
  * 2, 3 and 5 threads must write the unsplit run's bytes exactly, and the plan must really have
  * split (white-box: the executor's plan is read after phase 1). Then ties among ReLU zeros and NaN
@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "api/executor.h"
-#include "backends/cpu/operators/fwd_split.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "forward_kl_checks.h"
 #include "framework.h"
+#include "testing/lig_testing.h"
 #include "lig.h"
 #include "problem_case.h"
 #include "quant_case.h"
@@ -194,13 +194,13 @@ static int same_raw(const inst_result *a, const inst_result *b) {
 /* The unsplit run, checked against the reference, then every split setting x thread count bitwise;
  * the first setting (the shortest chunks) must split. */
 static void forward_split_case(suite_case *sc, const int64_t *keys, int n_keys, const char *label) {
-    lig_fwd_split_set_keys(0);
+    lig_testing_set_fwd_split_keys(0);
     lig_set_num_threads(1);
     inst_result ref;
     suite_forward.run(sc, &ref);
     if (!CHECK(ref.st1 == LIG_SUCCESS && ref.st2 == LIG_SUCCESS, "%s, unsplit: %s", label, ref.message)) {
         inst_result_free(&ref);
-        lig_fwd_split_set_keys(-1);
+        lig_testing_set_tuning(NULL);
         return;
     }
     suite_forward.check_result(sc, &ref, label);
@@ -209,7 +209,7 @@ static void forward_split_case(suite_case *sc, const int64_t *keys, int n_keys, 
     CHECK(groups > 0 && unsplit_units == groups, "%s: unsplit plan has %lld units for %lld groups", label,
           (long long)unsplit_units, (long long)groups);
     for (int ki = 0; ki < n_keys; ki++) {
-        lig_fwd_split_set_keys(keys[ki]);
+        lig_testing_set_fwd_split_keys(keys[ki]);
         const int64_t units = forward_units(sc, &groups);
         CHECK(ki > 0 || units > groups, "%s, chunks of %lld keys: the plan did not split (%lld units, %lld groups)", label,
               (long long)keys[ki], (long long)units, (long long)groups);
@@ -224,7 +224,7 @@ static void forward_split_case(suite_case *sc, const int64_t *keys, int n_keys, 
         }
     }
     inst_result_free(&ref);
-    lig_fwd_split_set_keys(-1);
+    lig_testing_set_tuning(NULL);
     lig_set_num_threads(0);
 }
 
@@ -261,11 +261,10 @@ void test_fwd_split_decode(void) {
         decode_tcase(&tc, &r, 0, LIG_BFLOAT16, 1, 2, ctx, 1, 16, 64, 512, INT64_MAX, 0, 0);
         suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT32};
         const int64_t dflt[] = {-1};
-        lig_fwd_split_set_keys(-1);
+        lig_testing_set_fwd_split_keys(-1); /* the default length, whatever LIG_FWD_SPLIT_KEYS says */
         int64_t groups;
         const int64_t units = forward_units(&sc, &groups);
-        const char *env = getenv("LIG_FWD_SPLIT_KEYS"); /* the default is the environment's when set */
-        CHECK((env && *env) || units == 4, "20000 keys, K = 512, default chunks: %lld units, expected 4 (of 5000 keys, rounded to blocks)",
+        CHECK(units == 4, "20000 keys, K = 512, default chunks: %lld units, expected 4 (of 5000 keys, rounded to blocks)",
               (long long)units);
         forward_split_case(&sc, dflt, 1, "decode bf16 20000 keys, default chunks");
         tc_free(&tc);
@@ -303,12 +302,12 @@ static void ties_case(int nan, int64_t K) {
     suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT32};
     char label[64];
     snprintf(label, sizeof label, "ties%s, K = %lld", nan ? " and NaN" : "", (long long)K);
-    lig_fwd_split_set_keys(0);
+    lig_testing_set_fwd_split_keys(0);
     lig_set_num_threads(1);
     inst_result ref;
     suite_forward.run(&sc, &ref);
     if (CHECK(ref.st1 == LIG_SUCCESS && ref.st2 == LIG_SUCCESS, "%s: %s", label, ref.message)) {
-        lig_fwd_split_set_keys(64);
+        lig_testing_set_fwd_split_keys(64);
         for (int ti = 0; ti < N_THREADS; ti++) {
             lig_set_num_threads(split_threads[ti]);
             inst_result res;
@@ -340,7 +339,7 @@ static void ties_case(int nan, int64_t K) {
     }
     inst_result_free(&ref);
     tc_free(&tc);
-    lig_fwd_split_set_keys(-1);
+    lig_testing_set_tuning(NULL);
     lig_set_num_threads(0);
 }
 
@@ -383,12 +382,12 @@ void test_quant_fwd_split_decode(void) {
         unsigned char *first = NULL;
         size_t first_bytes = 0;
         int ok_inputs;
-        lig_fwd_split_set_keys(0);
+        lig_testing_set_fwd_split_keys(0);
         lig_status st = qcase_run(&c, 1, idx, val, &ok_inputs, &first, &first_bytes);
         if (CHECK(st == LIG_SUCCESS && ok_inputs, "%s, unsplit: status %d", label, (int)st)) {
             qcase_check(&c, idx, val, label);
             for (int ki = 0; ki < 3; ki++) {
-                lig_fwd_split_set_keys(keys[ki]);
+                lig_testing_set_fwd_split_keys(keys[ki]);
                 qcall call;
                 qcall_make(&c, &call);
                 uint64_t ws;
@@ -423,7 +422,7 @@ void test_quant_fwd_split_decode(void) {
         free(val);
         qcase_free(&c);
     }
-    lig_fwd_split_set_keys(-1);
+    lig_testing_set_tuning(NULL);
     th_note("%d quantized decode cases, unsplit against the reference, split x {1,2,3,5} threads bitwise", cases);
     qcheck_stats_note("split quantized decode");
 }

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/operators/fwd_split.h"
 #include "framework.h"
 #include "lig.h"
 #include "logits_case.h"
@@ -19,6 +18,7 @@
 #include "quant_case.h"
 #include "rng.h"
 #include "tensor_buffers.h"
+#include "testing/lig_testing.h"
 #include "tests.h"
 
 static const lig_dtype qk_dtypes[2] = {LIG_FLOAT8_E4M3FN, LIG_INT8};
@@ -200,9 +200,9 @@ void test_quant_logits_threads_and_schedule(void)
         decode_ranges(&L);
         char label[64];
         snprintf(label, sizeof label, "decode case %d", v);
-        lig_fwd_split_set_keys(0);
+        lig_testing_set_fwd_split_keys(0);
         if (!CHECK(lcase_run(&L, 1, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
-            lig_fwd_split_set_keys(-1);
+            lig_testing_set_tuning(NULL);
             lcase_free(&L);
             continue;
         }
@@ -210,7 +210,7 @@ void test_quant_logits_threads_and_schedule(void)
         size_t nfirst;
         unsigned char *first = lcase_output_bytes(&L, &nfirst);
         for (int k = 0; k < 4; k++) {
-            lig_fwd_split_set_keys(splits[k]);
+            lig_testing_set_fwd_split_keys(splits[k]);
             for (int t = 0; t < 3; t++) {
                 const lig_status st = lcase_run(&L, threads[t], NULL);
                 size_t n;
@@ -221,7 +221,7 @@ void test_quant_logits_threads_and_schedule(void)
                 free(b);
             }
         }
-        lig_fwd_split_set_keys(-1);
+        lig_testing_set_tuning(NULL);
         for (int k = 0; k < 4 && !s.with_topk; k++) {
             int32_t *mem = th_xmalloc(sizeof(int32_t) * (size_t)(2 * workers[k] + 2));
             lig_tensor *sched = make_schedule(&L, workers[k], mem);

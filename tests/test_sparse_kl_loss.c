@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/operators/indexer_grad_plan.h"
 #include "error_cases.h"
 #include "framework.h"
 #include "kl_loss_case.h"
@@ -16,6 +15,7 @@
 #include "reference/indexer_ref.h"
 #include "tensor_buffers.h"
 #include "core/tensor.h"
+#include "testing/lig_testing.h"
 #include "tests.h"
 
 #define NOBAND INT64_MAX
@@ -184,13 +184,13 @@ void test_kl_loss_determinism_threads(void) {
             lkcase c;
             lkcase_make(&c, &d, 9);
             lig_set_num_threads(threads[i]);
-            lig_cpu_grad_set_ring_chunks(ring[i]);
+            lig_testing_set_grad_ring_chunks(ring[i]);
             REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
             CHECK(outputs_equal(&first, &c), "dtype %d: %d threads, ring %lld: outputs differ from 1 thread", dt,
                   threads[i], (long long)ring[i]);
             lkcase_free(&c);
         }
-        lig_cpu_grad_set_ring_chunks(0);
+        lig_testing_set_tuning(NULL);
         lkcase c;
         lkcase_make(&c, &d, 9);
         c.deterministic = false;

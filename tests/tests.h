@@ -96,6 +96,11 @@ void test_errors_index_range(void);
 void test_errors_message_shapes(void);
 void test_errors_invalid_rows_are_not_read(void);
 
+/* test_tuning.c */
+void test_tuning_defaults_and_values(void);
+void test_tuning_bad_values_ignored(void);
+void test_tuning_override(void);
+
 /* test_process_state.c */
 void test_fp_mode_of_caller(void);
 void test_fork_after_threaded_calls(void);

@@ -1,7 +1,8 @@
-/* The public settings: thread count and CPU kernel set. */
+/* The public settings: thread count and CPU kernel set. The kernel sets belong to the CPU backend:
+ * reached through its lig_backend members, so api/ includes no backend's headers. */
 #include <stddef.h>
 
-#include "backends/cpu/kernels/kernel_set.h"
+#include "backends/backend.h"
 #include "core/settings.h"
 #include "lig.h"
 
@@ -9,11 +10,11 @@ void lig_set_num_threads(int n) { lig_settings_set_threads(n); }
 
 int lig_get_num_threads(void) { return lig_settings_threads(); }
 
-lig_status lig_set_kernel_set(const char *name) { return lig_kernel_set_force(name); }
+/* Every build has the host backend: lig_backend_for never fails for it. */
+static const lig_backend *host_backend(void) { return lig_backend_for(LIG_DEVICE_HOST, "device"); }
 
-const char *lig_get_kernel_set(void) {
-    const lig_kernel_set *ks = NULL;
-    return lig_kernel_set_current(&ks) == LIG_SUCCESS ? ks->name : "";
-}
+lig_status lig_set_kernel_set(const char *name) { return host_backend()->set_kernel_set(name); }
 
-const char *lig_kernel_sets(void) { return lig_kernel_sets_supported(); }
+const char *lig_get_kernel_set(void) { return host_backend()->kernel_set(); }
+
+const char *lig_kernel_sets(void) { return host_backend()->kernel_sets_supported(); }

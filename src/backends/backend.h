@@ -43,6 +43,11 @@ typedef struct lig_backend {
     lig_status (*workspace_status)(const void *workspace, void *stream);
     /* The same verdict from a host copy of the status (at the workspace's aligned base). */
     lig_status (*status_verdict)(const void *status_host);
+    /* The backend's choice of kernel sets (lig_set_kernel_set and friends reach the CPU's through
+     * these); NULL on a backend with no such choice. */
+    lig_status (*set_kernel_set)(const char *name); /* NULL or "": back to the default */
+    const char *(*kernel_set)(void);                /* the set new plans use ("" when none can) */
+    const char *(*kernel_sets_supported)(void);     /* comma-separated, portable first */
 } lig_backend;
 
 /* The backend and device ordinal of one call's tensors. */

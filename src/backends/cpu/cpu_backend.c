@@ -1,5 +1,6 @@
 /* The CPU backend's registration: its planners (one per operator, in operators/). */
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/kernel_set.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "backends/cpu/operators/indexer_kl_grad_plan.h"
 #include "backends/cpu/operators/indexer_plan.h"
@@ -9,6 +10,11 @@
 static lig_status check_stream(void *stream) {
     if (stream == NULL) return LIG_SUCCESS;
     return lig_fail(LIG_ERR_PARAM_INVALID, "stream: expected NULL (the CPU backend has no streams), got %p", stream);
+}
+
+static const char *current_kernel_set(void) {
+    const lig_kernel_set *ks = NULL;
+    return lig_kernel_set_current(&ks) == LIG_SUCCESS ? ks->name : "";
 }
 
 const lig_backend lig_cpu_backend = {
@@ -23,4 +29,7 @@ const lig_backend lig_cpu_backend = {
     .check_device = NULL,
     .workspace_status = NULL,
     .status_verdict = NULL,
+    .set_kernel_set = lig_kernel_set_force,
+    .kernel_set = current_kernel_set,
+    .kernel_sets_supported = lig_kernel_sets_supported,
 };

@@ -150,6 +150,7 @@ extern "C" const lig_backend lig_cuda_backend = {
     "cuda", LIG_DEVICE_CUDA, cuda_check_stream, cuda_check_device, cuda_plan_grad, cuda_plan_fwd, cuda_plan_kl,
     cuda_plan_kl_loss,
     lig_cuda_workspace_status_read, lig_cuda_status_verdict,
+    nullptr, nullptr, nullptr, /* no choice of kernel sets: a plan picks its path (lig_executor_kernel_set) */
 };
 
 extern "C" lig_status lig_cuda_status_verdict(const void *status_host) {

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "core/problem.h"
+#include "core/tuning.h"
 #include "core/workspace.h"
 }
 
@@ -26,19 +27,11 @@ struct layout {
 };
 
 /* The bytes an operator's row- or unit-chunked regions may take together (the fp32 dK accumulator
- * and the batches are not chunked): 1 GiB, or LIG_CUDA_CHUNK_BYTES when set (a test knob that makes
- * small problems run in many chunks; at least 64 KiB). Read in phase 1; the plan keeps the chunking
- * it implies, and the results do not depend on it except where docs/cuda.md says so. */
-inline uint64_t chunk_budget() {
-    const char *e = getenv("LIG_CUDA_CHUNK_BYTES");
-    uint64_t v = 1ull << 30;
-    if (e && *e) {
-        char *end = 0;
-        const unsigned long long x = strtoull(e, &end, 10);
-        if (end && *end == 0) v = x;
-    }
-    return v < (64u << 10) ? (64u << 10) : v;
-}
+ * and the batches are not chunked): the tuning's cuda_chunk_bytes (core/tuning.h: 1 GiB, or
+ * LIG_CUDA_CHUNK_BYTES, a test knob that makes small problems run in many chunks; at least 64 KiB).
+ * Read in phase 1; the plan keeps the chunking it implies, and the results do not depend on it
+ * except where docs/cuda.md says so. */
+inline uint64_t chunk_budget() { return lig_tuning_current().cuda_chunk_bytes; }
 
 /* The regions' sizes saturate (core/size.h); false when the workspace does not fit. */
 inline bool finish(uint64_t cursor, layout *l) {

@@ -16,6 +16,7 @@
 
 #include "backends/cpu/runtime/cpu_features.h"
 #include "core/error.h"
+#include "core/tuning.h"
 
 static bool always(void) { return true; }
 
@@ -247,11 +248,7 @@ static void init(void) {
         if (supported_list[0]) strcat(supported_list, ",");
         strcat(supported_list, table[i]->name);
     }
-    const char *v = getenv("LIG_ISA");
-    env_isa = v && *v ? v : NULL;
-    /* LIG_DISABLE_SIMD=1 is the older spelling of LIG_ISA=scalar */
-    const char *off = getenv("LIG_DISABLE_SIMD");
-    if (!env_isa && off && *off && strcmp(off, "0") != 0) env_isa = "scalar";
+    env_isa = lig_tuning_environment()->isa; /* LIG_ISA, or "scalar" for LIG_DISABLE_SIMD (core/tuning.h) */
 }
 
 /* The set called `name` when the CPU supports it; otherwise fails naming `setting`. */

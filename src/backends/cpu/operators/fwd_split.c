@@ -1,11 +1,8 @@
 #include "backends/cpu/operators/fwd_split.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-
 #include "backends/cpu/operators/fwd_engine.h"
 #include "backends/cpu/operators/topk.h"
+#include "core/tuning.h"
 
 void lig_fwd_rows_span(const lig_unit *x, int64_t m, int64_t *lo, int64_t *hi) {
     *lo = INT64_MAX;
@@ -83,25 +80,4 @@ void lig_fwd_split_groups(lig_fwd_groups *gs, int64_t K, int64_t block, int64_t 
     while (cut_groups(gs, block, min_keys, want) > slots) want = want > 2 ? want / 2 : 1;
 }
 
-/* INT64_MIN: not set by the hook, the environment decides. */
-static atomic_llong hook_keys = INT64_MIN;
-static int64_t env_keys = -1;
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-
-static void read_env(void) {
-    const char *env = getenv("LIG_FWD_SPLIT_KEYS");
-    if (env && *env) {
-        char *end;
-        const long long v = strtoll(env, &end, 10);
-        if (*end == '\0' && v >= 0) env_keys = v;
-    }
-}
-
-int64_t lig_fwd_split_keys(void) {
-    const int64_t hook = atomic_load(&hook_keys);
-    if (hook != INT64_MIN) return hook;
-    pthread_once(&env_once, read_env);
-    return env_keys;
-}
-
-void lig_fwd_split_set_keys(int64_t n) { atomic_store(&hook_keys, n >= 0 ? n : INT64_MIN); }
+int64_t lig_fwd_split_keys(void) { return lig_tuning_current().fwd_split_keys; }

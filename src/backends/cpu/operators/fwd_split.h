@@ -72,10 +72,8 @@ int64_t lig_fwd_split_slots(int64_t heap_cap);
  * asked for, 0 = never split, < 0 = the default) whose (row, chunk) pairs fit `slots`. */
 void lig_fwd_split_groups(lig_fwd_groups *gs, int64_t K, int64_t block, int64_t split_keys, int64_t slots);
 
-/* The chunk length asked for: LIG_FWD_SPLIT_KEYS from the environment (read once; 0 = never
- * split) unless lig_fwd_split_set_keys set one; < 0 = the default. */
+/* The chunk length asked for: the tuning's fwd_split_keys (LIG_FWD_SPLIT_KEYS, core/tuning.h;
+ * 0 = never split, < 0 = the default). */
 int64_t lig_fwd_split_keys(void);
-/* Test and benchmark hook: n >= 0 fixes the chunk length (0 = never split), n < 0 restores the default. */
-void lig_fwd_split_set_keys(int64_t n);
 
 #endif

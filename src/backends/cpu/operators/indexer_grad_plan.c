@@ -1,7 +1,6 @@
 /* Planning the CPU backward: the kernel set and engine for the problem's dtype, the thread
  * count, and a workspace layout that phase 2 fills without allocating (a caller can reuse one
  * workspace across calls). */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,18 +8,15 @@
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "core/error.h"
 #include "core/settings.h"
+#include "core/tuning.h"
 #include "core/workspace.h"
-
-static atomic_llong ring_chunks_override;
-
-void lig_cpu_grad_set_ring_chunks(int64_t chunks) { atomic_store(&ring_chunks_override, chunks < 0 ? 0 : chunks); }
 
 /* Chunks in the commit ring: room for every thread to run two whole units ahead of the commit
  * cursor (so that threads rarely wait for each other), within a 256 MiB budget, and never
  * fewer than two per thread. A smaller ring only makes threads wait more: any capacity >= 1
  * computes the same result. */
 static int64_t ring_capacity(const lig_cpu_grad_plan *p) {
-    const int64_t forced = atomic_load(&ring_chunks_override);
+    const int64_t forced = lig_tuning_current().grad_ring_chunks; /* tests only (core/tuning.h) */
     if (forced > 0) return forced;
     const lig_problem *pr = &p->pb->pr;
     int64_t longest = 0;

@@ -94,7 +94,4 @@ lig_status lig_cpu_run_indexer_grad(void *plan, void *workspace, void *stream);
  * chunk_base[u] is the sequence number of unit u's first chunk, chunk_base[units] the total. */
 lig_status lig_grad_index_pass(const lig_cpu_grad_plan *p, int threads, int64_t *chunk_base);
 
-/* Tests: the commit ring's capacity in chunks for new plans (0 = automatic). */
-void lig_cpu_grad_set_ring_chunks(int64_t chunks);
-
 #endif

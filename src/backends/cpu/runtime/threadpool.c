@@ -7,22 +7,14 @@
 
 #include "backends/cpu/runtime/fp_mode.h"
 #include "core/settings.h"
+#include "core/tuning.h"
 
 #define MAX_THREADS LIG_MAX_THREADS
 
-static double min_flops_per_thread = 4e6;
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-
-/* LIG_MIN_FLOPS_PER_THREAD overrides the threshold; the tests set 0 so that even their small
- * problems run on every thread. Read once, not on every call. */
-static void read_env(void) {
-    const char *env = getenv("LIG_MIN_FLOPS_PER_THREAD");
-    if (env && *env) min_flops_per_thread = strtod(env, NULL);
-}
-
 int lig_threads_for(double flops, int cap) {
-    pthread_once(&env_once, read_env);
-    const double per_thread = min_flops_per_thread;
+    /* LIG_MIN_FLOPS_PER_THREAD (core/tuning.h); the tests set 0 so that even their small problems run
+     * on every thread */
+    const double per_thread = lig_tuning_current().min_flops_per_thread;
     int n = lig_settings_threads();
     if (n > cap) n = cap;
     if (per_thread > 0 && (double)n * per_thread > flops) n = flops < per_thread ? 1 : (int)(flops / per_thread);
