@@ -168,7 +168,7 @@ static void decode_tcase(tcase *tc, th_rng *r, int tnd, lig_dtype dtype, int64_t
     fwd_gen_data(r, tc, &o);
 }
 
-/* The plan's units of the case's forward with the split hook at `keys`. */
+/* The plan's units of the case's forward with the chunk length in effect (lig_testing_set_fwd_split_keys). */
 static int64_t forward_units(suite_case *sc, int64_t *groups) {
     inst in;
     suite_forward.setup(sc, &in);

@@ -82,6 +82,9 @@ void test_tuning_defaults_and_values(void) {
         {"+3", "2.5e5", "4096", "65536", 3, 2.5e5, 4096, 65536},
         {"1", "17", "1", "1", 1, 17.0, 1, (uint64_t)64 << 10},
         {"5000", "1e12", "9000000000", "0", LIG_MAX_THREADS, 1e12, 9000000000LL, (uint64_t)64 << 10},
+        /* beyond 64 bits: saturated, then capped */
+        {" 99999999999999999999", "1e300", "99999999999999999999", "99999999999999999999", LIG_MAX_THREADS, 1e300, INT64_MAX,
+         (uint64_t)INT64_MAX},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         n_fake = 0;
@@ -142,7 +145,6 @@ void test_tuning_bad_values_ignored(void) {
         {"LIG_NUM_THREADS", "0", "whole number of threads >= 1"},
         {"LIG_NUM_THREADS", "-2", "whole number of threads >= 1"},
         {"LIG_NUM_THREADS", "4 threads", "whole number of threads >= 1"},
-        {"LIG_NUM_THREADS", "99999999999999999999", "whole number of threads >= 1"},
         {"LIG_MIN_FLOPS_PER_THREAD", "fast", "finite number >= 0"},
         {"LIG_MIN_FLOPS_PER_THREAD", "-1", "finite number >= 0"},
         {"LIG_MIN_FLOPS_PER_THREAD", "nan", "finite number >= 0"},

@@ -1,6 +1,5 @@
 #include "core/tuning.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -30,13 +29,13 @@ static void warn(char *warnings, size_t cap, const char *fmt, ...) {
     }
 }
 
-/* A whole decimal number (sign allowed, nothing after it); false when `s` is not one or overflows. */
+/* A whole decimal number (leading blanks and a sign allowed, nothing after it); false when `s` is
+ * not one. One beyond the range of long long saturates: every knob has a cap or no use for more. */
 static bool whole_number(const char *s, long long *out) {
     char *end;
-    errno = 0;
     const long long v = strtoll(s, &end, 10);
-    if (end == s || *end != '\0' || errno == ERANGE) return false;
-    *out = v;
+    if (end == s || *end != '\0') return false;
+    *out = v; /* LLONG_MAX or LLONG_MIN when out of range */
     return true;
 }
 
@@ -71,9 +70,8 @@ int lig_tuning_parse(lig_tuning *t, lig_tuning_lookup lookup, char *warnings, si
     }
     if ((v = lookup("LIG_MIN_FLOPS_PER_THREAD")) && *v) {
         char *end;
-        errno = 0;
-        const double x = strtod(v, &end);
-        if (end != v && *end == '\0' && errno != ERANGE && isfinite(x) && x >= 0)
+        const double x = strtod(v, &end); /* overflow gives HUGE_VAL, refused as not finite */
+        if (end != v && *end == '\0' && isfinite(x) && x >= 0)
             t->min_flops_per_thread = x;
         else {
             warn(warnings, cap, "LIG_MIN_FLOPS_PER_THREAD: expected a finite number >= 0, got \"%.40s\"; ignored (%g)", v,
