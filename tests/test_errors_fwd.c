@@ -167,10 +167,10 @@ static int foreign_free(foreign *f)
 /* ---- one case ---- */
 
 /* The modes of fe_ws; errtest_phase2 the others. */
-static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
+static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *not_run)
 {
     lig_status st;
-    *skip = 0;
+    *not_run = 0;
     switch (c->ws) {
     case FW_STREAM: {
         void *ws = oi->workspace_size ? th_xmalloc((size_t)oi->workspace_size) : NULL;
@@ -186,8 +186,8 @@ static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
     case FW_FOREIGN_GRAD: {
         foreign f;
         if (!foreign_make(&f, c->ws == FW_FOREIGN_FWD ? 0 : c->ws == FW_FOREIGN_KL ? 1 : 2)) {
-            foreign_free(&f);
-            *skip = 1;
+            foreign_free(&f); /* foreign_make's check failed, saying why the case cannot run */
+            *not_run = 1;
             return INVALID;
         }
         const uint64_t size = (f.ws > oi->workspace_size ? f.ws : oi->workspace_size) + 4096;
@@ -207,7 +207,7 @@ static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
         free(ws);
         return st;
     }
-    default: return errtest_phase2(oi, c->ws, c->name, skip);
+    default: return errtest_phase2(oi, c->ws, c->name, not_run);
     }
 }
 

@@ -21,6 +21,7 @@ static atomic_int g_skips;
 #define TH_MAX_LISTED_SKIPS 64
 static char g_skip_list[TH_MAX_LISTED_SKIPS][192];
 static int g_n_skip_list;
+static int g_n_skips_all; /* every skip of the run, listed or not */
 static const char *g_current_test = "";
 
 bool th_check(bool cond, const char *file, int line, const char *fmt, ...)
@@ -54,6 +55,7 @@ void th_skip(const char *fmt, ...)
     atomic_fetch_add(&g_skips, 1);
     printf("    SKIPPED: %s\n", reason);
     fflush(stdout);
+    g_n_skips_all++;
     if (g_n_skip_list < TH_MAX_LISTED_SKIPS) {
         snprintf(g_skip_list[g_n_skip_list++], sizeof g_skip_list[0], "%s: %s", g_current_test, reason);
     }
@@ -146,6 +148,7 @@ int th_run_tests(const th_test *tests, size_t count, int argc, char **argv)
     int passed = 0;
     int failed = 0;
     int skipped = 0;
+    int skipped_parts = 0; /* th_skip calls in tests that passed */
     double start_all = th_now();
 
     if (filter != NULL && (strcmp(filter, "--list") == 0 || strcmp(filter, "-l") == 0)) {
@@ -158,8 +161,12 @@ int th_run_tests(const th_test *tests, size_t count, int argc, char **argv)
         if (filter != NULL && strstr(tests[i].name, filter) == NULL) {
             continue;
         }
-        switch (run_one(&tests[i])) {
-        case TH_PASSED: passed++; break;
+        const th_outcome outcome = run_one(&tests[i]);
+        switch (outcome) {
+        case TH_PASSED:
+            passed++;
+            skipped_parts += atomic_load(&g_skips);
+            break;
         case TH_FAILED: failed++; break;
         case TH_SKIPPED: skipped++; break;
         }
@@ -172,6 +179,12 @@ int th_run_tests(const th_test *tests, size_t count, int argc, char **argv)
     printf("total time %.1f s\n", th_now() - start_all);
     for (int i = 0; i < g_n_skip_list; i++) {
         printf("SKIPPED: %s\n", g_skip_list[i]);
+    }
+    if (g_n_skips_all > g_n_skip_list) {
+        printf("SKIPPED: ... and %d more (above, under their tests)\n", g_n_skips_all - g_n_skip_list);
+    }
+    if (skipped_parts > 0) {
+        printf("%d parts of passed tests were SKIPPED (listed above)\n", skipped_parts);
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     fflush(stdout);

@@ -56,7 +56,8 @@ int th_run_tests(const th_test *tests, size_t count, int argc, char **argv);
 bool th_check(bool cond, const char *file, int line, const char *fmt, ...) TH_PRINTF(4, 5);
 
 /* The current test, or a part of it, cannot run here (a kernel set or a feature this CPU or build
- * lacks): prints "SKIPPED: reason" under the test and counts it (see the top of this file). */
+ * lacks): prints "SKIPPED: reason" under the test and counts it (see the top of this file). From the
+ * test's own thread. */
 void th_skip(const char *fmt, ...) TH_PRINTF(1, 2);
 
 /* An informational line under the current test (seed, sizes, timings). */
