@@ -19,7 +19,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' | clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null && echo clang)
 FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-aclnn
 FUZZ_SECONDS ?= 60
-# The kernel sets a run must test (tests/harness/kernel_set_gate.h, docs/testing.md): comma-separated
+# The kernel sets a run must test (tests/harness/kernel_set_gate.h, docs/architecture.md "Tests"): comma-separated
 # names or "all"; lig-tests fails, rather than skips, when this build or CPU lacks one. .ci/run sets
 # it from the CI machine's CPU; passed to every native run of the suite below. The aarch64 run has
 # its own (AARCH64_REQUIRE_SETS: qemu emulates every feature, so every set that build compiled).
