@@ -12,9 +12,8 @@
 #include "framework.h"
 #include "lig.h"
 #include "backward_runner.h"
-#include "tests.h"
 
-void test_api_version(void)
+LIG_TEST(api_version)
 {
     char want[64];
     snprintf(want, sizeof want, "%d.%d.%d", LIG_VERSION_MAJOR, LIG_VERSION_MINOR, LIG_VERSION_PATCH);
@@ -26,7 +25,7 @@ void test_api_version(void)
 }
 
 /* The public shape formatter: what error messages print, cut short and terminated when small. */
-void test_api_format_shape(void)
+LIG_TEST(api_format_shape)
 {
     char buf[32];
     const int64_t shape[3] = {2, 0, 4096};
@@ -42,7 +41,7 @@ void test_api_format_shape(void)
     CHECK(tiny[3] == '\0' && strncmp(tiny, "[2,", 3) == 0, "capacity 4 holds \"[2,\": %.4s", tiny);
 }
 
-void test_api_status_strings(void)
+LIG_TEST(api_status_strings)
 {
     const lig_status all[] = {LIG_SUCCESS, LIG_ERR_PARAM_NULLPTR, LIG_ERR_PARAM_INVALID, LIG_ERR_RUNTIME,
                               LIG_ERR_INNER};
@@ -82,7 +81,7 @@ static void expect_accepted(const char *what, void *data, lig_dtype dtype, int64
     lig_destroy_tensor(t);
 }
 
-void test_api_create_tensor(void)
+LIG_TEST(api_create_tensor)
 {
     float data[64];
     memset(data, 0, sizeof data);
@@ -118,7 +117,7 @@ static void *thread_last_error(void *arg)
     return NULL;
 }
 
-void test_api_last_error_is_per_thread(void)
+LIG_TEST(api_last_error_is_per_thread)
 {
     const int64_t neg_dim[1] = {-3};
     CHECK(lig_create_tensor(NULL, LIG_FLOAT32, 1, neg_dim, NULL) == NULL, "negative dim accepted");
@@ -146,7 +145,7 @@ static void small_case(tcase *tc, th_rng *r, lig_dtype dtype)
     gen_data(r, tc, &o);
 }
 
-void test_api_destroy_executor(void)
+LIG_TEST(api_destroy_executor)
 {
     lig_status st = lig_destroy_executor(NULL);
     CHECK(st == LIG_SUCCESS || st == LIG_ERR_PARAM_NULLPTR, "lig_destroy_executor(NULL) returned %d", (int)st);
@@ -167,7 +166,7 @@ void test_api_destroy_executor(void)
     tc_free(&tc);
 }
 
-void test_api_num_threads(void)
+LIG_TEST(api_num_threads)
 {
     lig_set_num_threads(3);
     CHECK(lig_get_num_threads() == 3, "after set(3), get() = %d", lig_get_num_threads());
@@ -225,7 +224,7 @@ static void run_empty(tcase *tc, const char *what)
     }
 }
 
-void test_api_empty_problems(void)
+LIG_TEST(api_empty_problems)
 {
     th_rng r = th_rng_make(17);
     gen_opts o;
@@ -264,7 +263,7 @@ void test_api_empty_problems(void)
 
 /* A workspace larger than asked for, or at another malloc-like (16-byte aligned) address, gives
  * the same bytes; the same executor recipe can be re-planned and re-run. */
-void test_api_workspace_reuse_and_alignment(void)
+LIG_TEST(api_workspace_reuse_and_alignment)
 {
     th_rng r = th_rng_make(23);
     tcase tc;

@@ -17,7 +17,6 @@
 #include "lig.h"
 #include "reference/indexer_ref.h"
 #include "backward_runner.h"
-#include "tests.h"
 #include "error_bounds.h"
 
 #define SYN_N 64
@@ -178,7 +177,7 @@ static void real_result(void)
     tc_free(&tc);
 }
 
-void test_check_per_element_bound(void)
+LIG_TEST(check_per_element_bound)
 {
     synthetic_fp32();
     synthetic_rules();

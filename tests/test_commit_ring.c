@@ -13,9 +13,8 @@
 #include "framework.h"
 #include "backward_runner.h"
 #include "testing/lig_testing.h"
-#include "tests.h"
 
-void test_commit_ring_capacity(void) {
+LIG_TEST(determinism_commit_ring_capacity) {
     static const int64_t rings[] = {0, 1, 2, 3};
     static const int threads[] = {1, 2, 3, 5};
     static const struct {

@@ -17,7 +17,6 @@
 #include "operator_calls.h"
 #include "forward_kl_checks.h"
 #include "suite.h"
-#include "tests.h"
 
 #define CONC_THREADS 3
 #define CONC_CALLS 18 /* per thread: forward, KL step, backward, in turn */
@@ -53,7 +52,7 @@ static void rerun_alone(op_call *c, const char *label)
     lig_set_num_threads(2);
 }
 
-void test_concurrent_calls_all_operators(void)
+LIG_TEST(concurrent_calls_all_operators)
 {
     static conc_job jobs[CONC_THREADS];
     lig_set_num_threads(2);

@@ -14,7 +14,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "suite.h"
-#include "tests.h"
 
 typedef struct contended_problem {
     lig_dtype dtype;
@@ -30,7 +29,7 @@ static void contended_case(th_rng *r, tcase *tc, const contended_problem *p, int
     tc->deterministic = deterministic;
 }
 
-void test_determinism_bitwise(void)
+LIG_TEST(determinism_bitwise_across_runs_and_threads)
 {
     static const int threads[] = {1, 2, 3, 5};
     static const contended_problem problems[] = {
@@ -52,7 +51,7 @@ void test_determinism_bitwise(void)
     }
 }
 
-void test_determinism_off_loses_no_update(void)
+LIG_TEST(determinism_off_loses_no_update)
 {
     static const int threads[] = {2, 3, 5};
     static const contended_problem problems[] = {
@@ -82,7 +81,7 @@ void test_determinism_off_loses_no_update(void)
  * directions, both modes: deterministic results bitwise equal to a run without the change
  * (continuous data, so a different summation order would show), non-deterministic ones exact
  * on grid data (a lost update would show); ASan watches the workspace's end. */
-void test_grad_threads_change_between_phases(void)
+LIG_TEST(grad_threads_change_between_phases)
 {
     static const int pairs[6][2] = {{2, 2}, {1, 4}, {4, 1}, {2, 5}, {5, 2}, {3, 1}};
     static const contended_problem problems[] = {

@@ -6,7 +6,6 @@
 
 #include "framework.h"
 #include "lig.h"
-#include "tests.h"
 
 enum { DV_Q, DV_K, DV_DY, DV_IDX, DV_W, DV_DQ, DV_DK, DV_DW, DV_AQ, DV_AK, DV_COUNT };
 static const char *const dv_names[DV_COUNT] = {"query", "key", "dy", "sparse_indices", "weights",
@@ -77,7 +76,7 @@ static void dv_expect_refused(int odd, lig_device device, int ordinal, lig_devic
     dv_free(&c);
 }
 
-void test_devices_create_tensor_on(void) {
+LIG_TEST(devices_create_tensor_on) {
     float x[4] = {0};
     const int64_t shape[1] = {4};
     struct {
@@ -106,7 +105,7 @@ void test_devices_create_tensor_on(void) {
     lig_destroy_tensor(t);
 }
 
-void test_devices_mixing_refused(void) {
+LIG_TEST(devices_mixing_refused) {
     /* a CUDA tensor among host tensors, and a host tensor among CUDA tensors, at every position */
     for (int odd = 0; odd < DV_AQ; odd++) {
         const int first = odd == 0 ? 1 : 0; /* the tensor the odd one is compared with */
@@ -118,7 +117,7 @@ void test_devices_mixing_refused(void) {
     }
 }
 
-void test_devices_lengths_on_host(void) {
+LIG_TEST(devices_lengths_on_host) {
     /* sequence lengths are read by phase 1: a device tensor there is refused, whatever the others */
     for (int odd = DV_AQ; odd < DV_COUNT; odd++) {
         const char *want[] = {dv_names[odd], "expected a host tensor (phase 1 reads the sequence lengths)",
@@ -127,7 +126,7 @@ void test_devices_lengths_on_host(void) {
     }
 }
 
-void test_devices_cuda_build(void) {
+LIG_TEST(devices_cuda_build) {
     lig_device devices[DV_COUNT];
     int ordinals[DV_COUNT] = {0};
     for (int i = 0; i < DV_COUNT; i++) devices[i] = i >= DV_AQ ? LIG_DEVICE_HOST : LIG_DEVICE_CUDA;
@@ -161,7 +160,7 @@ void test_devices_cuda_build(void) {
 
 /* The seam's device-neutral entries: kinds without a backend in this build are refused by name in
  * phase 1 and by lig_workspace_status; the host has no device-side verdict to read. */
-void test_devices_seam(void) {
+LIG_TEST(devices_seam) {
     const struct {
         lig_device device;
         const char *want;

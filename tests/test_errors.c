@@ -22,7 +22,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "backward_runner.h"
-#include "tests.h"
 
 
 static void base_case(tcase *tc, ref_layout layout, const errtest_case *c)
@@ -62,7 +61,7 @@ static const errtest_operator backward = {.setup = grad_setup, .teardown = grad_
 #define NULLPTR LIG_ERR_PARAM_NULLPTR
 #define INVALID LIG_ERR_PARAM_INVALID
 
-void test_errors_null_pointers(void)
+LIG_TEST(errors_null_pointers)
 {
     static const errtest_case cases[] = {
         {.name = "query NULL", .kind = ET_NULL_ARG, .target = RB_Q, .phase = 1, .want = NULLPTR, .names = "query"},
@@ -82,7 +81,7 @@ void test_errors_null_pointers(void)
     errtest_run(&backward, cases, NCASES(cases));
 }
 
-void test_errors_layout(void)
+LIG_TEST(errors_layout)
 {
     static const errtest_case cases[] = {
         {.name = "layout bsnd", .kind = ET_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
@@ -99,7 +98,7 @@ void test_errors_layout(void)
     errtest_run(&backward, cases, NCASES(cases));
 }
 
-void test_errors_rank(void)
+LIG_TEST(errors_rank)
 {
     static const errtest_replacement defects[] = {
         {"query 3-D in BSND", REF_BSND, NULL, RB_Q, -1, 3, {2, 3, 32}, "query"},
@@ -119,7 +118,7 @@ void test_errors_rank(void)
     errtest_run_replacements(&backward, defects, NCASES(defects));
 }
 
-void test_errors_shape_pairs(void)
+LIG_TEST(errors_shape_pairs)
 {
     static const errtest_replacement defects[] = {
         {"key batch != query batch", REF_BSND, NULL, RB_K, -1, 4, {3, 5, 2, 8}, "key|query"},
@@ -150,7 +149,7 @@ static void dims_f32(tcase *tc)
     tc->dtype = tc->dw_dtype = LIG_FLOAT32;
 }
 
-void test_errors_dtypes(void)
+LIG_TEST(errors_dtypes)
 {
     static const errtest_replacement defects[] = {
         {"key f16, query bf16", REF_BSND, NULL, RB_K, LIG_FLOAT16, -1, {0}, "key"},
@@ -177,7 +176,7 @@ static void dims_n2_3(tcase *tc)
     tc->p.N2 = 3; /* N1 = 4 is not a multiple */
 }
 
-void test_errors_heads_modes_band(void)
+LIG_TEST(errors_heads_modes_band)
 {
     static const errtest_case cases[] = {
         {.name = "N1 % N2 != 0", .edit_dims = dims_n2_3, .phase = 1, .want = INVALID,
@@ -192,12 +191,12 @@ void test_errors_heads_modes_band(void)
     errtest_run_mode_band_defects(&backward, 0);
 }
 
-void test_errors_seq_lengths(void)
+LIG_TEST(errors_seq_lengths)
 {
     errtest_run_seq_defects(&backward, 0);
 }
 
-void test_errors_overlap(void)
+LIG_TEST(errors_overlap)
 {
     static const errtest_case cases[] = {
         {.name = "d_query is query", .kind = ET_ALIAS, .target = RB_DQ, .source = RB_Q, .phase = 1,
@@ -216,7 +215,7 @@ void test_errors_overlap(void)
     errtest_run(&backward, cases, NCASES(cases));
 }
 
-void test_errors_workspace(void)
+LIG_TEST(errors_workspace)
 {
     errtest_run_workspace_defects(&backward, 0);
 }
@@ -252,7 +251,7 @@ static void idx_int64_wraps_to_valid(tcase *tc)
 static void tnd_idx_beyond_batch(tcase *tc) { tc->idx[slot(0, 1, 0)] = 4; }
 static void tnd_idx_beyond_second_batch(tcase *tc) { tc->idx[slot(2, 0, 2)] = 1; }
 
-void test_errors_index_range(void)
+LIG_TEST(errors_index_range)
 {
     static const errtest_case cases[] = {
         {.name = "index == batch key length", .edit_data = idx_eq_lk, .phase = 2, .want = INVALID,
@@ -290,7 +289,7 @@ static void check_shape_message(run_inst *ri, int slot, const int64_t bad[4], co
 
 /* Shapes are printed as [a,b,c] (the contract's example: "dy: expected shape [2,3,2048] (like
  * sparse_indices), got [2,3,64,128]"). */
-void test_errors_message_shapes(void)
+LIG_TEST(errors_message_shapes)
 {
     /* d_query [2,3,4,9] against query [2,3,4,8] */
     {
@@ -346,7 +345,7 @@ static void tnd_past_end_garbage(tcase *tc)
     }
 }
 
-void test_errors_invalid_rows_are_not_read(void)
+LIG_TEST(errors_invalid_rows_are_not_read)
 {
     errtest_case c;
     memset(&c, 0, sizeof c);

@@ -30,7 +30,6 @@
 #include "forward_kl_checks.h"
 #include "forward_kl_runner.h"
 #include "backward_runner.h"
-#include "tests.h"
 
 /* Phase-2 modes beyond errtest_ws's. */
 typedef enum fe_ws {
@@ -168,10 +167,10 @@ static int foreign_free(foreign *f)
 /* ---- one case ---- */
 
 /* The modes of fe_ws; errtest_phase2 the others. */
-static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
+static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *not_run)
 {
     lig_status st;
-    *skip = 0;
+    *not_run = 0;
     switch (c->ws) {
     case FW_STREAM: {
         void *ws = oi->workspace_size ? th_xmalloc((size_t)oi->workspace_size) : NULL;
@@ -187,8 +186,8 @@ static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
     case FW_FOREIGN_GRAD: {
         foreign f;
         if (!foreign_make(&f, c->ws == FW_FOREIGN_FWD ? 0 : c->ws == FW_FOREIGN_KL ? 1 : 2)) {
-            foreign_free(&f);
-            *skip = 1;
+            foreign_free(&f); /* foreign_make's check failed, saying why the case cannot run */
+            *not_run = 1;
             return INVALID;
         }
         const uint64_t size = (f.ws > oi->workspace_size ? f.ws : oi->workspace_size) + 4096;
@@ -208,7 +207,7 @@ static lig_status run_phase2_case(const errtest_case *c, op_inst *oi, int *skip)
         free(ws);
         return st;
     }
-    default: return errtest_phase2(oi, c->ws, c->name, skip);
+    default: return errtest_phase2(oi, c->ws, c->name, not_run);
     }
 }
 
@@ -239,7 +238,7 @@ static const errtest_operator forward_or_kl = {
 
 /* ---- forward ---- */
 
-void test_errors_fwd_null_pointers(void)
+LIG_TEST(errors_fwd_null_pointers)
 {
     static const errtest_case cases[] = {
         {.name = "query NULL", .kind = ET_NULL_ARG, .target = FW_Q, .phase = 1, .want = NULLPTR, .names = "query"},
@@ -260,7 +259,7 @@ void test_errors_fwd_null_pointers(void)
 static void dims_f32(tcase *tc) { tc->dtype = LIG_FLOAT32; }
 static void dims_n2_3(tcase *tc) { tc->p.N2 = 3; } /* N1 = 4 */
 
-void test_errors_fwd_layout_rank_shape(void)
+LIG_TEST(errors_fwd_layout_rank_shape)
 {
     static const errtest_case cases[] = {
         {.name = "layout bsnd", .kind = ET_LAYOUT, .str = "bsnd", .phase = 1, .want = INVALID, .names = "layout"},
@@ -318,7 +317,7 @@ void test_errors_fwd_layout_rank_shape(void)
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
-void test_errors_fwd_dtypes(void)
+LIG_TEST(errors_fwd_dtypes)
 {
     static const errtest_case cases[] = {
         {.name = "sparse_indices FLOAT32", .kind = ET_REPLACE, .target = FW_IDX, .dtype = LIG_FLOAT32, .ndim = -1,
@@ -349,7 +348,7 @@ void test_errors_fwd_dtypes(void)
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
-void test_errors_fwd_count_modes_band(void)
+LIG_TEST(errors_fwd_count_modes_band)
 {
     static const errtest_case cases[] = {
         {.name = "sparse_count 0", .kind = ET_COUNT, .value = 0, .phase = 1, .want = INVALID,
@@ -367,12 +366,12 @@ void test_errors_fwd_count_modes_band(void)
     errtest_run_mode_band_defects(&forward_or_kl, OP_FORWARD);
 }
 
-void test_errors_fwd_seq_lengths(void)
+LIG_TEST(errors_fwd_seq_lengths)
 {
     errtest_run_seq_defects(&forward_or_kl, OP_FORWARD);
 }
 
-void test_errors_fwd_overlap(void)
+LIG_TEST(errors_fwd_overlap)
 {
     static const errtest_case cases[] = {
         {.name = "sparse_indices inside query", .kind = ET_ALIAS, .target = FW_IDX, .source = FW_Q, .phase = 1,
@@ -399,7 +398,7 @@ void test_errors_fwd_overlap(void)
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
-void test_errors_fwd_workspace_executor(void)
+LIG_TEST(errors_fwd_workspace_executor)
 {
     static const errtest_case cases[] = {
         {.name = "non-NULL stream", .phase = 2, .ws = FW_STREAM, .want = INVALID, .names = "stream"},
@@ -417,7 +416,7 @@ void test_errors_fwd_workspace_executor(void)
 /* INT32 indices cannot address more than 2^31 keys: phase 1 refuses them for S2 > 2^31 (INT64
  * is accepted) and accepts S2 = 2^31 (largest index 2^31 - 1). The key tensor is a stride-0
  * view, so nothing of that size is allocated; phase 2 is never run. */
-void test_errors_fwd_int32_limit(void)
+LIG_TEST(errors_fwd_int32_limit)
 {
     {
         float one = 0.25f;
@@ -475,7 +474,7 @@ void test_errors_fwd_int32_limit(void)
 
 /* ---- KL step ---- */
 
-void test_errors_kl_null_pointers(void)
+LIG_TEST(errors_kl_null_pointers)
 {
     static const errtest_case cases[] = {
         {.name = "KL sparse_values NULL", .op = OP_KL, .kind = ET_NULL_ARG, .target = KL_VAL, .phase = 1,
@@ -498,7 +497,7 @@ void test_errors_kl_null_pointers(void)
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
-void test_errors_kl_shapes_dtypes(void)
+LIG_TEST(errors_kl_shapes_dtypes)
 {
     static const errtest_case cases[] = {
         {.name = "KL sparse_values 0-D", .op = OP_KL, .kind = ET_REPLACE, .target = KL_VAL, .dtype = -1, .ndim = 0,
@@ -542,7 +541,7 @@ void test_errors_kl_shapes_dtypes(void)
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
-void test_errors_kl_overlap(void)
+LIG_TEST(errors_kl_overlap)
 {
     static const errtest_case cases[] = {
         {.name = "KL dy is sparse_values", .op = OP_KL, .kind = ET_ALIAS, .target = KL_DY, .source = KL_VAL,
@@ -561,7 +560,7 @@ void test_errors_kl_overlap(void)
     errtest_run(&forward_or_kl, cases, NCASES(cases));
 }
 
-void test_errors_kl_workspace_executor(void)
+LIG_TEST(errors_kl_workspace_executor)
 {
     static const errtest_case cases[] = {
         {.name = "KL workspace one byte short", .op = OP_KL, .phase = 2, .ws = ERRTEST_WS_SHORT, .want = INVALID,
@@ -606,7 +605,7 @@ static void target_nan(klcase *kc) { kc->target[first_counted_in_row(kc, 5)] = N
 static void target_minus_inf(klcase *kc) { kc->target[first_counted_in_row(kc, 1)] = -INFINITY; }
 static void target_negative_zero(klcase *kc) { kc->target[first_counted_in_row(kc, 2)] = -0.0; }
 
-void test_errors_kl_target(void)
+LIG_TEST(errors_kl_target)
 {
     static const errtest_case cases[] = {
         {.name = "KL negative target in a counted slot", .op = OP_KL, .edit_kc = target_negative, .phase = 2,

@@ -15,7 +15,6 @@
 #include "quant_case.h"
 #include "rng.h"
 #include "tensor_buffers.h"
-#include "tests.h"
 
 typedef enum le_base { LE_BSND = 0, LE_TND, LE_PAGED } le_base;
 
@@ -310,7 +309,7 @@ static void run_case(const le_case *e)
     lcase_free(&L);
 }
 
-void test_errors_logits_phase1(void)
+LIG_TEST(errors_logits_phase1)
 {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_case(&cases[i]);
@@ -321,7 +320,7 @@ void test_errors_logits_phase1(void)
 /* Phase 2: a bad table entry in a block a row scores fails before anything is written; one in a
  * block before every row's start is never read; executors of the two quantized operators are
  * refused by each other's phase 2. */
-void test_errors_logits_phase2(void)
+LIG_TEST(errors_logits_phase2)
 {
     lcase L;
     base_case(LE_PAGED, &L);
@@ -380,7 +379,7 @@ void test_errors_logits_phase2(void)
 }
 
 /* lig_quant_logits_schedule's arguments, nothing written on an error. */
-void test_errors_logits_schedule(void)
+LIG_TEST(errors_logits_schedule)
 {
     int64_t ends[4] = {3, 9, 0, 4};
     int32_t out[6] = {-5, -5, -5, -5, -5, -5};

@@ -28,7 +28,6 @@
 #include "reference/indexer_fwd_ref.h"
 #include "backward_runner.h"
 #include "suite.h"
-#include "tests.h"
 
 
 /* sparse_values choice cycled by the tests: none, the query dtype, FLOAT32. */
@@ -61,7 +60,7 @@ static th_rng start_case(uint64_t seed, int v, fwd_gen_opts *o, tcase *tc)
  * key 4 (score 0) and one -1. Mode 3, pre_tokens 1 (diag = 4): keys 3..4 only. Mode 0 with
  * pre 0, next 2: keys 0..2.
  */
-void test_fwd_ref_hand_example(void)
+LIG_TEST(fwd_ref_hand_example)
 {
     const double q[4] = {1, 2, -1, 1}, k[10] = {1, 0, 0, 1, 1, 1, 1, 0, -1, -1}, w[2] = {0.5, 2};
     ref_problem p = {.layout = REF_BSND, .B = 1, .S1 = 1, .S2 = 5, .N1 = 2, .N2 = 1, .D = 2, .sparse_mode = 0,
@@ -100,7 +99,7 @@ void test_fwd_ref_hand_example(void)
 /* On random problems the reference's selection is consistent with the definition: its values
  * are the scores that ref_forward_slots (indexer_ref.c) computes for the selected keys, the
  * list is in (score desc, key asc) order, and no key left out ranks before the last one kept. */
-void test_fwd_ref_self_consistency(void)
+LIG_TEST(fwd_ref_self_consistency)
 {
     int64_t compared = 0, boundary = 0;
     for (int it = 0; it < 60; it++) {
@@ -215,12 +214,12 @@ static void run_matrix(ref_layout layout)
           "the matrix must exercise ties at the k-th score, ordered ties, padding and invalid rows");
 }
 
-void test_fwd_matrix_bsnd(void)
+LIG_TEST(fwd_matrix_bsnd)
 {
     run_matrix(REF_BSND);
 }
 
-void test_fwd_matrix_tnd(void)
+LIG_TEST(fwd_matrix_tnd)
 {
     run_matrix(REF_TND);
 }
@@ -228,7 +227,7 @@ void test_fwd_matrix_tnd(void)
 /* Rows built for ties: all heads dead or zero-weighted (every score exactly 0: the first K
  * visible keys by index), duplicated key rows (equal scores at different indices), small grid
  * ranges; K below, at and above the number of visible keys. */
-void test_fwd_ties(void)
+LIG_TEST(fwd_ties)
 {
     fwd_check_stats_reset();
     static const int64_t Ks[] = {1, 2, 4, 7, 12, 30};
@@ -278,7 +277,7 @@ static void strides_data(th_rng *r, suite_case *sc, int v)
     sc->val_dtype = v % 2 ? LIG_FLOAT32 : sc->tc->dtype;
 }
 
-void test_fwd_strides(void)
+LIG_TEST(fwd_strides)
 {
     const suite_spec s = {.label = "forward strides", .seed = 35000, .s2 = 7, .data = strides_data};
     suite_strides(&suite_forward, &s);
@@ -294,7 +293,7 @@ static void bands_data(th_rng *r, suite_case *sc, int v)
     sc->val_dtype = sc->tc->dtype;
 }
 
-void test_fwd_band_limits(void)
+LIG_TEST(fwd_band_limits)
 {
     static const int64_t Ks[] = {1, 2, 3, 4, 5, 6, 7, 8};
     const suite_spec s = {.label = "forward bands", .seed = 37000, .Ks = Ks, .nK = 8, .data = bands_data};
@@ -323,7 +322,7 @@ static void continuous_data(th_rng *r, suite_case *sc, int v)
     sc->with_values = values_choice(v + 1, sc->tc->dtype, &sc->val_dtype);
 }
 
-void test_fwd_continuous_data(void)
+LIG_TEST(fwd_continuous_data)
 {
     const suite_spec s = {.label = "forward continuous", .seed = 39000, .s1 = 30, .s2 = 60,
                           .shape = continuous_shape, .data = continuous_data};
@@ -332,7 +331,7 @@ void test_fwd_continuous_data(void)
 
 /* K around the key block (48), K far beyond it, K = 1, and K larger than every key length (up to
  * K = 100000 over 50 keys: sparse_count has no upper bound). */
-void test_fwd_topk_counts(void)
+LIG_TEST(fwd_topk_counts)
 {
     fwd_check_stats_reset();
     static const int64_t ks[] = {1, 47, 48, 49, 300, 5000, 7000, 100000};
@@ -363,7 +362,7 @@ void test_fwd_topk_counts(void)
 /* D = 0, N1 = 0 (with N2 = 1 and 2) and S2 = 0: every visible score is exactly 0, so the first
  * visible keys are selected with value 0 (none when S2 = 0), and the workspace is 0. B = 0 and
  * S1 = 0: nothing to write, workspace 0. */
-void test_fwd_trivial_cases(void)
+LIG_TEST(fwd_trivial_cases)
 {
     fwd_check_stats_reset();
     int v = 0;
@@ -439,7 +438,7 @@ void test_fwd_trivial_cases(void)
 /* Rows outside the valid lengths: BSND batches with Lq = 0, Lq < S1, Lk = 0, Lq > Lk under the
  * causal rule (the first rows see nothing); TND with empty batches and rows past the last end.
  * Their outputs (and padded slots) are -1 / -inf over sentinel-filled memory. */
-void test_fwd_invalid_rows(void)
+LIG_TEST(fwd_invalid_rows)
 {
     fwd_check_stats_reset();
     for (int v = 0; v < 8; v++) {
@@ -489,7 +488,7 @@ void test_fwd_invalid_rows(void)
 
 /* End to end: the forward's indices, with dy on the grid (NaN in padded slots), fed to
  * lig_indexer_grad give the reference backward (check_case of the backward suite). */
-void test_fwd_feeds_backward(void)
+LIG_TEST(fwd_feeds_backward)
 {
     fwd_check_stats_reset();
     check_stats_reset();
@@ -539,7 +538,7 @@ void test_fwd_feeds_backward(void)
 
 /* Output bytes identical for 1, 2 and 3 threads (and repeated runs), on continuous data where a
  * different summation order would show. */
-void test_fwd_determinism_threads(void)
+LIG_TEST(fwd_determinism_threads)
 {
     static const int threads[] = {1, 2, 3};
     for (int pi = 0; pi < 4; pi++) {
@@ -596,7 +595,7 @@ static uint64_t fwd_workspace(int64_t B, int64_t S1, int64_t S2, int64_t N1, int
     return size;
 }
 
-void test_fwd_workspace_bounded(void)
+LIG_TEST(fwd_workspace_bounded)
 {
     lig_set_num_threads(2);
     const uint64_t a = fwd_workspace(1, 4096, 4096, 8, 1, 64, 64, NULL);
@@ -660,7 +659,7 @@ static int check_rows(const tcase *tc, const int64_t *lib_idx, const double *lib
  * valid with a 256-key band (pre_tokens = 255), rows sampled; (b) 48 valid query rows aligned
  * to the end of the keys, each scoring ~131K keys, every row compared; rows past the query
  * length must be -1 / -inf. */
-void test_fwd_long_sequence(void)
+LIG_TEST(fwd_long_sequence_128k)
 {
     const int64_t S = suite_long_rows();
     for (int part = 0; part < 2; part++) {
@@ -714,7 +713,7 @@ void test_fwd_long_sequence(void)
  * a NaN product (NaN input, or Inf * 0) adds exactly 0; +Inf products give +-Inf scores, w = 0
  * times +Inf gives NaN, and a NaN score ranks as -inf (ties with -inf go to the lower index).
  * Everything else on the grid: the comparison stays exact. */
-void test_fwd_nonfinite_inputs(void)
+LIG_TEST(fwd_nonfinite_inputs)
 {
     fwd_check_stats_reset();
     static const double specials[3] = {NAN, INFINITY, -INFINITY};
@@ -773,7 +772,7 @@ void test_fwd_nonfinite_inputs(void)
 
 /* The thread count may change between phase 1 (which sizes per-thread scratch) and phase 2: the
  * result must not change, and phase 2 must stay inside its workspace (ASan watches). */
-void test_fwd_threads_change_between_phases(void)
+LIG_TEST(fwd_threads_change_between_phases)
 {
     static const int pairs[4][2] = {{1, 1}, {1, 3}, {3, 1}, {2, 5}};
     th_rng r = th_rng_make(55000);
@@ -807,7 +806,7 @@ static void fwd_large_case(th_rng *r, tcase *tc, int tie_heavy, lig_dtype val_dt
 }
 
 /* B = 1024 (BSND with lengths, TND with empty batches). */
-void test_fwd_large_batch_1024(void)
+LIG_TEST(fwd_large_batch_1024)
 {
     for (int layout = 0; layout < 2; layout++) {
         th_rng r = th_rng_make(57000u + (uint64_t)layout);
@@ -822,7 +821,7 @@ void test_fwd_large_batch_1024(void)
 /* DeepSeek-V3.2's indexer heads (N1 = 64, N2 = 1, D = 128, bf16, causal): the blocked SIMD
  * score path with full-width heads, exact on the grid; K = 32 in BSND and TND, K = 2048 over a
  * 2100-key sequence. */
-void test_fwd_deepseek_shape(void)
+LIG_TEST(fwd_deepseek_shape)
 {
     for (int c = 0; c < 3; c++) {
         th_rng r = th_rng_make(59000u + (uint64_t)c);
@@ -854,7 +853,7 @@ void test_fwd_deepseek_shape(void)
  * head is gated off and adds exactly 0 (README: "ReLU is s > 0 ? s : 0 ... like the backward's
  * gate", a select, not a multiplication by 0 that would turn an infinite weight into NaN). The
  * result must not depend on the kernel set (LIG_ISA). */
-void test_fwd_nonfinite_weights_wide_groups(void)
+LIG_TEST(fwd_nonfinite_weights_wide_groups)
 {
     fwd_check_stats_reset();
     static const int64_t Gs[4] = {8, 9, 16, 17};

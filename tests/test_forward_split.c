@@ -23,7 +23,6 @@
 #include "quant_case.h"
 #include "rng.h"
 #include "suite.h"
-#include "tests.h"
 
 static const int split_threads[] = {1, 2, 3, 5};
 enum { N_THREADS = sizeof split_threads / sizeof split_threads[0] };
@@ -87,7 +86,7 @@ static void check_chunks(const lig_fwd_groups *gs, int64_t block, int64_t slots,
     CHECK(used <= slots, "%s: %lld (row, chunk) pairs for %lld slots", label, (long long)used, (long long)slots);
 }
 
-void test_fwd_split_plan(void) {
+LIG_TEST(fwd_split_plan) {
     const int64_t block = 64, K = 2048;
     const int64_t slots = lig_fwd_split_slots(K);
     CHECK(slots >= 16, "K = 2048: %lld slots, expected room for 16 chunks at least", (long long)slots);
@@ -228,7 +227,7 @@ static void forward_split_case(suite_case *sc, const int64_t *keys, int n_keys, 
     lig_set_num_threads(0);
 }
 
-void test_fwd_split_decode(void) {
+LIG_TEST(fwd_split_decode) {
     static const lig_dtype dtypes[] = {LIG_FLOAT32, LIG_BFLOAT16, LIG_FLOAT16};
     static const int64_t keys[] = {128, 700};
     int cases = 0;
@@ -343,7 +342,7 @@ static void ties_case(int nan, int64_t K) {
     lig_set_num_threads(0);
 }
 
-void test_fwd_split_ties_and_nan(void) {
+LIG_TEST(fwd_split_ties_and_nan) {
     ties_case(0, 1500);
     ties_case(1, 1500);
     ties_case(1, 3000);
@@ -351,7 +350,7 @@ void test_fwd_split_ties_and_nan(void) {
 
 /* ---- lig_quant_indexer -------------------------------------------------------------- */
 
-void test_quant_fwd_split_decode(void) {
+LIG_TEST(quant_fwd_split_decode) {
     static const int64_t keys[] = {256, 1000, -1};
     int cases = 0;
     qcheck_stats_reset();

@@ -9,7 +9,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "rng.h"
-#include "tests.h"
 
 /* OCP E4M3FN: S.EEEE.MMM, bias 7, E = 0 subnormal (M * 2^-9), S.1111.111 NaN, no infinities. */
 static double fp8_value(unsigned c)
@@ -60,7 +59,7 @@ static unsigned fp8_nearest(float f)
     return sign | best;
 }
 
-void test_fp8_decode_all_codes(void)
+LIG_TEST(fp8_decode_all_codes)
 {
     int nan_codes = 0;
     for (unsigned c = 0; c < 256; c++) {
@@ -84,7 +83,7 @@ void test_fp8_decode_all_codes(void)
           "known codes: max 448, smallest subnormal 2^-9, smallest normal 2^-6, largest subnormal 7 * 2^-9");
 }
 
-void test_fp8_encode_midpoints(void)
+LIG_TEST(fp8_encode_midpoints)
 {
     int64_t checked = 0;
     for (unsigned sign = 0; sign <= 0x80u; sign += 0x80u) {
@@ -107,7 +106,7 @@ void test_fp8_encode_midpoints(void)
     th_note("%lld midpoint encodings checked", (long long)checked);
 }
 
-void test_fp8_encode_special_values(void)
+LIG_TEST(fp8_encode_special_values)
 {
     static const struct {
         float in;
@@ -134,7 +133,7 @@ void test_fp8_encode_special_values(void)
     CHECK(lig_float_to_float8_e4m3fn(bits_f32(0x7f800001u)) == 0x7f, "a signalling NaN becomes the NaN code");
 }
 
-void test_fp8_encode_brute_force(void)
+LIG_TEST(fp8_encode_brute_force)
 {
     th_rng r = th_rng_make(0xf8e4u);
     int64_t n = 0, bad = 0;
@@ -227,7 +226,7 @@ static const struct {
     {0x3ccca82eu, 0x0d}
 };
 
-void test_fp8_matches_torch(void)
+LIG_TEST(fp8_matches_torch)
 {
     const size_t n = sizeof torch_table / sizeof torch_table[0];
     for (size_t i = 0; i < n; i++) {

@@ -22,7 +22,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "backward_runner.h"
-#include "tests.h"
 
 #define FUZZ_DEFAULT_SEED 20250917
 
@@ -243,7 +242,7 @@ static const fuzz_operator fuzz_backward = {.name = "backward", .state_size = si
                                             .phase2 = backward_phase2, .checker = &suite_backward,
                                             .free_state = backward_free};
 
-void test_fuzz(void)
+LIG_TEST(fuzz)
 {
     static const fuzz_operator *const ops[] = {&fuzz_backward};
     const fuzz_spec spec = {.test_name = "fuzz", .share = FUZZ_SHARE_BACKWARD, .default_seed = FUZZ_DEFAULT_SEED,

@@ -27,7 +27,6 @@
 #include "lig.h"
 #include "forward_kl_checks.h"
 #include "forward_kl_runner.h"
-#include "tests.h"
 
 #define FUZZ_DEFAULT_SEED 20251130
 
@@ -494,7 +493,7 @@ static const fuzz_operator fuzz_kl = {.name = "KL step", .state_size = sizeof(ff
                                       .describe = kl_describe_call, .phase2 = kl_phase2, .checker = &suite_kl,
                                       .free_state = kl_free_state};
 
-void test_fuzz_forward_kl(void)
+LIG_TEST(fuzz_forward_kl)
 {
     /* alternating: even iterations the forward, odd ones the KL step */
     static const fuzz_operator *const ops[] = {&fuzz_forward, &fuzz_kl};

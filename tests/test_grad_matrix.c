@@ -20,7 +20,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "suite.h"
-#include "tests.h"
 
 /* The operator's own choices, cycled by `v`: d_weights dtype, determinism, head_num 0. */
 static void matrix_data(th_rng *r, suite_case *sc, int v)
@@ -41,12 +40,12 @@ static void run_matrix(ref_layout layout)
     suite_matrix(&suite_backward, &s, layout);
 }
 
-void test_grad_matrix_bsnd(void)
+LIG_TEST(grad_matrix_bsnd)
 {
     run_matrix(REF_BSND);
 }
 
-void test_grad_matrix_tnd(void)
+LIG_TEST(grad_matrix_tnd)
 {
     run_matrix(REF_TND);
 }
@@ -60,7 +59,7 @@ static void strides_data(th_rng *r, suite_case *sc, int v)
     gen_data(r, sc->tc, &o);
 }
 
-void test_grad_strides(void)
+LIG_TEST(grad_strides)
 {
     const suite_spec s = {.label = "strides", .seed = 5000, .s2 = 6, .data = strides_data};
     suite_strides(&suite_backward, &s);
@@ -75,7 +74,7 @@ static void bands_data(th_rng *r, suite_case *sc, int v)
     gen_data(r, sc->tc, &o);
 }
 
-void test_grad_band_limits(void)
+LIG_TEST(grad_band_limits)
 {
     static const int64_t Ks[] = {6};
     const suite_spec s = {.label = "bands", .seed = 7000, .Ks = Ks, .nK = 1, .data = bands_data};
@@ -103,7 +102,7 @@ static void continuous_data(th_rng *r, suite_case *sc, int v)
     gen_data(r, sc->tc, &o);
 }
 
-void test_grad_continuous_data(void)
+LIG_TEST(grad_continuous_data)
 {
     const suite_spec s = {.label = "continuous", .seed = 9000, .s1 = 12, .s2 = 16, .shape = continuous_shape,
                           .data = continuous_data};
@@ -148,7 +147,7 @@ static void poison_variant(th_rng *r, int v, gen_opts *o, tcase *tc)
     gen_layout(r, tc, v % 2, 7, 9, 3, 2, 1);
 }
 
-void test_grad_poison_is_ignored(void)
+LIG_TEST(grad_poison_is_ignored)
 {
     check_variants("poison", 11000, 12, poison_variant);
 }
@@ -169,7 +168,7 @@ static void forward_like_variant(th_rng *r, int v, gen_opts *o, tcase *tc)
     gen_layout(r, tc, v % 2, 20, 24, 0, 0, 0);
 }
 
-void test_grad_forward_like_indices(void)
+LIG_TEST(grad_forward_like_indices)
 {
     check_variants("forward-like", 13000, 12, forward_like_variant);
 }
@@ -186,7 +185,7 @@ static void head_num_variant(th_rng *r, int v, gen_opts *o, tcase *tc)
     gen_layout(r, tc, (v / 4) % 2, 5, 6, 1, 1, 0);
 }
 
-void test_grad_head_num_and_forms(void)
+LIG_TEST(grad_head_num_and_forms)
 {
     check_variants("head_num/forms", 15000, 16, head_num_variant);
 }

@@ -8,9 +8,8 @@
 #include "framework.h"
 #include "lig.h"
 #include "rng.h"
-#include "tests.h"
 
-void test_half_known_values(void)
+LIG_TEST(half_known_values)
 {
     CHECK(th_f16_bits(1.0) == 0x3C00, "f16(1.0) = %04x", th_f16_bits(1.0));
     CHECK(th_f16_bits(-2.0) == 0xC000, "f16(-2.0) = %04x", th_f16_bits(-2.0));
@@ -56,7 +55,7 @@ static int roundtrip_failures(double (*value)(uint16_t), uint16_t (*bits)(double
     return bad;
 }
 
-void test_half_roundtrip_all_patterns(void)
+LIG_TEST(half_roundtrip_all_patterns)
 {
     int bad_f16 = roundtrip_failures(th_f16_value, th_f16_bits, th_round_f16);
     int bad_bf16 = roundtrip_failures(th_bf16_value, th_bf16_bits, th_round_bf16);
@@ -85,7 +84,7 @@ static int check_midpoints(double (*value)(uint16_t), uint16_t (*bits)(double), 
     return bad;
 }
 
-void test_half_rounding_midpoints(void)
+LIG_TEST(half_rounding_midpoints)
 {
     int bad = check_midpoints(th_f16_value, th_f16_bits, 0x7BFF, 0x7C00);
     CHECK(bad == 0, "%d f16 midpoint roundings wrong", bad);
@@ -94,7 +93,7 @@ void test_half_rounding_midpoints(void)
 }
 
 /* bf16 from float via the usual integer trick, as an independent formulation. */
-void test_half_bf16_matches_bit_trick(void)
+LIG_TEST(half_bf16_matches_bit_trick)
 {
     th_rng r = th_rng_make(7);
     int bad = 0;
@@ -122,7 +121,7 @@ static int encode_mismatch(float f, uint16_t got, uint16_t (*reference)(double),
     return got != reference((double)f);
 }
 
-void test_half_public_conversions(void)
+LIG_TEST(half_public_conversions)
 {
     int bad_dec = 0, bad_enc = 0;
     for (uint32_t u = 0; u < 65536u; u++) {

@@ -16,7 +16,6 @@
 #include "lig.h"
 #include "rng.h"
 #include "problem_case.h"
-#include "tests.h"
 
 static const lig_kernel_set *scalar_set(void) {
     int n;
@@ -30,8 +29,9 @@ static int sets_under_test(const lig_kernel_set **out, int report) {
     const lig_kernel_set *const *t = lig_kernel_set_table(&n);
     for (int i = 1; i < n; i++) {
         if (t[i]->cpu_supports()) out[m++] = t[i];
-        else if (report) th_note("kernel set %s: skipped, this CPU lacks %s", t[i]->name, t[i]->features);
+        else if (report) th_skip("kernel set %s: this CPU lacks %s", t[i]->name, t[i]->features);
     }
+    if (m == 0 && report) th_skip("no kernel set but scalar in this build and CPU: nothing to compare with it");
     return m;
 }
 
@@ -48,7 +48,7 @@ static void fill_grid(th_rng *r, float *v, size_t n) {
     for (size_t i = 0; i < n; i++) v[i] = grid_value(r);
 }
 
-void test_kernels_sets_reported(void) {
+LIG_TEST(kernels_sets_reported) {
     int n;
     const lig_kernel_set *const *t = lig_kernel_set_table(&n);
     const char *supported = lig_kernel_sets();
@@ -108,7 +108,7 @@ static void check_ukernel(const char *set, const char *which, lig_f32_gemm_ukern
     free(ref);
 }
 
-void test_kernels_f32_gemm_ukernels(void) {
+LIG_TEST(kernels_f32_gemm_ukernels) {
     static const int64_t kcs[] = {1, 2, 3, 7, 16, 33, 128};
     const lig_kernel_set *sets[8];
     const int m = sets_under_test(sets, 1);
@@ -134,7 +134,7 @@ void test_kernels_f32_gemm_ukernels(void) {
 
 /* The tiled driver over each set's micro-kernels against the scalar set's, M, N, K from 1 to
  * past two tiles. */
-void test_kernels_f32_gemm_driver(void) {
+LIG_TEST(kernels_f32_gemm_driver) {
     const lig_kernel_set *sets[8], *ref_set;
     const int m = sets_against_scalar(sets, &ref_set);
     th_rng r = th_rng_make(0x64726976u);
@@ -179,7 +179,7 @@ static void fill_gate_scores(th_rng *r, float *st, int64_t n, int64_t draws)
 
 /* The backward's gate and the forward's score sum: grid scores (exact products and sums),
  * zeros and negatives; non-finite dy and weights where the gate is closed must add nothing. */
-void test_kernels_gate_and_scores(void) {
+LIG_TEST(kernels_gate_and_scores) {
     const lig_kernel_set *sets[8], *ref_set;
     const int m = sets_against_scalar(sets, &ref_set);
     th_rng r = th_rng_make(0x67617465u);
@@ -227,7 +227,7 @@ void test_kernels_gate_and_scores(void) {
 
 /* Row conversions: every dtype, strides, lengths 0..70, special values (NaN, Inf, subnormals,
  * rounding ties), and axpy against fmaf. */
-void test_kernels_rows(void) {
+LIG_TEST(kernels_rows) {
     static const lig_dtype dtypes[] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3e-39f, 6e-8f, 65520.0f,
                                      1.00390625f, 1.01171875f, 3.4e38f, 5.9604645e-8f, 0x1.002p0f};
@@ -287,6 +287,7 @@ static int bf16_sets(const lig_kernel_set **out) {
     int k = 0;
     for (int s = 0; s < m; s++)
         if (sets[s]->bf16) out[k++] = sets[s];
+    if (k == 0 && m > 0) th_skip("none of the sets this CPU supports (%s) has bf16 micro-kernels", lig_kernel_sets());
     return k;
 }
 
@@ -300,7 +301,7 @@ static void end_thread(const lig_kernel_set *ks) {
 
 /* The bf16 micro-kernels and their driver against the scalar reference on grid data (exact),
  * every shape from 1 to past two tiles, reductions from 2 to 3 whole tiles plus odd pairs. */
-void test_kernels_bf16_gemm(void) {
+LIG_TEST(kernels_bf16_gemm) {
     const lig_kernel_set *sets[8];
     const int m = bf16_sets(sets);
     th_rng r = th_rng_make(0x62663136u);
@@ -338,7 +339,7 @@ void test_kernels_bf16_gemm(void) {
 /* The bf16 engines' packing, gate and transposed gate rows against their scalar references:
  * heads from 32 to 160 (one and several 64-bit words of bits), blocks of 64 and 128 slots,
  * scores with zeros, negative zeros and NaN, non-finite dy on slots closed for every head. */
-void test_kernels_bf16_operands(void) {
+LIG_TEST(kernels_bf16_operands) {
     const lig_kernel_set *sets[8];
     const int m = bf16_sets(sets);
     th_rng r = th_rng_make(0x6f706e64u);

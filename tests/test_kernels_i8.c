@@ -26,7 +26,7 @@ int supported_sets(const lig_kernel_set **out) {
     const lig_kernel_set *const *t = lig_kernel_set_table(&n);
     for (int i = 0; i < n; i++) {
         if (t[i]->cpu_supports()) out[m++] = t[i];
-        else th_note("kernel set %s: skipped, this CPU lacks %s", t[i]->name, t[i]->features);
+        else th_skip("kernel set %s: this CPU lacks %s", t[i]->name, t[i]->features);
     }
     return m;
 }
@@ -94,7 +94,7 @@ static int check_i8(const lig_kernel_set *ks, int64_t M, int64_t N, int64_t D, i
 
 /* Shapes around each set's tile (1, MR - 1, MR, MR + 1, 2 MR + 3 rows; the same for columns),
  * reductions 1, 7, 64, 128, 129, 4096 and a few odd ones, every fill, accumulate on and off. */
-void test_kernels_i8_gemm(void) {
+LIG_TEST(kernels_i8_gemm) {
     static const int64_t dims[] = {1, 2, 3, 5, 7, 64, 127, 128, 129, 255, 4096};
     const lig_kernel_set *sets[8];
     const int m = supported_sets(sets);
@@ -149,7 +149,7 @@ static uint16_t expected_bf16(uint8_t code) {
     return (uint16_t)(u >> 16);
 }
 
-void test_kernels_fp8_all_codes(void) {
+LIG_TEST(kernels_fp8_all_codes) {
     const lig_kernel_set *sets[8];
     const int m = supported_sets(sets);
     uint8_t codes[256];
@@ -185,7 +185,7 @@ void test_kernels_fp8_all_codes(void) {
 
 /* Blocks of rows with odd lengths and strides against the scalar kernels: destination padding
  * must stay untouched, the source's padding must not matter. */
-void test_kernels_fp8_rows(void) {
+LIG_TEST(kernels_fp8_rows) {
     static const int64_t lens[] = {1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 1000};
     const lig_kernel_set *sets[8];
     const int m = supported_sets(sets);

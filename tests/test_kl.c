@@ -27,7 +27,6 @@
 #include "reference/indexer_fwd_ref.h"
 #include "backward_runner.h"
 #include "suite.h"
-#include "tests.h"
 
 
 /* ---- the reference itself ---- */
@@ -37,7 +36,7 @@
  *   p = (1, 0):     loss = log 4, dy = (-3/4, 3/4)
  *   p = (2, 0) (mass 2): loss = 2 (log 2 + log 4), dy = (1/2 - 2, 3/2)
  *   slot 1 not counted, p = (0.3, NaN): softmax over slot 0 alone = 1: loss 0.3 log 0.3, dy = (0, 0) */
-void test_kl_ref_hand_example(void)
+LIG_TEST(kl_ref_hand_example)
 {
     const double v[2] = {0.0, log(3.0)};
     const unsigned char both[2] = {1, 1}, first[2] = {1, 0};
@@ -63,7 +62,7 @@ void test_kl_ref_hand_example(void)
 
 /* dy is the gradient of the loss in the values: central differences over random rows (counted
  * and uncounted slots, zero targets, unnormalised targets, logits of several sizes). */
-void test_kl_ref_finite_differences(void)
+LIG_TEST(kl_ref_finite_differences)
 {
     th_rng r = th_rng_make(777);
     int64_t compared = 0, bad = 0;
@@ -127,7 +126,7 @@ static void shape_for(th_rng *r, klcase *kc, int rank)
 
 /* Ranks 1..4, with and without sparse_indices, every (values, target, dy) dtype triple, index
  * dtypes, loss shapes [], [1], [1,1], strided views. */
-void test_kl_matrix(void)
+LIG_TEST(kl_matrix)
 {
     static const tc_strides ins[] = {TC_CONTIGUOUS, TC_PADDED, TC_EXPLICIT, TC_PERMUTED};
     static const tc_strides outs[] = {TC_CONTIGUOUS, TC_PERMUTED, TC_PADDED, TC_EXPLICIT};
@@ -166,7 +165,7 @@ void test_kl_matrix(void)
 
 /* Every input stride pattern against every output pattern; innermost stride 2 and broadcast
  * inputs may be refused (a clean PARAM_INVALID from phase 1), never answered wrongly. */
-void test_kl_strides(void)
+LIG_TEST(kl_strides)
 {
     static const tc_strides outs[] = {TC_CONTIGUOUS, TC_EXPLICIT, TC_PADDED, TC_PERMUTED};
     int refused = 0, v = 0;
@@ -201,7 +200,7 @@ void test_kl_strides(void)
 /* Hand-made rows: no counted slot (loss 0, dy 0), all targets 0 (loss 0, dy 0), one counted
  * slot (softmax 1: dy 0, loss p log p), unnormalised mass, zeros among the targets, and NaN /
  * +-Inf / negative values and targets in the slots that do not count. */
-void test_kl_special_rows(void)
+LIG_TEST(kl_special_rows)
 {
     for (int with_idx = 0; with_idx < 2; with_idx++) {
         klcase kc;
@@ -252,7 +251,7 @@ void test_kl_special_rows(void)
 
 /* Large logits: values up to +-1e4 (fp32; bf16 and fp16 within range), softmax must stay
  * finite and exact-ish: one dominant slot per row, others underflow to 0. */
-void test_kl_large_logits(void)
+LIG_TEST(kl_large_logits)
 {
     static const double scales[] = {1e4, 3000.0, 60000.0};
     for (int v = 0; v < 9; v++) {
@@ -288,7 +287,7 @@ void test_kl_large_logits(void)
 }
 
 /* Zero extents: no rows (loss 0, workspace 0), K = 0 (loss 0). */
-void test_kl_empty(void)
+LIG_TEST(kl_empty)
 {
     static const int64_t shapes[3][3] = {{0, 5, 0}, {3, 0, 0}, {2, 0, 4}};
     static const int ranks[3] = {2, 2, 3};
@@ -313,7 +312,7 @@ void test_kl_empty(void)
 
 /* The loss and dy bytes are identical for 1, 2, 3 and 5 threads (per-row terms in double, summed
  * in row order). */
-void test_kl_determinism_threads(void)
+LIG_TEST(kl_determinism_threads)
 {
     static const int threads[] = {1, 2, 3, 5};
     for (int pi = 0; pi < 3; pi++) {
@@ -392,7 +391,7 @@ static void compare_grad(const char *label, const char *name, const double *lib,
     CHECK(max_fd > 0.0, "%s: %s is all zero: nothing was exercised", label, name);
 }
 
-void test_kl_chain_forward_kl_backward(void)
+LIG_TEST(kl_chain_forward_kl_backward)
 {
     for (int v = 0; v < 6; v++) {
         th_rng r = th_rng_make(69000u + (uint64_t)v);
@@ -521,7 +520,7 @@ void test_kl_chain_forward_kl_backward(void)
 
 /* The thread count may change between phase 1 and phase 2 of the KL step: the same bytes as
  * without the change. */
-void test_kl_threads_change_between_phases(void)
+LIG_TEST(kl_threads_change_between_phases)
 {
     static const int pairs[4][2] = {{1, 1}, {1, 4}, {4, 1}, {2, 3}};
     th_rng r = th_rng_make(71000);
@@ -541,7 +540,7 @@ void test_kl_threads_change_between_phases(void)
 /* Phase 2 of the forward and of the KL step with workspaces at odd addresses (exactly the size
  * phase 1 asked for, inside a larger block): the library aligns inside them and stays within
  * them (ASan watches the block's end). */
-void test_fwd_kl_workspace_alignment(void)
+LIG_TEST(fwd_kl_workspace_alignment)
 {
     static const size_t shifts[] = {1, 3, 17, 63};
     th_rng r = th_rng_make(75000);

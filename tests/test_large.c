@@ -15,7 +15,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "suite.h"
-#include "tests.h"
 
 /* The case's data drawn with the generator options o (NULL: the defaults), then the backward's
  * check of it. */
@@ -55,7 +54,7 @@ static void check_bsnd_case(const bsnd_case *c, const gen_opts *o)
     data_and_check(&r, &tc, o, c->label);
 }
 
-void test_large_bsnd_128k(void)
+LIG_TEST(large_bsnd_128k_causal)
 {
     const int64_t S = suite_long_rows();
     char label[64];
@@ -68,7 +67,7 @@ void test_large_bsnd_128k(void)
     check_bsnd_case(&c, &o);
 }
 
-void test_large_tnd_128k(void)
+LIG_TEST(large_tnd_128k_varlen)
 {
     const int64_t T = suite_long_rows();
     th_rng r = th_rng_make(7);
@@ -96,7 +95,7 @@ void test_large_tnd_128k(void)
     data_and_check(&r, &tc, NULL, label);
 }
 
-void test_large_batch_1024(void)
+LIG_TEST(large_batch_1024)
 {
     th_rng r = th_rng_make(1024);
     for (int layout = 0; layout < 2; layout++) {
@@ -107,7 +106,7 @@ void test_large_batch_1024(void)
     }
 }
 
-void test_large_head_dims(void)
+LIG_TEST(large_head_dims)
 {
     static const bsnd_case cases[] = {
         {300, 2, 4, 2, 1, 8, LIG_FLOAT32, LIG_FLOAT32, 3, 0, 16, 32, 1, "D=1"},
@@ -116,7 +115,7 @@ void test_large_head_dims(void)
     for (int i = 0; i < 2; i++) check_bsnd_case(&cases[i], NULL);
 }
 
-void test_large_topk_counts(void)
+LIG_TEST(large_topk_counts)
 {
     static const bsnd_case cases[] = {
         {5000, 1, 2, 1, 8, 1, LIG_BFLOAT16, LIG_BFLOAT16, 0, 1, 16, 6000, 0, "K=1"},
@@ -125,7 +124,7 @@ void test_large_topk_counts(void)
     for (int i = 0; i < 2; i++) check_bsnd_case(&cases[i], NULL);
 }
 
-void test_large_heads_80_groups_5(void)
+LIG_TEST(large_heads_80_groups_5)
 {
     static const bsnd_case c = {80, 2, 80, 5, 16, 8, LIG_BFLOAT16, LIG_FLOAT32, 3, 0, 8, 16, 1, "N1=80 N2=5"};
     check_bsnd_case(&c, NULL);
@@ -133,7 +132,7 @@ void test_large_heads_80_groups_5(void)
 
 /* CANN's own shape class (N1 = 64, N2 = 1, D = 128, bf16, causal) at a small sequence length, so the
  * blocked SIMD paths run with full-width heads; BSND and TND. */
-void test_large_deepseek_shape(void)
+LIG_TEST(large_deepseek_shape)
 {
     for (int layout = 0; layout < 2; layout++) {
         th_rng r = th_rng_make(64128 + (uint64_t)layout);

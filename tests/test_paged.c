@@ -20,7 +20,6 @@
 #include "rng.h"
 #include "problem_case.h"
 #include "tensor_buffers.h"
-#include "tests.h"
 
 /* A forward case with its keys in a paged cache, and every tensor of the paged call. */
 typedef struct paged_case {
@@ -164,7 +163,7 @@ static lig_status paged_run(paged_case *c, const lig_tensor *table, const lig_te
     return st;
 }
 
-void test_paged_forward(void) {
+LIG_TEST(fwd_paged_keys) {
     static const lig_dtype dtypes[] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     static const int64_t block_sizes[] = {1, 3, 16};
     th_rng r = th_rng_make(0x70616765u);
@@ -199,7 +198,7 @@ void test_paged_forward(void) {
     fwd_check_stats_note("paged forward");
 }
 
-void test_paged_errors(void) {
+LIG_TEST(errors_fwd_paged_keys) {
     th_rng r = th_rng_make(0x70657272u);
     paged_case c;
     paged_make(&c, &r, 0, LIG_BFLOAT16, 4, LIG_INT32, 1);

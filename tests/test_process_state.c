@@ -27,7 +27,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "operator_calls.h"
-#include "tests.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
@@ -164,7 +163,7 @@ static const fp_setting odd_settings[] = {
 };
 
 /* One thread puts all the work on the caller's thread, two put part of it on the pool's. */
-void test_fp_mode_of_caller(void) {
+LIG_TEST(fp_mode_of_caller) {
     static op_call calls[N_CALLS + 1];
     make_calls(calls);
     make_subnormal_call(&calls[N_CALLS]);
@@ -242,7 +241,7 @@ static void fork_and_check(op_call *calls, int n, int (*child)(op_call *, int), 
     CHECK(status == 0 || status == -1, "%s: the child failed (exit status %d; its messages are above)", what, status);
 }
 
-void test_fork_after_threaded_calls(void) {
+static void run_fork_after_threaded_calls(void) {
     static op_call calls[N_CALLS];
     lig_set_num_threads(2);
     make_calls(calls);
@@ -257,12 +256,15 @@ void test_fork_after_threaded_calls(void) {
     for (int i = 0; i < N_CALLS; i++) op_call_free(&calls[i]);
     lig_set_num_threads(0);
 }
-#else
-void test_fork_after_threaded_calls(void) {
-    th_note("SKIPPED: fork_after_threaded_calls: ThreadSanitizer does not support threads made after a fork of a "
-            "threaded process");
-}
 #endif
+
+LIG_TEST(fork_after_threaded_calls) {
+#ifndef UNDER_TSAN
+    run_fork_after_threaded_calls();
+#else
+    th_skip("ThreadSanitizer does not support threads made after a fork of a threaded process");
+#endif
+}
 
 /* ---- tasks off the caller's thread ---- */
 
@@ -317,7 +319,7 @@ static void check_own_run(int want, const char *what) {
     CHECK(atomic_load(&r.on_caller) == 0, "%s: %d tasks ran on the caller's thread", what, atomic_load(&r.on_caller));
 }
 
-void test_own_thread_tasks(void) {
+LIG_TEST(own_thread_tasks) {
     check_own_run(1, "one task");
     check_own_run(2, "two tasks");
     check_own_run(OWN_MAX, "eight tasks");

@@ -37,7 +37,7 @@ static float wild(th_rng *r, double p_special) {
     return (float)((th_rng_unit(r) - 0.4) * 8.0);
 }
 
-void test_quant_engines_scores(void) {
+LIG_TEST(quant_engines_scores) {
     const lig_kernel_set *sets[16];
     const int n_sets = supported_sets(sets);
     static const int64_t nbs[6] = {1, 5, 16, 17, 33, 96}, Gs[8] = {1, 3, 8, 15, 16, 17, 64, 70};
@@ -109,7 +109,7 @@ static void engine_scores(const lig_fwd_engine *e, lig_fwd_ctx c, int64_t rows, 
     free(scratch);
 }
 
-void test_quant_engines_int8_same_as_portable(void) {
+LIG_TEST(quant_engines_int8_same_as_portable) {
     const lig_kernel_set *sets[16];
     const int n_sets = supported_sets(sets);
     static const int64_t Ds[6] = {1, 7, 64, 128, 129, 300}, Gs[5] = {1, 3, 5, 16, 64};

@@ -15,9 +15,8 @@
 #include "reference/indexer_ref.h"
 #include "rng.h"
 #include "problem_case.h"
-#include "tests.h"
 
-void test_ref_visibility_rules(void)
+LIG_TEST(ref_visibility_rules)
 {
     const int64_t M = INT64_MAX;
     /* mode, pre, next, t, s, Lq, Lk, expected */
@@ -57,7 +56,7 @@ void test_ref_visibility_rules(void)
     }
 }
 
-void test_ref_visible_range_matches_pointwise(void)
+LIG_TEST(ref_visible_range_matches_pointwise)
 {
     th_rng r = th_rng_make(11);
     static const int64_t bands[] = {0, 1, 2, 3, 7, INT64_MAX - 1, INT64_MAX};
@@ -90,7 +89,7 @@ void test_ref_visible_range_matches_pointwise(void)
     CHECK(bad == 0, "%d disagreements between the visible range and pointwise visibility", bad);
 }
 
-void test_ref_row_info_tnd(void)
+LIG_TEST(ref_row_info_tnd)
 {
     /* Query ends [2,2,5] in T1 = 7: batch 0 rows 0-1, batch 1 empty, batch 2 rows 2-4, rows 5-6
      * past the end. Key ends [3,4,4]: batch 0 keys 0-2, batch 1 key 3, batch 2 none. */
@@ -122,7 +121,7 @@ void test_ref_row_info_tnd(void)
     CHECK(ref_classify(&p, &row, -77) == REF_SLOT_ROW_INVALID, "rows past the end are not read");
 }
 
-void test_ref_seq_ok_rules(void)
+LIG_TEST(ref_seq_ok_rules)
 {
     ref_problem p = {.layout = REF_TND, .B = 2, .S1 = 5, .S2 = 5};
     int64_t q[2] = {2, 5}, k[2] = {0, 5};
@@ -158,7 +157,7 @@ void test_ref_seq_ok_rules(void)
  *   I at slots = (1.5, 0.5, -, 1.5): L = 1.5 + 1.5 + 3 = 6.
  * With mode 3 and pre_tokens = 1, key 0 is masked: dW_h0 = 9, dQ_h0 = (1.5, 1.5), dK0 = 0.
  */
-void test_ref_hand_example(void)
+LIG_TEST(ref_hand_example)
 {
     const double q[4] = {1, 2, -1, 1}, k[6] = {1, 0, 0, 1, 1, 1}, w[2] = {0.5, 2};
     const int64_t idx[4] = {2, 0, -1, 2};
@@ -245,7 +244,7 @@ static int fd_check(tcase *tc, const char *what)
     return bad == 0;
 }
 
-void test_ref_backward_matches_finite_differences(void)
+LIG_TEST(ref_backward_matches_finite_differences)
 {
     th_rng r = th_rng_make(2024);
     gen_opts o;
@@ -299,7 +298,7 @@ void test_ref_backward_matches_finite_differences(void)
 
 /* The generator must produce what the tests claim: every slot kind, no out-of-range index in a
  * valid row, and only padding/garbage where rows are invalid. */
-void test_ref_generator_mix(void)
+LIG_TEST(ref_generator_mix)
 {
     th_rng r = th_rng_make(5);
     gen_opts o;

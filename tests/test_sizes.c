@@ -14,7 +14,6 @@
 #include "error_cases.h"
 #include "framework.h"
 #include "lig.h"
-#include "tests.h"
 
 #define P(e) ((int64_t)1 << (e))
 #define UNTOUCHED_WS UINT64_C(0x5a5a5a5a)
@@ -82,7 +81,7 @@ static void expect_refused_tensor(const char *label, lig_dtype dtype, int64_t nd
     }
 }
 
-void test_sizes_create_tensor(void) {
+LIG_TEST(sizes_create_tensor) {
     const int64_t contiguous_2_62[2] = {P(31), P(31)};
     const int64_t count_2_64[3] = {P(31), P(31), 4};
     expect_refused_tensor("2^62 contiguous FLOAT32 elements (2^64 bytes)", LIG_FLOAT32, 2, contiguous_2_62, NULL,
@@ -115,7 +114,7 @@ static lig_status forward(int64_t D, int64_t S2, int64_t K, uint64_t *ws, lig_ex
     return st;
 }
 
-void test_sizes_forward(void) {
+LIG_TEST(sizes_forward) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
     /* 2^58 candidates kept: 80 bytes each of top-k scratch, past 2^64 */
@@ -142,7 +141,7 @@ static lig_status quant_forward(lig_dtype qk, int64_t D, int64_t S2, int64_t K, 
     return st;
 }
 
-void test_sizes_quant_forward(void) {
+LIG_TEST(sizes_quant_forward) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
     /* 2^58 candidates kept: the top-k scratch passes 2^64 bytes, as in the plain forward */
@@ -173,7 +172,7 @@ static void headless_forward(const char *label, int64_t B, int64_t S1) {
     release(&s);
 }
 
-void test_sizes_batch_count(void) {
+LIG_TEST(sizes_batch_count) {
     /* 5B = 2^64 + 4: the per-batch lengths (5B + 1 int64 values) would wrap to 40 bytes */
     headless_forward("forward, B = 2^64 / 5", (int64_t)(UINT64_MAX / 5 + 1), 1);
     /* 2^20 batches of 2^44 rows: 2^64 query rows. The extents of one tensor multiply to less than
@@ -202,7 +201,7 @@ static lig_status paged(int64_t B, int64_t max_blocks, int64_t block_size, int64
     return st;
 }
 
-void test_sizes_paged_forward(void) {
+LIG_TEST(sizes_paged_forward) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
     /* 4 batches of 2^31 blocks of 2^31 keys: 2^64 key rows */
@@ -234,7 +233,7 @@ static lig_status backward(int64_t S1, int64_t N1, int64_t S2, int64_t N2, int64
     return st;
 }
 
-void test_sizes_backward(void) {
+LIG_TEST(sizes_backward) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
     /* 2^31 rows x 2^33 key heads of no slots: the slot tensors are refused when they are made (the
@@ -261,7 +260,7 @@ static lig_status kl(int64_t ndim, const int64_t *shape, uint64_t *ws, lig_execu
     return st;
 }
 
-void test_sizes_kl_step(void) {
+LIG_TEST(sizes_kl_step) {
     uint64_t ws = UNTOUCHED_WS;
     lig_executor *exec = NULL;
     /* 2^64 rows of no slots: refused when the values tensor is made (contract 6.2) */

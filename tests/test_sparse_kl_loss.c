@@ -16,7 +16,6 @@
 #include "tensor_buffers.h"
 #include "core/tensor.h"
 #include "testing/lig_testing.h"
-#include "tests.h"
 
 #define NOBAND INT64_MAX
 
@@ -34,7 +33,7 @@ static void run_and_compare(lkcase *c, const char *label) {
     lkcase_check_outputs(c, label);
 }
 
-void test_kl_loss_ref_finite_differences(void) {
+LIG_TEST(kl_loss_ref_finite_differences) {
     lkcase_desc d = base_desc();
     d.K = 5;
     d.S1 = 4;
@@ -78,7 +77,7 @@ void test_kl_loss_ref_finite_differences(void) {
 }
 
 /* The matrix: layouts, key heads 1 and 2, dtypes, targets, rope, lse, statistics, lengths, band. */
-void test_kl_loss_matrix(void) {
+LIG_TEST(kl_loss_matrix) {
     static const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     int n = 0;
     for (int layout = 0; layout < 2; layout++)
@@ -125,7 +124,7 @@ void test_kl_loss_matrix(void) {
 }
 
 /* Statistics from attention over the same slots: sum_j p = 1, so both targets are the same loss. */
-void test_kl_loss_sparse_statistics_targets_agree(void) {
+LIG_TEST(kl_loss_sparse_statistics_targets_agree) {
     for (int dt = 0; dt < 2; dt++) {
         lkcase_desc d = base_desc();
         d.sparse_stats = true;
@@ -163,7 +162,7 @@ static int outputs_equal(const lkcase *a, const lkcase *b) {
 }
 
 /* deterministic = true: bitwise across runs, thread counts 1-3 and ring capacities; false: close. */
-void test_kl_loss_determinism_threads(void) {
+LIG_TEST(kl_loss_determinism_threads) {
     for (int dt = 0; dt < 2; dt++) {
         lkcase_desc d = base_desc();
         d.B = 3;
@@ -211,7 +210,7 @@ void test_kl_loss_determinism_threads(void) {
 
 /* The matrix for CANN's semantics: layouts, dtypes, statistics (dense: sum p < 1, where CANN's
  * dI = y - p and lig's y sum(p) - p differ), lse, rope, lengths, index dtypes. */
-void test_kl_loss_cann_matrix(void) {
+LIG_TEST(kl_loss_cann_matrix) {
     static const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     int n = 0;
     for (int layout = 0; layout < 2; layout++)
@@ -262,7 +261,7 @@ static double ref_loss_as(const lkcase *c, lig_kl_target target) {
  * where log y is taken as log 1e-8. Each case is compared with the reference, and the reference
  * with the unclamped loss, which must differ (the case exercises the clamp). On dense statistics
  * (sum p < 1) CANN's dI = y - p must also give other gradients than lig's head_mean target. */
-void test_kl_loss_cann_clamps(void) {
+LIG_TEST(kl_loss_cann_clamps) {
     for (int which = 0; which < 2; which++) {
         lkcase_desc d = base_desc();
         d.target = LIG_KL_TARGET_CANN;
@@ -425,7 +424,7 @@ static const kl_err_case err_cases[] = {
     {"index -2", e_index_minus_two, 2, LIG_ERR_PARAM_INVALID, "sparse_indices"},
 };
 
-void test_kl_loss_errors(void) {
+LIG_TEST(kl_loss_errors) {
     int n = 0;
     for (size_t i = 0; i < sizeof err_cases / sizeof err_cases[0]; i++) {
         const kl_err_case *e = &err_cases[i];
@@ -482,7 +481,7 @@ void test_kl_loss_errors(void) {
 }
 
 /* A problem without index dims still has a loss (I = 0: y uniform) and zero gradients. */
-void test_kl_loss_empty_index_dims(void) {
+LIG_TEST(kl_loss_empty_index_dims) {
     lkcase_desc d = base_desc();
     d.D = 0;
     lkcase c;
@@ -507,7 +506,7 @@ void test_kl_loss_empty_index_dims(void) {
  * w_h dI_1 (k_1 - k_2), one product, so the bf16 output is the reference rounded once, except
  * where the fp32 teacher's error (about 1e-5 of dI) crosses a rounding boundary. A dI rounded to
  * bf16 (2^-9) would miss the rounded reference in about half the elements. */
-void test_kl_loss_bf16_di_not_rounded(void) {
+LIG_TEST(kl_loss_bf16_di_not_rounded) {
     lkcase_desc d = base_desc();
     d.dtype = LIG_BFLOAT16;
     d.K = 2;
@@ -541,7 +540,7 @@ void test_kl_loss_bf16_di_not_rounded(void) {
 /* CUDA tensors: a build with the CUDA backend refuses the operator by name in phase 1 (it has no
  * CUDA form yet); a build without refuses the device. Phase 1 reads no tensor data, so host memory
  * described as CUDA memory is enough. */
-void test_devices_kl_loss_refused_on_cuda(void) {
+LIG_TEST(devices_kl_loss_refused_on_cuda) {
     lkcase_desc d = base_desc();
     lkcase c;
     lkcase_make(&c, &d, 61);

@@ -24,7 +24,6 @@
 #include "rng.h"
 #include "backward_runner.h"
 #include "problem_case.h"
-#include "tests.h"
 
 /* A subnormal bf16 value: +-m * 2^-133, m in 1..127 (exact in bf16 and fp32). */
 static double subnormal(th_rng *r) {
@@ -81,7 +80,7 @@ static int close_enough(double lib, double ref, double rel) {
     return isfinite(lib) && fabs(lib - ref) <= rel * fabs(ref) + SUBNORMAL_FLOOR;
 }
 
-void test_subnormal_inputs(void) {
+LIG_TEST(subnormal_inputs) {
     th_rng r = th_rng_make(0x7375626eu);
     tcase tc;
     make_case(&tc, &r);

@@ -18,7 +18,6 @@
 #include "backends/cpu/operators/topk.h"
 #include "framework.h"
 #include "rng.h"
-#include "tests.h"
 
 typedef struct ref_item {
     double rank;
@@ -137,7 +136,7 @@ static void one_split(th_rng *r, const float *scores, int64_t n, int64_t K, int 
     same_result(&m, ref, reference_topk(scores, n, 0, K, ref), "split", dist, n, K);
 }
 
-void test_topk_against_sorted_reference(void) {
+LIG_TEST(topk_against_sorted_reference) {
     enum { MAX_N = 5000 };
     th_rng r = th_rng_make(1804);
     float *scores = malloc(sizeof(float) * MAX_N);
@@ -168,7 +167,7 @@ done:
 /* Many cuts: a small K over long rows, so that the floor rises cut after cut and most offers are
  * refused, with scores that rise along the keys (every offer enters), fall (none after the first
  * cut) or repeat. */
-void test_topk_many_cuts(void) {
+LIG_TEST(topk_many_cuts) {
     enum { N = 20000 };
     th_rng r = th_rng_make(77);
     float *scores = malloc(sizeof(float) * N);

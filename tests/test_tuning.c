@@ -17,7 +17,6 @@
 #include "framework.h"
 #include "lig.h"
 #include "testing/lig_testing.h"
-#include "tests.h"
 
 /* The fake environment lig_tuning_parse reads: up to 8 NAME=value pairs. */
 static struct {
@@ -46,7 +45,7 @@ static const char *real_lookup(const char *name) { return getenv(name); }
 
 static bool same_isa(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
 
-void test_tuning_defaults_and_values(void) {
+LIG_TEST(tuning_defaults_and_values) {
     char warnings[1024];
     lig_tuning t;
 
@@ -135,7 +134,7 @@ void test_tuning_defaults_and_values(void) {
           (unsigned long long)env->cuda_chunk_bytes, env->isa ? env->isa : "(none)");
 }
 
-void test_tuning_bad_values_ignored(void) {
+LIG_TEST(tuning_bad_values_ignored) {
     /* each bad value alone: the default stays, one warning names the variable, says what was
      * expected and quotes what was received */
     static const struct {
@@ -197,7 +196,7 @@ void test_tuning_bad_values_ignored(void) {
     CHECK(memchr(small, '\0', sizeof small) != NULL, "the warnings overran a %zu-byte buffer", sizeof small);
 }
 
-void test_tuning_override(void) {
+LIG_TEST(tuning_override) {
     const lig_tuning *env = lig_tuning_environment();
     lig_set_num_threads(0);
 

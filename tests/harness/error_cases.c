@@ -72,16 +72,19 @@ static lig_status launch_and_keep_message(inst *in, void *workspace, uint64_t si
     return st;
 }
 
-lig_status errtest_phase2(inst *in, int ws, const char *name, int *skip)
+lig_status errtest_phase2(inst *in, int ws, const char *name, int *not_run)
 {
-    *skip = 0;
+    *not_run = 0;
     switch (ws) {
     case ERRTEST_WS_SHORT:
     case ERRTEST_WS_ZERO:
     case ERRTEST_WS_NULL_PTR:
-        if (in->workspace_size == 0) {
-            th_note("%s: skipped, this problem needs no workspace", name);
-            *skip = 1;
+        /* a case that cannot provoke its error must not pass as if it had */
+        if (!CHECK(in->workspace_size > 0,
+                   "%s: cannot run: its problem needs no workspace, so phase 2 cannot be given a short or missing "
+                   "one (the case needs a problem that needs a workspace)",
+                   name)) {
+            *not_run = 1;
             return inst_phase2(in, 0);
         }
         if (ws == ERRTEST_WS_NULL_PTR) {
@@ -255,9 +258,9 @@ static void run_case(const errtest_operator *op, const errtest_case *c)
     if (c->phase == 1) {
         errtest_verdict(c->name, 1, st, c->want, c->want_alt, &in, c->names, c->has);
     } else if (CHECK(st == LIG_SUCCESS, "%s: phase 1 must succeed, got %d: %s", c->name, (int)st, in.message)) {
-        int skip = 0;
-        st = op->phase2 ? op->phase2(c, &in, &skip) : errtest_phase2(&in, c->ws, c->name, &skip);
-        if (!skip) {
+        int not_run = 0;
+        st = op->phase2 ? op->phase2(c, &in, &not_run) : errtest_phase2(&in, c->ws, c->name, &not_run);
+        if (!not_run) {
             errtest_verdict(c->name, 2, st, c->want, c->want_alt, &in, c->names, c->has);
         }
     }

@@ -34,8 +34,9 @@ typedef enum errtest_ws {
 
 /* Phase 2 (in->launch) of an instance whose phase 1 succeeded, with the workspace `ws` (one of the
  * errtest_ws modes) says; a failure's message lands in in->message. A mode that needs a workspace
- * on a problem that needs none runs phase 2 normally and sets *skip (and notes it). */
-lig_status errtest_phase2(inst *in, int ws, const char *name, int *skip);
+ * on a problem that needs none cannot provoke its error: that is a failed check naming the case
+ * (phase 2 then runs normally) and sets *not_run, so that the caller gives no verdict. */
+lig_status errtest_phase2(inst *in, int ws, const char *name, int *not_run);
 
 /* The verdict on a provoked call in `phase` (1 or 2): status want (or want_alt when it is not
  * LIG_SUCCESS); a failure's message must pass check_error_message for `names` and contain each
@@ -135,8 +136,9 @@ typedef struct errtest_operator {
     /* After the shared edit, what the operator adds to it (NULL: nothing); alias is the view
      * ET_ALIAS placed. */
     void (*after_edit)(const errtest_case *c, const errtest_problem *p, inst *in, unsigned char *alias);
-    /* Phase 2 for the case's ws mode (NULL: errtest_phase2); sets *skip as errtest_phase2 does. */
-    lig_status (*phase2)(const errtest_case *c, inst *in, int *skip);
+    /* Phase 2 for the case's ws mode (NULL: errtest_phase2); sets *not_run as errtest_phase2 does,
+     * after a failed check that says why the case could not run. */
+    lig_status (*phase2)(const errtest_case *c, inst *in, int *not_run);
     void (*teardown)(const errtest_case *c, errtest_problem *p, inst *in);
 } errtest_operator;
 
