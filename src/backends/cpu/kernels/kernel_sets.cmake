@@ -12,7 +12,8 @@
 # FILES are <dir>/<basename>__<dir>.c; SET_IN_TABLE OFF is a folder that only provides families
 # to other sets (NAME then unused); IF names variables that must all be true (a compiler probe,
 # an option). Sets: LIG_KERNEL_SOURCES, LIG_KERNEL_SETS, LIG_CPU_FEATURES_SOURCE,
-# LIG_KERNEL_GENERATED_DIR (the include directory of the table).
+# LIG_KERNEL_GENERATED_DIR (the include directory of the table), and on aarch64
+# LIG_QEMU_BASELINE_CPU and LIG_KERNEL_SET_BASELINE (the emulated run of detection).
 set(LIG_KERNELS_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(LIG_KERNEL_SOURCES ${LIG_KERNELS_DIR}/kernel_sets.c ${LIG_KERNELS_DIR}/gemm_drivers.c)
 set(LIG_KERNEL_SETS)
@@ -110,15 +111,20 @@ lig_kernel_set(NAME avx512bf16 DIR avx512bf16 ARCH x86_64
 lig_kernel_set(NAME amx-bf16 DIR amx ARCH x86_64 FLAGS -mamx-tile -mamx-bf16 FILES bf16_gemm_32x32 IF LIG_AMX)
 
 # ---- aarch64 (LIG_ENABLE_ARM_SIMD) -----------------------------------------------------------
-# The aarch64 sets go here, portable to widest (neon, neon-dotprod, neon-i8mm, neon-bf16), e.g.
-#   lig_kernel_set(NAME neon DIR neon ARCH aarch64 FLAGS -march=armv8-a FILES ...)
-# LIG_KERNEL_SET_BASELINE is what automatic selection must pick on a CPU with none of the
-# optional features (ARMv8.0: qemu's cortex-a57), which the cross build's ctest checks.
+# The aarch64 sets' entries go here, portable to widest (neon, neon-dotprod, neon-i8mm, neon-bf16),
+# each with its -march flags, e.g.
+#   lig_kernel_set(NAME neon DIR neon ARCH aarch64 FLAGS -march=armv8-a FILES f32_gemm_8x12 ...)
 
-if(LIG_SIMD_ARCH STREQUAL "aarch64" AND "neon" IN_LIST LIG_KERNEL_SETS)
-  set(LIG_KERNEL_SET_BASELINE neon)
-else()
-  set(LIG_KERNEL_SET_BASELINE scalar)
+# What automatic selection must pick on a CPU model with none of the optional features (ARMv8.0,
+# qemu's cortex-a57): the cross build's ctest runs the suite there once (lig-tests-detect-*), and
+# every set with QEMU_CPU=max (tests/CMakeLists.txt).
+if(LIG_TARGET_ARCH STREQUAL "aarch64")
+  set(LIG_QEMU_BASELINE_CPU cortex-a57)
+  if("neon" IN_LIST LIG_KERNEL_SETS)
+    set(LIG_KERNEL_SET_BASELINE neon)
+  else()
+    set(LIG_KERNEL_SET_BASELINE scalar)
+  endif()
 endif()
 
 # The table kernel_sets.c includes, rewritten only when it changes (no rebuild per configure).
