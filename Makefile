@@ -36,9 +36,9 @@ build:
 
 # The whole suite on the optimised build (SIMD and portable kernels), then again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then under ThreadSanitizer, then cross compiled for
-# aarch64 and run under qemu (the portable kernels), then the Python package, then the CUDA backend
-# (compiled, checked for spills, its kernels emulated on the host), then the libFuzzer targets for
-# FUZZ_SECONDS each.
+# aarch64 and run under qemu (every aarch64 kernel set, and detection), then the Python package,
+# then the CUDA backend (compiled, checked for spills, its kernels emulated on the host), then the
+# libFuzzer targets for FUZZ_SECONDS each.
 test: test-release test-asan test-tsan test-aarch64 test-python test-cuda test-fuzz
 
 test-release: build
@@ -84,9 +84,10 @@ test-cuda-run:
 	LIG_ISA=scalar $(CUDA_BUILD)/tests/lig-tests devices
 
 # 64-bit ARM (cmake/toolchains/aarch64-linux-gnu.cmake): everything cross compiled with Debian's
-# aarch64-linux-gnu-gcc/g++ (only the portable scalar kernel set exists there), then ctest runs the
-# suite, the README example and the aclnn tests under qemu-user. Under a minute here; the 128K-row
-# tests shrink (LIG_TEST_QUICK) as emulation is slow. Without the cross compiler or qemu: a clear
+# aarch64-linux-gnu-gcc/g++, then ctest runs under qemu-user the suite once per aarch64 kernel set
+# (LIG_ISA=<set>, QEMU_CPU=max: every optional feature), once unforced on a CPU model without the
+# optional features (QEMU_CPU=cortex-a57, where detection must fall back to the baseline set), the
+# README example and the aclnn tests. The 128K-row tests shrink (LIG_TEST_QUICK) as emulation is slow. Without the cross compiler or qemu: a clear
 # skip, success (.ci/run installs both).
 test-aarch64:
 	@if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then \

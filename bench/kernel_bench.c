@@ -126,7 +126,8 @@ int main(int argc, char **argv) {
         char tile[16];
         snprintf(tile, sizeof tile, "%lldx%lld", (long long)i8->gemm.mr, (long long)i8->gemm.nr);
         const double cb = time_fp8(t[s]->fp8, 0, 64, D, runs), cf = time_fp8(t[s]->fp8, 1, 64, D, runs);
-        printf("%-12s %-12s %5s %10.1f %-20s", t[s]->name, i8->name, tile, gops, bench_unit_label(u));
+        /* the measured unit's label where there is one, else the unit the config names */
+        printf("%-12s %-12s %5s %10.1f %-20s", t[s]->name, i8->name, tile, gops, u >= 0 ? bench_unit_label(u) : i8->unit);
         if (u >= 0 && peak[u] > 0) printf(" %6.1f%%", 100.0 * gops / peak[u]);
         else printf(" %7s", "-");
         printf(" %8.2f G/s %8.2f G/s\n", cb, cf);

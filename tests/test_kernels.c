@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "backends/cpu/kernels/scalar/scalar.h" /* the portable references */
 #include "framework.h"
 #include "lig.h"
 #include "rng.h"
@@ -48,11 +49,44 @@ static void fill_grid(th_rng *r, float *v, size_t n) {
     for (size_t i = 0; i < n; i++) v[i] = grid_value(r);
 }
 
+/* What the engines and the docs read from every set's configuration: each family, the unit it
+ * runs on, and paddings the bf16 engines can use (see lig_bf16_kernels). */
+static void check_config(const lig_kernel_set *ks) {
+    CHECK(ks->f32 && ks->i8 && ks->fp8, "set %s lacks a family every set has (f32 %p, i8 %p, fp8 %p)", ks->name,
+          (const void *)ks->f32, (const void *)ks->i8, (const void *)ks->fp8);
+    if (!ks->f32 || !ks->i8) return;
+    CHECK(ks->f32->unit && ks->i8->unit, "set %s: a family does not name its unit", ks->name);
+    const lig_bf16_kernels *b = ks->bf16;
+    if (!b) return;
+    CHECK(b->unit != NULL, "set %s: the bf16 family does not name its unit", ks->name);
+    CHECK(b->col_pad > 0 && b->k_pad > 0 && b->k_pad % 2 == 0 && b->row_pad > 0 && 64 % b->row_pad == 0,
+          "set %s: bf16 paddings col %lld, k %lld, rows %lld (expected positive, k even, rows dividing 64)", ks->name,
+          (long long)b->col_pad, (long long)b->k_pad, (long long)b->row_pad);
+}
+
 LIG_TEST(kernels_sets_reported) {
     int n;
     const lig_kernel_set *const *t = lig_kernel_set_table(&n);
     const char *supported = lig_kernel_sets();
     CHECK(strcmp(t[0]->name, "scalar") == 0, "the first set is %s, expected scalar", t[0]->name);
+    /* automatic selection: the widest set the CPU supports (the table runs portable to widest),
+     * and, where the run names it (the cross build's run on a CPU model without the optional
+     * features), the set detection must pick there */
+    const lig_kernel_set *widest = t[0];
+    for (int i = 0; i < n; i++) {
+        check_config(t[i]);
+        if (t[i]->cpu_supports()) widest = t[i];
+    }
+    const char *isa = getenv("LIG_ISA"), *off = getenv("LIG_DISABLE_SIMD"), *expected = getenv("LIG_EXPECT_KERNEL_SET");
+    CHECK(lig_set_kernel_set(NULL) == LIG_SUCCESS, "returning to automatic selection failed");
+    if ((!isa || !*isa) && (!off || !*off || strcmp(off, "0") == 0)) {
+        CHECK(strcmp(lig_get_kernel_set(), widest->name) == 0, "automatic selection picked %s, expected %s",
+              lig_get_kernel_set(), widest->name);
+        if (expected && *expected)
+            CHECK(strcmp(lig_get_kernel_set(), expected) == 0,
+                  "automatic selection picked %s, expected %s (LIG_EXPECT_KERNEL_SET); this CPU supports %s",
+                  lig_get_kernel_set(), expected, supported);
+    }
     for (int i = 0; i < n; i++) {
         const int listed = strstr(supported, t[i]->name) != NULL;
         CHECK(listed == (int)t[i]->cpu_supports(), "set %s: listed %d in \"%s\", supported %d", t[i]->name, listed,
@@ -337,14 +371,14 @@ LIG_TEST(kernels_bf16_gemm) {
 }
 
 /* The bf16 engines' packing, gate and transposed gate rows against their scalar references:
- * heads from 32 to 160 (one and several 64-bit words of bits), blocks of 64 and 128 slots,
+ * heads from the family's col_pad to 160 in steps of it (one and several 64-bit words of bits), blocks of 64 and 128 slots,
  * scores with zeros, negative zeros and NaN, non-finite dy on slots closed for every head. */
 LIG_TEST(kernels_bf16_operands) {
     const lig_kernel_set *sets[8];
     const int m = bf16_sets(sets);
     th_rng r = th_rng_make(0x6f706e64u);
     for (int s = 0; s < m; s++)
-        for (int64_t gp = 32; gp <= 160; gp += 32)
+        for (int64_t gp = sets[s]->bf16->col_pad; gp <= 160; gp += sets[s]->bf16->col_pad)
             for (int64_t nb = 64; nb <= 128; nb += 64) {
                 const int64_t words = (gp + 63) / 64;
                 float *st = th_xmalloc(sizeof(float) * (size_t)(nb * gp)), *dy = th_xmalloc(sizeof(float) * (size_t)nb);

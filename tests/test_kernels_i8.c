@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "backends/cpu/kernels/scalar/scalar.h" /* the portable references */
 #include "framework.h"
 #include "lig.h"
 #include "problem_case.h"

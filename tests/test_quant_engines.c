@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "backends/cpu/kernels/scalar/scalar.h" /* the portable references */
 #include "backends/cpu/operators/fwd_engine.h"
 #include "framework.h"
 #include "lig.h"

@@ -1,6 +1,7 @@
-/* Every micro-kernel of the CPU backend, named <operation>_<tile>__<isa>, and their
- * signatures: one function type per operation (declared once, with its contract), so that each
- * ISA's kernels are one line apiece. kernel_set.h groups them into configurations per family. */
+/* The signatures of the CPU backend's micro-kernels: one function type per operation (declared
+ * once, with its contract), so that each ISA's header (<isa>/<isa>.h) declares its kernels,
+ * named <operation>_<tile>__<isa>, one line apiece; and the portable helpers any ISA may call.
+ * No ISA's kernels are declared here. kernel_set.h groups kernels into configurations. */
 #ifndef LIG_CPU_KERNELS_KERNELS_H
 #define LIG_CPU_KERNELS_KERNELS_H
 
@@ -77,8 +78,10 @@ typedef lig_bf16_gemm_tiles_kernel *lig_bf16_gemm_tiles_fn;
 typedef void lig_bf16_pack_pairs_kernel(const uint16_t *src, int64_t ld, int64_t npairs, int64_t cols, uint16_t *out);
 typedef lig_bf16_pack_pairs_kernel *lig_bf16_pack_pairs_fn;
 
-/* The bf16 engines' ReLU gate over a block of scores S^T (nb x gp, fp32), nb a multiple of
- * 64, gp of 32; for every slot n and head h, open = S^T[n][h] > 0:
+/* The bf16 engines' ReLU gate over a block of scores S^T (nb x gp, fp32), nb a multiple of 64
+ * (one bit per slot of a 64-bit word), gp a multiple of its family's col_pad (lig_bf16_kernels:
+ * each family pads the heads to a multiple of its gate's step, 32 for the AVX-512 gate); for
+ * every slot n and head h, open = S^T[n][h] > 0:
  *   dw[h] += open ? S^T[n][h] * dy[n] : 0            (fp32, slots in order)
  *   a_dk[n][h] = open ? w[h] : 0                      (bf16 bits: the dK operand)
  *   bit h%64 of open_bits[(h/64)*nb + n] = open       (for the dQ operand, see below)
@@ -88,7 +91,8 @@ typedef void lig_bf16_gate_kernel(const float *st, int64_t nb, int64_t gp, const
 typedef lig_bf16_gate_kernel *lig_bf16_gate_fn;
 
 /* The dQ operand from the gate's bits, transposed: a_dq[h][n] = open(n, h) ? dy[n] : 0 for
- * h < gp, n < nb (nb a multiple of 64; dy as bf16 bits, a_dq rows of nb elements). */
+ * h < gp, n < nb (nb a multiple of 64, gp of its family's col_pad, as for the gate; dy as bf16
+ * bits, a_dq rows of nb elements). */
 typedef void lig_bf16_dq_operand_kernel(const uint64_t *open_bits, int64_t nb, int64_t gp, const uint16_t *dy,
                                         uint16_t *a_dq);
 typedef lig_bf16_dq_operand_kernel *lig_bf16_dq_operand_fn;
@@ -125,94 +129,24 @@ typedef void lig_fp8_to_f32_kernel(int64_t rows, int64_t n, const uint8_t *src, 
                                    int64_t ldd);
 typedef lig_fp8_to_f32_kernel *lig_fp8_to_f32_fn;
 
-/* scalar: portable C, the reference every other set is tested against */
-lig_f32_gemm_ukernel lig_f32_gemm_ukernel_4x4__scalar;
-lig_grad_gate_kernel lig_grad_gate__scalar;
-lig_fwd_scores_kernel lig_fwd_scores__scalar;
-lig_quant_scores_kernel lig_quant_scores__scalar; /* the portable engine's on every set */
-lig_quant_scores_i32_kernel lig_quant_scores_i32__scalar;
-lig_load_row_kernel lig_load_row__scalar;
-lig_store_row_kernel lig_store_row__scalar;
-lig_axpy_row_kernel lig_axpy_row__scalar;
-lig_i8_pack_b_kernel lig_i8_pack_b_4x4__scalar;
-/* The int16-pair B layout of the vpmaddwd kernels (avx2, avx512), for panels of nr columns:
- * panel p holds, per pair q and column j, B[2q][j] and B[2q+1][j] widened to int16 (zeros past K
- * and past N). Plain C: packing runs once per pass, the kernels' loops are the hot part. */
+/* The portable helpers any ISA's kernels may call (plain C, compiled without ISA flags). */
+
+/* The int16-pair B layout of the vpmaddwd-style kernels, for panels of nr columns: panel p holds,
+ * per pair q and column j, B[2q][j] and B[2q+1][j] widened to int16 (zeros past K and past N).
+ * Plain C: packing runs once per pass, the kernels' loops are the hot part. */
 void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                              int64_t panel_bytes);
-/* The u8 x s8 quad B layout of the vpdpbusd kernels (avx512vnni, avxvnni), for panels of nr
- * columns: panel p holds, per quad q and column j, B[4q .. 4q+3][j] as int8 (zeros past K and
- * past N), then nr int32 corrections 128 * sum_k B[k][j] (0 for the missing columns), which the
- * kernels subtract from their sums of (A + 128) B. Plain C, once per pass, like the pairs. */
+/* The u8 x s8 quad B layout of the vpdpbusd-style kernels, for panels of nr columns: panel p
+ * holds, per quad q and column j, B[4q .. 4q+3][j] as int8 (zeros past K and past N), then nr
+ * int32 corrections 128 * sum_k B[k][j] (0 for the missing columns), which the kernels subtract
+ * from their sums of (A + 128) B. Plain C, once per pass, like the pairs. */
 void lig_i8_pack_u8s8_quads(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                             int64_t panel_bytes);
-lig_i8_gemm_ukernel lig_i8_gemm_ukernel_4x4__scalar;
-lig_fp8_to_bf16_kernel lig_fp8_to_bf16__scalar;
-lig_fp8_to_f32_kernel lig_fp8_to_f32__scalar;
 /* one e4m3fn code as bf16 bits (the scalar kernels' and the SIMD tails' decode) */
 uint16_t lig_fp8_e4m3_to_bf16_bits(uint8_t code);
 /* The row conversions' cases every ISA hands on: a strided row to the portable code, an fp32 row
  * to memcpy. Return whether they did the row (else it is a unit-stride 16-bit row). */
 bool lig_load_row_plain(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst);
 bool lig_store_row_plain(const float *src, int64_t n, lig_dtype dtype, void *dst, int64_t stride);
-/* references of the bf16 engines' kernels (the scalar set has no bf16 engine) */
-lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_4x4__scalar;
-lig_bf16_pack_pairs_kernel lig_bf16_pack_pairs__scalar;
-lig_bf16_gate_kernel lig_bf16_gate__scalar;
-lig_bf16_dq_operand_kernel lig_bf16_dq_operand__scalar;
-
-#if defined(LIG_HAVE_X86_KERNELS)
-/* avx2: AVX2 + FMA + F16C */
-lig_f32_gemm_ukernel lig_f32_gemm_ukernel_6x16__avx2;
-lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x8__avx2;
-lig_grad_gate_kernel lig_grad_gate__avx2;
-lig_fwd_scores_kernel lig_fwd_scores__avx2;
-lig_quant_scores_kernel lig_quant_scores__avx2;
-lig_quant_scores_i32_kernel lig_quant_scores_i32__avx2;
-lig_load_row_kernel lig_load_row__avx2;
-lig_store_row_kernel lig_store_row__avx2;
-lig_axpy_row_kernel lig_axpy_row__avx2;
-lig_i8_pack_b_kernel lig_i8_pack_b_6x16__avx2;
-lig_i8_gemm_ukernel lig_i8_gemm_ukernel_6x16__avx2;
-lig_fp8_to_bf16_kernel lig_fp8_to_bf16__avx2;
-lig_fp8_to_f32_kernel lig_fp8_to_f32__avx2;
-
-/* avx512: AVX-512 F, BW, DQ, VL (fp32 FMA, 16 lanes) */
-lig_f32_gemm_ukernel lig_f32_gemm_ukernel_12x32__avx512;
-lig_f32_gemm_ukernel lig_f32_gemm_ukernel_24x16__avx512;
-lig_grad_gate_kernel lig_grad_gate__avx512;
-lig_fwd_scores_kernel lig_fwd_scores__avx512;
-lig_quant_scores_kernel lig_quant_scores__avx512;
-lig_quant_scores_i32_kernel lig_quant_scores_i32__avx512;
-lig_load_row_kernel lig_load_row__avx512;
-lig_store_row_kernel lig_store_row__avx512;
-lig_axpy_row_kernel lig_axpy_row__avx512;
-lig_i8_pack_b_kernel lig_i8_pack_b_12x32__avx512;
-lig_i8_gemm_ukernel lig_i8_gemm_ukernel_12x32__avx512;
-lig_fp8_to_bf16_kernel lig_fp8_to_bf16__avx512;
-lig_fp8_to_f32_kernel lig_fp8_to_f32__avx512;
-
-/* avx512vnni: AVX-512 F, BW + AVX512_VNNI (vpdpbusd zmm), the avx512bf16 set's int8 family */
-lig_i8_pack_b_kernel lig_i8_pack_b_12x32__avx512vnni;
-lig_i8_gemm_ukernel lig_i8_gemm_ukernel_12x32__avx512vnni;
-
-/* avxvnni: AVX2 + AVX-VNNI (VEX vpdpbusd ymm), the avxvnni set's int8 family (its other families
- * are avx2's) */
-lig_i8_pack_b_kernel lig_i8_pack_b_6x16__avxvnni;
-lig_i8_gemm_ukernel lig_i8_gemm_ukernel_6x16__avxvnni;
-
-/* avx512bf16: avx512 + AVX512_BF16 (vdpbf16ps) + AVX512_VBMI + GFNI (+ AVX512_VNNI for its int8 family) */
-lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_12x32__avx512bf16;
-lig_bf16_pack_pairs_kernel lig_bf16_pack_pairs__avx512bf16;
-lig_bf16_gate_kernel lig_bf16_gate__avx512bf16;
-lig_bf16_dq_operand_kernel lig_bf16_dq_operand__avx512bf16;
-
-/* amx-bf16: AMX-TILE + AMX-BF16 tiles of 16 rows x 64 bytes, configured once per thread */
-lig_bf16_gemm_ukernel lig_bf16_gemm_ukernel_32x32__amx;
-/* The whole product of M x N (multiples of 32) with K a multiple of 32, 32 x 32 blocks row by row */
-lig_bf16_gemm_tiles_kernel lig_bf16_gemm_tiles__amx;
-void lig_amx_tiles_begin(void); /* loads the tile configuration the AMX micro-kernels use */
-void lig_amx_tiles_end(void);   /* releases the tile state */
-#endif
 
 #endif

@@ -2,8 +2,9 @@
  * (vdpbf16ps pairs or AMX tiles): per pass the query heads of a few rows are packed as Q^T
  * pairs (pairs along D, one column per row and head) once; per block of 64 keys the key rows
  * are copied and S^T = K Q^T runs on the set's bf16 micro-kernels (exact products, fp32 sums),
- * then the set's score kernel sums w_h ReLU(S) over each row's heads. Columns and D are padded
- * to multiples of 32 with zeros, which add nothing (a padded column has S = 0: closed). */
+ * then the set's score kernel sums w_h ReLU(S) over each row's heads. Columns, D and a block's
+ * key rows are padded with zeros to the set's bf16 paddings (col_pad, k_pad, row_pad:
+ * lig_bf16_kernels), which add nothing (a padded column has S = 0: closed). */
 #include <stddef.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
                        const char *const *sq) {
     (void)sq; /* unquantized: no scales */
     const layout L = layout_for(c);
-    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = lig_round32((uint64_t)cols);
+    const int64_t G = c->G, dp = L.dp, cols = rows * G, gp = lig_bf16_pad((uint64_t)cols, c->ks->bf16->col_pad);
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow);
     uint32_t *qt = (uint32_t *)(void *)(s + L.qt);
     float *wf = (float *)(void *)(s + L.wf);
@@ -43,10 +44,11 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
     lig_bf16_transpose_pairs(qrow, gp, dp, qt);
 }
 
-/* The key rows as the product's A operand in place: a whole number of tiles of unit-stride rows
- * evenly spaced, D already a multiple of 32. Returns the row stride in elements, or 0. */
+/* The key rows as the product's A operand in place: a whole number of row_pad rows, unit-stride
+ * and evenly spaced, D already a multiple of k_pad. Returns the row stride in elements, or 0. */
 static int64_t rows_in_place(const lig_fwd_ctx *c, int64_t nb, const char *const *key) {
-    if (nb < 2 || nb % 32 != 0 || c->k_dim != 1 || c->D % 32 != 0) return 0;
+    const lig_bf16_kernels *k = c->ks->bf16;
+    if (nb < 2 || nb % k->row_pad != 0 || c->k_dim != 1 || c->D % k->k_pad != 0) return 0;
     const ptrdiff_t stride = key[1] - key[0];
     if (stride <= 0 || stride % 2 != 0) return 0;
     for (int64_t n = 2; n < nb; n++)
@@ -58,7 +60,7 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb
                         const char *const *key_scale, float *score) {
     (void)key_scale;
     const layout L = layout_for(c);
-    const int64_t G = c->G, gp = lig_round32((uint64_t)(nrows * G)), dp = L.dp;
+    const int64_t G = c->G, gp = lig_bf16_pad((uint64_t)(nrows * G), c->ks->bf16->col_pad), dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
     float *st = (float *)(void *)(s + L.st);
     const uint16_t *a = kb;
@@ -69,7 +71,7 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb
         lda = in_place;
     } else {
         for (int64_t n = 0; n < nb; n++) lig_bf16_copy_row(kb + n * dp, key[n], c->k_dim, c->D, dp);
-        rows = (nb + 31) / 32 * 32; /* whole tiles: the padding rows are zero keys */
+        rows = lig_bf16_pad((uint64_t)nb, c->ks->bf16->row_pad); /* whole tiles: the padding rows are zero keys */
         if (nb < rows) memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((rows - nb) * dp));
     }
     lig_bf16_gemm(&c->ks->bf16->gemm, rows, gp, dp, a, lda, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,

@@ -2,7 +2,7 @@
  * 2.4): FP8 e4m3 values are exact in bf16 and their products exact in fp32, so the set's bf16
  * product (vdpbf16ps pairs, AMX tiles) computes the dot products with fp32 sums. Per pass the
  * query heads of the pass's rows are converted once with the set's FP8 converter and laid out as
- * Q^T pairs (one column per row and head, padded to 32 with zeros); per block of 64 keys the key
+ * Q^T pairs (one column per row and head, padded to the set's bf16 col_pad with zeros); per block of 64 keys the key
  * rows are converted once for all the pass's rows (one converter call when they lie evenly
  * spaced), S^T = K Q^T runs on the set's bf16 GEMM and the set's score kernel applies the scales,
  * the ReLU and the head sum in the contract's order.
@@ -48,7 +48,8 @@ static void rows_to_bf16(const lig_fwd_ctx *c, int64_t n, const char *const *row
 static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *const *q, const char *const *w,
                        const char *const *sq) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, D = c->D, dp = L.dp, cols = rows * G, gp = lig_round32((uint64_t)cols);
+    const int64_t G = c->G, D = c->D, dp = L.dp, cols = rows * G,
+                  gp = lig_bf16_pad((uint64_t)cols, c->ks->bf16->col_pad);
     uint16_t *qrow = (uint16_t *)(void *)(s + L.qrow), *kb = (uint16_t *)(void *)(s + L.kb);
     memset(qrow, 0, sizeof(uint16_t) * (size_t)(gp * dp)); /* padding columns and D: zeros */
     for (int64_t r = 0; r < rows; r++) {
@@ -69,11 +70,12 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
 static void score_block(const lig_fwd_ctx *c, char *s, int64_t nrows, int64_t nb, const char *const *key,
                         const char *const *key_scale, float *score) {
     const layout L = layout_for(c);
-    const int64_t G = c->G, gp = lig_round32((uint64_t)(nrows * G)), dp = L.dp;
+    const int64_t G = c->G, gp = lig_bf16_pad((uint64_t)(nrows * G), c->ks->bf16->col_pad), dp = L.dp;
     uint16_t *kb = (uint16_t *)(void *)(s + L.kb);
     float *st = (float *)(void *)(s + L.st), *sk = (float *)(void *)(s + L.sk);
     rows_to_bf16(c, nb, key, c->k_dim, kb, dp);
-    const int64_t rows = (nb + 31) / 32 * 32; /* whole tiles: the padding rows are zero keys */
+    /* whole tiles: the padding rows are zero keys */
+    const int64_t rows = lig_bf16_pad((uint64_t)nb, c->ks->bf16->row_pad);
     if (nb < rows) memset(kb + nb * dp, 0, sizeof(uint16_t) * (size_t)((rows - nb) * dp));
     lig_quant_load_key_scales(c, nb, key_scale, sk);
     lig_bf16_gemm(&c->ks->bf16->gemm, rows, gp, dp, kb, dp, (const uint16_t *)(const void *)(s + L.qt), gp, st, gp,

@@ -16,8 +16,9 @@
  * bf16 values (the backward's) has mid = lo = 0 and runs the one product as before. The other
  * uses of dy (dW, the dK scale) are fp32 already.
  *
- * Blocks are 64 slots; heads and D are padded to multiples of 32 with zeros (which add
- * nothing), so every product runs on whole tiles. Per unit the query heads are packed twice,
+ * Blocks are 64 slots; heads and D are padded with zeros (which add nothing) to multiples of
+ * the set's bf16 paddings (col_pad, k_pad: lig_bf16_kernels), so every product runs on whole
+ * tiles. Per unit the query heads are packed twice,
  * as Q^T pairs (pairs along D: the scores' B operand) and as Q pairs (pairs along the heads:
  * the contributions' B operand); per block the gathered key rows are copied once (the scores'
  * A operand) and interleaved in pairs (dQ's B operand), and the gate writes both coefficient
@@ -34,7 +35,7 @@
 #define NB 64
 
 typedef struct layout {
-    int64_t gp, dp;  /* G and D padded to multiples of 32 */
+    int64_t gp, dp;  /* G and D padded to multiples of the family's col_pad and k_pad */
     uint64_t qrow;   /* bf16[gp][dp]: the unit's query heads */
     uint64_t qt;     /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout */
     uint64_t qh;     /* bf16 pairs [gp/2][dp]: Q in the VNNI layout, pairs along the heads */
@@ -57,8 +58,8 @@ typedef struct layout {
 static layout layout_for(const lig_grad_ctx *c) {
     layout l;
     uint64_t at = 0;
-    l.gp = lig_round32((uint64_t)c->G);
-    l.dp = lig_round32((uint64_t)c->D);
+    l.gp = lig_bf16_pad((uint64_t)c->G, c->ks->bf16->col_pad);
+    l.dp = lig_bf16_pad((uint64_t)c->D, c->ks->bf16->k_pad);
     const uint64_t gp = (uint64_t)l.gp, dp = (uint64_t)l.dp, b2 = 2, f4 = 4;
     l.qrow = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
     l.qt = lig_ws_take(&at, lig_size_mul3(b2, gp, dp));
@@ -84,7 +85,7 @@ static const char *kernels_name(const lig_grad_ctx *c) { return c->ks->name; }
 
 static void configure(lig_grad_ctx *c) {
     c->block = NB;
-    c->contrib_ld = lig_round32((uint64_t)c->D);
+    c->contrib_ld = lig_bf16_pad((uint64_t)c->D, c->ks->bf16->k_pad);
 }
 
 static uint64_t scratch_bytes(const lig_grad_ctx *c) { return layout_for(c).total; }

@@ -1,7 +1,8 @@
 /* The KL loss's teacher scores (see teacher_engine.h). fp32: the row's heads are converted and
  * transposed once (Q^T [Dt][N1], the GEMM's B panel), each block's key rows converted (A), one
- * GEMM. bf16: heads and the reduction padded to multiples of 32 with zeros (which add nothing),
- * Q^T in the VNNI pair layout, blocks of 64 slots padded with zero keys. */
+ * GEMM. bf16: heads and the reduction padded with zeros (which add nothing) to multiples of the
+ * set's bf16 col_pad and k_pad, Q^T in the VNNI pair layout, blocks of 64 slots padded with zero
+ * keys. */
 #include "backends/cpu/operators/teacher_engine.h"
 
 #include <string.h>
@@ -25,8 +26,8 @@ static layout layout_for(const lig_teacher_ctx *c) {
     uint64_t at = 0;
     const uint64_t dt = lig_size_add((uint64_t)c->Dm, (uint64_t)c->Dr);
     if (c->bf16) {
-        l.np = lig_round32((uint64_t)c->N1);
-        l.dp = lig_round32(dt);
+        l.np = lig_bf16_pad((uint64_t)c->N1, c->ks->bf16->col_pad);
+        l.dp = lig_bf16_pad(dt, c->ks->bf16->k_pad);
         l.q = lig_ws_take(&at, lig_size_mul3(2, (uint64_t)l.np, (uint64_t)l.dp));
         l.qt = lig_ws_take(&at, lig_size_mul3(2, (uint64_t)l.np, (uint64_t)l.dp));
         l.kp = lig_ws_take(&at, lig_size_mul(2 * NB16, (uint64_t)l.dp));
@@ -44,7 +45,7 @@ static layout layout_for(const lig_teacher_ctx *c) {
 void lig_teacher_configure(lig_teacher_ctx *c) {
     c->bf16 = c->dtype == LIG_BFLOAT16 && c->ks->bf16 != NULL && c->N1 >= c->ks->bf16->min_group;
     c->block = c->bf16 ? NB16 : c->ks->f32->grad_block;
-    c->ld = c->bf16 ? lig_round32((uint64_t)c->N1) : c->N1;
+    c->ld = c->bf16 ? lig_bf16_pad((uint64_t)c->N1, c->ks->bf16->col_pad) : c->N1;
 }
 
 uint64_t lig_teacher_scratch_bytes(const lig_teacher_ctx *c) { return layout_for(c).total; }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/amx/amx.h"
 
 typedef struct tile_config {
     uint8_t palette, start_row, reserved[14];

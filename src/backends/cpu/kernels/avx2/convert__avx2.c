@@ -2,7 +2,8 @@
 #include <immintrin.h>
 
 #include "core/dtype_convert.h"
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
+#include "backends/cpu/kernels/scalar/scalar.h" /* the tails */
 
 void lig_load_row__avx2(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
     if (lig_load_row_plain(dtype, src, stride, n, dst)) return;

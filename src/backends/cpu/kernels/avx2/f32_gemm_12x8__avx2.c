@@ -5,7 +5,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
 
 #define MR8 12
 

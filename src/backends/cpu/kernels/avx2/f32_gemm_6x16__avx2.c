@@ -4,7 +4,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
 
 #define MR 6
 #define NR 16

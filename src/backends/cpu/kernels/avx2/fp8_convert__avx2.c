@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
 
 /* bf16 bits of m * 2^-9 for m = 0..7, twice (vpshufb looks up within each 128-bit lane) */
 static const uint16_t subnormals[16] __attribute__((aligned(32))) = {

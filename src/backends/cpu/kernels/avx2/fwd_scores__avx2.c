@@ -3,7 +3,7 @@
  * would be bound by the add latency, not by the multiplies. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
 
 void lig_fwd_scores__avx2(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score) {
     const __m256 zero = _mm256_setzero_ps();

@@ -4,7 +4,7 @@
  * memory slot after slot, each would wait for the store of the one before. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
 
 void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw) {
     const __m256 zero = _mm256_setzero_ps();

@@ -5,7 +5,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx2/avx2.h"
 
 static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
     __m256 t[8], u[8];

@@ -2,7 +2,7 @@
  * portable code. Rounding and NaN handling match core/dtype_convert.c bit for bit. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 void lig_load_row__avx512(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
     if (lig_load_row_plain(dtype, src, stride, n, dst)) return;

@@ -5,7 +5,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 #define MR 24
 

@@ -5,7 +5,7 @@
  * against the scalar decode for all 256 codes by the tests. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 static const uint16_t magnitudes[128] __attribute__((aligned(64))) = {
     0x0000, 0x3B00, 0x3B80, 0x3BC0, 0x3C00, 0x3C20, 0x3C40, 0x3C60,

@@ -3,7 +3,7 @@
  * the add latency, not by the multiplies. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 void lig_fwd_scores__avx512(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score) {
     const __m512 zero = _mm512_setzero_ps();

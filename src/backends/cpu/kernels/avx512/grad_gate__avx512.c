@@ -4,7 +4,7 @@
  * store of the one before. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 void lig_grad_gate__avx512(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw) {
     const __m512 zero = _mm512_setzero_ps();

@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 #define MR 12
 #define NR 32

@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512/avx512.h"
 
 enum { GROUPS = 4 }; /* groups of 16 keys whose chains run together */
 

@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512bf16/avx512bf16.h"
 
 /* qword k of the result holds byte k of rows 7..0 (bytes 8k..8k+7) */
 static const uint8_t byte_columns[64] __attribute__((aligned(64))) = {

@@ -3,7 +3,7 @@
  * as bits, for the dQ operand. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512bf16/avx512bf16.h"
 
 void lig_bf16_gate__avx512bf16(const float *st, int64_t nb, int64_t gp, const float *dy, const uint16_t *w, float *dw,
                                uint16_t *a_dk, uint64_t *open_bits, uint64_t *head_open) {

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512bf16/avx512bf16.h"
 
 #define MR 12
 

@@ -2,7 +2,7 @@
  * pairs with two word permutes. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512bf16/avx512bf16.h"
 
 /* word i of the result takes word idx[i] of (a, b): b's words are numbered 32..63; the
  * upper half's indices are the lower half's plus 16 */

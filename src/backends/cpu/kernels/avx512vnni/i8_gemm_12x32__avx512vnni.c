@@ -19,7 +19,7 @@
  * (vpdpbusd, not vpdpbusds: nothing saturates, though the bound above means nothing would.) */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avx512vnni/avx512vnni.h"
 
 #define MR 12
 #define NR 32

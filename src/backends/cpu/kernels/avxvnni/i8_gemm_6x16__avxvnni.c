@@ -23,7 +23,7 @@
  * (the caller's). vpdpbusd, not vpdpbusds: nothing saturates. */
 #include <immintrin.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/avxvnni/avxvnni.h"
 
 #define MR 6
 #define NR 16

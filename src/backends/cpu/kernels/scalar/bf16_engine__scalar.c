@@ -2,7 +2,7 @@
  * the tests compare every ISA's versions with these. */
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 #include "core/dtype_convert.h"
 
 void lig_bf16_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "core/dtype_convert.h"
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 void lig_load_row__scalar(lig_dtype dtype, const void *src, int64_t stride, int64_t n, float *dst) {
     const char *p = src;

@@ -1,5 +1,5 @@
 /* Portable fp32 GEMM micro-kernel (see kernels.h): separate multiply and add, in k order. */
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 void lig_f32_gemm_ukernel_4x4__scalar(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,
                                       const float *b, int64_t ldb, float *c, int64_t ldc, bool accumulate) {

@@ -1,6 +1,6 @@
 /* FP8 e4m3fn to bf16 / fp32, portable C (see kernels.h): integer bit manipulation only, so the
  * result does not depend on the floating-point environment (denormals-are-zero included). */
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 #include <string.h>
 

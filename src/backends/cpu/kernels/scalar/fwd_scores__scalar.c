@@ -1,5 +1,5 @@
 /* Portable forward index scores (see kernels.h): heads summed in order. */
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 void lig_fwd_scores__scalar(const float *st, int64_t nb, int64_t ld, int64_t G, const float *w, float *score) {
     for (int64_t n = 0; n < nb; n++) {

@@ -1,5 +1,5 @@
 /* Portable ReLU gate of the backward (see kernels.h). */
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 void lig_grad_gate__scalar(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw) {
     for (int64_t n = 0; n < nb; n++) {

@@ -3,7 +3,7 @@
  * that fit (|sum| <= K * 2^14 <= 2^30 for K <= max_k = 65536), so the result is exact. */
 #include <string.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 #define NR 4
 

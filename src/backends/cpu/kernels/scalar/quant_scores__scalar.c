@@ -2,7 +2,7 @@
  * time in the documented order, heads summed in order. */
 #include <stddef.h>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/scalar/scalar.h"
 
 /* sum, then the terms of G heads added on in order, from their dot products d[h] (fp32). */
 static inline float add_heads(float sum, const float *d, float skn, int64_t G, const float *sq, const float *w) {

@@ -1,21 +1,20 @@
+/* The x86-64 CPU features (see cpu_features.h), read once with CPUID and XGETBV; compiled on
+ * x86-64 only (kernel_sets.cmake picks one cpu_features_<arch>.c). */
 /* syscall() for arch_prctl */
 #define _GNU_SOURCE
 #include "backends/cpu/runtime/cpu_features.h"
 
 #include <pthread.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
-#endif
 
 static lig_cpu_features features;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-#if defined(__x86_64__) && defined(__GNUC__)
 static unsigned long long xgetbv0(void) {
     unsigned int lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -58,9 +57,6 @@ static void detect(void) {
     const bool amx = (d7 & (1u << 22)) && (d7 & (1u << 24));
     features.amx_bf16 = features.avx512_bf16 && amx && tile_state && amx_permission();
 }
-#else
-static void detect(void) {}
-#endif
 
 const lig_cpu_features *lig_cpu_features_get(void) {
     pthread_once(&once, detect);
