@@ -100,7 +100,7 @@ test-aarch64-run:
 	$(CMAKE) -S . -B $(AARCH64_BUILD) -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchains/aarch64-linux-gnu.cmake
 	$(CMAKE) --build $(AARCH64_BUILD) -j $(JOBS)
-	cd $(AARCH64_BUILD) && LIG_TEST_QUICK=1 LIG_REQUIRE_SETS=$(AARCH64_REQUIRE_SETS) ctest --output-on-failure
+	cd $(AARCH64_BUILD) && LIG_TEST_QUICK=1 LIG_REQUIRE_SETS=$(AARCH64_REQUIRE_SETS) ctest --output-on-failure -j $(JOBS)
 
 # The libFuzzer targets (tests/fuzz/, docs/fuzzing.md) in their own build (clang, coverage and
 # ASan + UBSan through the library), each run FUZZ_SECONDS on a copy of its seed corpus: any crash,

@@ -1,8 +1,8 @@
 # Cross build for 64-bit ARM Linux with Debian's cross toolchain (gcc-aarch64-linux-gnu,
 # g++-aarch64-linux-gnu, libc6-dev-arm64-cross) and qemu-user-static:
 #   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
-# The aarch64 kernel sets are compiled (src/backends/cpu/kernels/kernel_sets.cmake picks entries by
-# CMAKE_SYSTEM_PROCESSOR). ctest runs the test programs through the emulator, which finds the ARM loader and libc under
+# The scalar and the neon kernel sets are compiled (the x86 sets need CMAKE_SYSTEM_PROCESSOR x86_64).
+# ctest runs the test programs through the emulator, which finds the ARM loader and libc under
 # the sysroot given with -L. `make test-aarch64` builds and runs the suite this way.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)

@@ -110,9 +110,16 @@ lig_kernel_set(NAME avx512bf16 DIR avx512bf16 ARCH x86_64
 lig_kernel_set(NAME amx-bf16 DIR amx ARCH x86_64 FLAGS -mamx-tile -mamx-bf16 FILES bf16_gemm_32x32 IF LIG_AMX)
 
 # ---- aarch64 (LIG_ENABLE_ARM_SIMD) -----------------------------------------------------------
-# The aarch64 sets' entries go here, portable to widest (neon, neon-dotprod, neon-i8mm, neon-bf16),
-# each with its -march flags, e.g.
-#   lig_kernel_set(NAME neon DIR neon ARCH aarch64 FLAGS -march=armv8-a FILES f32_gemm_8x12 ...)
+# Portable to widest. -ffp-contract=off: FMLA is spelt out where a kernel fuses; elsewhere a
+# product and a sum stay two roundings, as in the scalar reference.
+lig_kernel_set(NAME neon DIR neon ARCH aarch64 FLAGS -march=armv8-a -ffp-contract=off
+  FILES f32_gemm_8x12 f32_gemm_12x8 grad_gate fwd_scores quant_scores convert i8_gemm_8x8 fp8_convert)
+lig_kernel_set(NAME neon-dotprod DIR neondot ARCH aarch64 FLAGS -march=armv8.2-a+dotprod -ffp-contract=off
+  FILES i8_gemm_8x8)
+lig_kernel_set(NAME neon-i8mm DIR neoni8mm ARCH aarch64 FLAGS -march=armv8.2-a+dotprod+i8mm -ffp-contract=off
+  FILES i8_gemm_8x8)
+lig_kernel_set(NAME neon-bf16 DIR neonbf16 ARCH aarch64 FLAGS -march=armv8.2-a+dotprod+i8mm+bf16 -ffp-contract=off
+  FILES bf16_gemm_8x8 bf16_pack_pairs bf16_gate bf16_dq_operand)
 
 # What automatic selection must pick on a CPU model with none of the optional features (ARMv8.0,
 # qemu's cortex-a57): the cross build's ctest runs the suite there once (lig-tests-detect-*), and

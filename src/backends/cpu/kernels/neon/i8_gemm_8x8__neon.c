@@ -1,0 +1,90 @@
+/* int8 GEMM micro-kernel, 8 key rows x 8 query columns, NEON without the dot-product extension
+ * (see kernels.h), exact by widening to int16 and SMLAL/SMLAL2 by element (int16 x int16 into
+ * int32 lanes).
+ *
+ * B panel (8 columns, kr = 8, int16 sign-extended at pack time, once per query block):
+ *   panel[k*8 + j] = B[k][j]      (k < K rounded up to 8, zero-padded)
+ * Per 8 values of K: each of the mr rows of A is 8 bytes widened once (LD1 + SXTL); then per k
+ * one B load (8 columns as int16) feeds 2 x mr multiply-adds by element (SMLAL on columns 0-3,
+ * SMLAL2 on 4-7, the row's k-th value as the lane). 16 accumulators + 8 A rows + 1 B vector of
+ * the 32 registers. A product is at most 2^14 in magnitude, so with K <= 65536 every partial
+ * sum is below 2^30: exact int32. */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "backends/cpu/kernels/neon/i8_tile_store.h"
+#include "backends/cpu/kernels/neon/neon.h"
+
+#define MR 8
+#define NR 8
+
+void lig_i8_pack_b_8x8__neon(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed, int64_t panel_bytes) {
+    const int64_t kp = (K + 7) / 8 * 8;
+    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
+        int16_t *o = (int16_t *)(void *)((char *)packed + p * panel_bytes);
+        for (int64_t j = 0; j < NR; j++) {
+            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
+            for (int64_t k = 0; k < kp; k++) o[k * NR + j] = col && k < K ? col[k] : 0;
+        }
+    }
+}
+
+/* acc[i] += a_i[lane] * b for the 8 columns of b (lane: a compile-time constant) */
+#define MULTIPLY_ADD_LANE(lane)                                                                   \
+    do {                                                                                          \
+        const int16x8_t bk = vld1q_s16(bp + (lane) * NR);                                         \
+        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                                    \
+            acc[i][0] = vmlal_laneq_s16(acc[i][0], vget_low_s16(bk), ar[i], (lane));               \
+            acc[i][1] = vmlal_high_laneq_s16(acc[i][1], bk, ar[i], (lane));                        \
+        }                                                                                         \
+    } while (0)
+
+/* 8 values of K from k0: the rows' 8 bytes loaded whole, or (the last, short step) through zeroed
+ * copies, widened, then the 8 values of k */
+static inline __attribute__((always_inline)) void step(const int mr, const bool tail, int64_t k0, int64_t kc,
+                                                       const int8_t *a, int64_t lda, const int16_t *b,
+                                                       int32x4_t acc[][2]) {
+    int16x8_t ar[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) ar[i] = vmovl_s8(tail ? i8_load8(a + i * lda, k0, kc) : vld1_s8(a + i * lda + k0));
+    const int16_t *bp = b + k0 * NR;
+    MULTIPLY_ADD_LANE(0);
+    MULTIPLY_ADD_LANE(1);
+    MULTIPLY_ADD_LANE(2);
+    MULTIPLY_ADD_LANE(3);
+    MULTIPLY_ADD_LANE(4);
+    MULTIPLY_ADD_LANE(5);
+    MULTIPLY_ADD_LANE(6);
+    MULTIPLY_ADD_LANE(7);
+}
+
+static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
+                                                       int64_t lda, const int16_t *b, int32_t *c, int64_t ldc,
+                                                       bool accumulate) {
+    int32x4_t acc[MR][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
+    int64_t k0 = 0;
+    for (; k0 + 8 <= kc; k0 += 8) step(mr, false, k0, kc, a, lda, b, acc);
+    if (k0 < kc) step(mr, true, k0, kc, a, lda, b, acc);
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) {
+        i8_store4(c + i * ldc, acc[i][0], nr, accumulate);
+        if (nr > 4) i8_store4(c + i * ldc + 4, acc[i][1], nr - 4, accumulate);
+    }
+}
+
+void lig_i8_gemm_ukernel_8x8__neon(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
+                                   const void *b_panel, int32_t *c, int64_t ldc, bool accumulate) {
+    const int16_t *b = b_panel;
+    switch (mr) {
+    case 8: tile(8, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 7: tile(7, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 6: tile(6, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 5: tile(5, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 4: tile(4, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 3: tile(3, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 2: tile(2, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    default: tile(1, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    }
+}

@@ -1,0 +1,89 @@
+/* int8 GEMM micro-kernel, 8 key rows x 8 query columns, SDOT (FEAT_DotProd; see kernels.h):
+ * signed x signed bytes, four products per int32 lane and instruction, exact.
+ *
+ * B panel (8 columns, kr = 16, int8, once per query block): quads along k,
+ *   panel[((k/4)*8 + j)*4 + k%4] = B[k][j]      (k < K rounded up to 16, zero-padded)
+ * Per 16 values of K: each of the mr rows of A is one 16-byte load (4 quads; the row's tail
+ * through a zeroed scratch, so no byte at or past column kc is read); then per quad two B loads
+ * (columns 0-3, 4-7) feed 2 x mr SDOT by element (the row's quad as the lane). 16 accumulators +
+ * 8 A rows + 2 B vectors of the 32 registers. A lane adds 4 products of at most 2^14 each step,
+ * so with K <= 65536 every partial sum is below 2^30: exact int32. */
+#include <arm_neon.h>
+#include <string.h>
+
+#include "backends/cpu/kernels/neon/i8_tile_store.h"
+#include "backends/cpu/kernels/neondot/neondot.h"
+
+#define MR 8
+#define NR 8
+
+void lig_i8_pack_b_8x8__neondot(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
+                                int64_t panel_bytes) {
+    const int64_t kp = (K + 15) / 16 * 16;
+    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
+        int8_t *o = (int8_t *)packed + p * panel_bytes;
+        for (int64_t j = 0; j < NR; j++) {
+            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
+            for (int64_t k = 0; k < kp; k++) o[((k / 4) * NR + j) * 4 + k % 4] = col && k < K ? col[k] : 0;
+        }
+    }
+}
+
+/* acc[i] += the quad `lane` of row i . the quad's 8 columns (lane: a compile-time constant). The
+ * empty asm with a memory clobber keeps each quad's two B loads after the previous quad's SDOTs:
+ * without it GCC 12 loads all eight first and spills accumulators. */
+#define DOT_LANE(lane)                                                                            \
+    do {                                                                                          \
+        __asm__ volatile("" ::: "memory");                                                        \
+        const int8x16_t b0 = vld1q_s8(bp + (lane) * NR * 4), b1 = vld1q_s8(bp + (lane) * NR * 4 + 16); \
+        _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {                                    \
+            acc[i][0] = vdotq_laneq_s32(acc[i][0], b0, ar[i], (lane));                            \
+            acc[i][1] = vdotq_laneq_s32(acc[i][1], b1, ar[i], (lane));                            \
+        }                                                                                         \
+    } while (0)
+
+/* 16 values of K from k0: the rows' 16 bytes loaded whole, or (the last, short step) through
+ * zeroed copies, then the four quads */
+static inline __attribute__((always_inline)) void step(const int mr, const bool tail, int64_t k0, int64_t kc,
+                                                       const int8_t *a, int64_t lda, const int8_t *b,
+                                                       int32x4_t acc[][2]) {
+    int8x16_t ar[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) ar[i] = tail ? i8_load16(a + i * lda, k0, kc) : vld1q_s8(a + i * lda + k0);
+    const int8_t *bp = b + k0 * NR; /* quad k0 / 4, NR * 4 bytes per quad */
+    DOT_LANE(0);
+    DOT_LANE(1);
+    DOT_LANE(2);
+    DOT_LANE(3);
+}
+
+static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
+                                                       int64_t lda, const int8_t *b, int32_t *c, int64_t ldc,
+                                                       bool accumulate) {
+    int32x4_t acc[MR][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
+    int64_t k0 = 0;
+    for (; k0 + 16 <= kc; k0 += 16) step(mr, false, k0, kc, a, lda, b, acc);
+    if (k0 < kc) step(mr, true, k0, kc, a, lda, b, acc);
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) {
+        i8_store4(c + i * ldc, acc[i][0], nr, accumulate);
+        if (nr > 4) i8_store4(c + i * ldc + 4, acc[i][1], nr - 4, accumulate);
+    }
+}
+
+void lig_i8_gemm_ukernel_8x8__neondot(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
+                                      const void *b_panel, int32_t *c, int64_t ldc, bool accumulate) {
+    const int8_t *b = b_panel;
+    switch (mr) {
+    case 8: tile(8, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 7: tile(7, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 6: tile(6, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 5: tile(5, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 4: tile(4, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 3: tile(3, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    case 2: tile(2, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    default: tile(1, nr, kc, a, lda, b, c, ldc, accumulate); break;
+    }
+}
