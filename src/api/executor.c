@@ -5,36 +5,39 @@
 
 #include "core/error.h"
 
-/* Name of the phase-1 function that makes executors of `op`, for messages. */
+/* Each operator's name in messages (its phase-2 function; the paged forward's by its phase 1) and
+ * the phase-1 function that makes its executors. */
+static const struct {
+    lig_op op;
+    const char *name, *maker;
+} operators[] = {
+    {LIG_OP_INDEXER_GRAD, "lig_indexer_grad", "lig_indexer_grad_get_workspace_size"},
+    {LIG_OP_INDEXER, "lig_indexer", "lig_indexer_get_workspace_size"},
+    {LIG_OP_INDEXER_PAGED, "lig_indexer_paged", "lig_indexer_paged_get_workspace_size"},
+    {LIG_OP_INDEXER_KL_GRAD, "lig_indexer_kl_grad", "lig_indexer_kl_grad_get_workspace_size"},
+    {LIG_OP_QUANT_INDEXER, "lig_quant_indexer", "lig_quant_indexer_get_workspace_size"},
+    {LIG_OP_SPARSE_INDEXER_KL_LOSS, "lig_sparse_indexer_kl_loss", "lig_sparse_indexer_kl_loss_get_workspace_size"},
+    {LIG_OP_QUANT_LOGITS, "lig_quant_logits", "lig_quant_logits_get_workspace_size"},
+};
+
+static int operator_index(lig_op op) {
+    for (int i = 0; i < (int)(sizeof operators / sizeof operators[0]); i++)
+        if (operators[i].op == op) return i;
+    return -1;
+}
+
 static const char *maker_of(lig_op op) {
-    switch (op) {
-    case LIG_OP_INDEXER_GRAD: return "lig_indexer_grad_get_workspace_size";
-    case LIG_OP_INDEXER: return "lig_indexer_get_workspace_size";
-    case LIG_OP_INDEXER_KL_GRAD: return "lig_indexer_kl_grad_get_workspace_size";
-    case LIG_OP_QUANT_INDEXER: return "lig_quant_indexer_get_workspace_size";
-    case LIG_OP_SPARSE_INDEXER_KL_LOSS: return "lig_sparse_indexer_kl_loss_get_workspace_size";
-    case LIG_OP_QUANT_LOGITS: return "lig_quant_logits_get_workspace_size";
-    case LIG_OP_INDEXER_PAGED: return "lig_indexer_paged_get_workspace_size";
-    }
-    return "an unknown function";
+    const int i = operator_index(op);
+    return i < 0 ? "an unknown function" : operators[i].maker;
+}
+
+static const char *name_of(lig_op op) {
+    const int i = operator_index(op);
+    return i < 0 ? "an unknown operator" : operators[i].name;
 }
 
 /* The phase-2 entry that runs the executors of `op` (the paged forward's run in lig_indexer). */
 static lig_op run_entry_of(lig_op op) { return op == LIG_OP_INDEXER_PAGED ? LIG_OP_INDEXER : op; }
-
-/* The operator's name in messages: its phase-2 function (the paged forward by its phase 1). */
-static const char *name_of(lig_op op) {
-    switch (op) {
-    case LIG_OP_INDEXER_GRAD: return "lig_indexer_grad";
-    case LIG_OP_INDEXER: return "lig_indexer";
-    case LIG_OP_INDEXER_PAGED: return "lig_indexer_paged";
-    case LIG_OP_INDEXER_KL_GRAD: return "lig_indexer_kl_grad";
-    case LIG_OP_QUANT_INDEXER: return "lig_quant_indexer";
-    case LIG_OP_SPARSE_INDEXER_KL_LOSS: return "lig_sparse_indexer_kl_loss";
-    case LIG_OP_QUANT_LOGITS: return "lig_quant_logits";
-    }
-    return "an unknown operator";
-}
 
 /* Calls the backend's slot for `op` on `problem` (of the slot's type), or leaves *has false when the
  * slot is NULL. The only place that maps an operator to its slot. */
