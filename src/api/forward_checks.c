@@ -101,7 +101,7 @@ static lig_status check_key_end_present(lig_fwd_call *c) {
 
 /* The indexers' layout ("BSND" or "TND", not NULL: check_pointers). */
 static lig_status check_layout(lig_fwd_call *c) {
-    bool tnd;
+    bool tnd = false; /* set only for a valid layout */
     const lig_status st = lig_check_layout(c->layout, &tnd);
     c->pr.tnd = tnd;
     c->paged = c->op == LIG_OP_INDEXER_PAGED;
