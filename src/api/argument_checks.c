@@ -143,6 +143,7 @@ static lig_status check_backend(const lig_arguments *args, lig_placement *placem
     }
     placement->backend = lig_backend_for(first ? first->tensor->device : LIG_DEVICE_HOST, first ? first->name : "query");
     placement->device_index = first ? first->tensor->device_index : 0;
+    placement->tensor_name = first ? first->name : "query";
     return placement->backend ? LIG_SUCCESS : LIG_ERR_PARAM_INVALID;
 }
 

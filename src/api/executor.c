@@ -1,29 +1,77 @@
 #include "api/executor.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "core/error.h"
 
-/* Name of the phase-1 function that makes executors of `op`, for messages. */
-static const char *maker_of(lig_op op) {
-    switch (op) {
-    case LIG_OP_INDEXER_GRAD: return "lig_indexer_grad_get_workspace_size";
-    case LIG_OP_INDEXER: return "lig_indexer_get_workspace_size";
-    case LIG_OP_INDEXER_KL_GRAD: return "lig_indexer_kl_grad_get_workspace_size";
-    case LIG_OP_QUANT_INDEXER: return "lig_quant_indexer_get_workspace_size";
-    case LIG_OP_SPARSE_INDEXER_KL_LOSS: return "lig_sparse_indexer_kl_loss_get_workspace_size";
-    case LIG_OP_QUANT_LOGITS: return "lig_quant_logits_get_workspace_size";
-    }
-    return "an unknown function";
+/* Each operator's name in messages (its phase-2 function; the paged forward's by its phase 1) and
+ * the phase-1 function that makes its executors. */
+static const struct {
+    lig_op op;
+    const char *name, *maker;
+} operators[] = {
+    {LIG_OP_INDEXER_GRAD, "lig_indexer_grad", "lig_indexer_grad_get_workspace_size"},
+    {LIG_OP_INDEXER, "lig_indexer", "lig_indexer_get_workspace_size"},
+    {LIG_OP_INDEXER_PAGED, "lig_indexer_paged", "lig_indexer_paged_get_workspace_size"},
+    {LIG_OP_INDEXER_KL_GRAD, "lig_indexer_kl_grad", "lig_indexer_kl_grad_get_workspace_size"},
+    {LIG_OP_QUANT_INDEXER, "lig_quant_indexer", "lig_quant_indexer_get_workspace_size"},
+    {LIG_OP_SPARSE_INDEXER_KL_LOSS, "lig_sparse_indexer_kl_loss", "lig_sparse_indexer_kl_loss_get_workspace_size"},
+    {LIG_OP_QUANT_LOGITS, "lig_quant_logits", "lig_quant_logits_get_workspace_size"},
+};
+
+static int operator_index(lig_op op) {
+    for (int i = 0; i < (int)(sizeof operators / sizeof operators[0]); i++)
+        if (operators[i].op == op) return i;
+    return -1;
 }
 
-lig_status lig_executor_publish(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
-                                lig_status planned, const lig_backend_plan *plan, uint64_t *workspace_size,
-                                lig_executor **executor) {
-    if (planned != LIG_SUCCESS) {
-        free_problem(problem);
-        return planned;
+static const char *maker_of(lig_op op) {
+    const int i = operator_index(op);
+    return i < 0 ? "an unknown function" : operators[i].maker;
+}
+
+static const char *name_of(lig_op op) {
+    const int i = operator_index(op);
+    return i < 0 ? "an unknown operator" : operators[i].name;
+}
+
+/* The phase-2 entry that runs the executors of `op` (the paged forward's run in lig_indexer). */
+static lig_op run_entry_of(lig_op op) { return op == LIG_OP_INDEXER_PAGED ? LIG_OP_INDEXER : op; }
+
+/* Calls the backend's slot for `op` on `problem` (of the slot's type), or leaves *has false when the
+ * slot is NULL. The only place that maps an operator to its slot. */
+static lig_status call_slot(lig_op op, const lig_backend *b, const void *problem, lig_backend_plan *plan, bool *has) {
+    *has = false;
+    switch (op) {
+    case LIG_OP_INDEXER_GRAD:
+        if ((*has = b->plan_indexer_grad != NULL)) return b->plan_indexer_grad(problem, plan);
+        break;
+    case LIG_OP_INDEXER:
+        if ((*has = b->plan_indexer != NULL)) return b->plan_indexer(problem, plan);
+        break;
+    case LIG_OP_INDEXER_PAGED:
+        if ((*has = b->plan_indexer_paged != NULL)) return b->plan_indexer_paged(problem, plan);
+        break;
+    case LIG_OP_QUANT_INDEXER:
+        if ((*has = b->plan_quant_indexer != NULL)) return b->plan_quant_indexer(problem, plan);
+        break;
+    case LIG_OP_QUANT_LOGITS:
+        if ((*has = b->plan_quant_logits != NULL)) return b->plan_quant_logits(problem, plan);
+        break;
+    case LIG_OP_INDEXER_KL_GRAD:
+        if ((*has = b->plan_indexer_kl_grad != NULL)) return b->plan_indexer_kl_grad(problem, plan);
+        break;
+    case LIG_OP_SPARSE_INDEXER_KL_LOSS:
+        if ((*has = b->plan_sparse_indexer_kl_loss != NULL)) return b->plan_sparse_indexer_kl_loss(problem, plan);
+        break;
     }
+    return LIG_ERR_INNER;
+}
+
+/* Wraps problem and plan into a new executor (frees both when there is no memory for it). */
+static lig_status publish(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
+                          const lig_backend_plan *plan, uint64_t *workspace_size, lig_executor **executor) {
     lig_executor *e = malloc(sizeof *e);
     if (!e) {
         plan->free(plan->plan);
@@ -34,6 +82,26 @@ lig_status lig_executor_publish(lig_op op, lig_placement placement, void *proble
     *workspace_size = plan->workspace_size;
     *executor = e;
     return LIG_SUCCESS;
+}
+
+lig_status lig_executor_plan(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
+                             uint64_t *workspace_size, lig_executor **executor) {
+    const lig_backend *b = placement.backend;
+    lig_backend_plan plan = {0};
+    bool has;
+    lig_status st = call_slot(op, b, problem, &plan, &has);
+    if (!has) {
+        const char *device = lig_device_name(b->device);
+        st = lig_fail(LIG_ERR_PARAM_INVALID,
+                      "%s: expected tensors on a device whose backend has %s, got %s tensors: %s has no %s form yet "
+                      "(the %s backend has no planner for it)",
+                      placement.tensor_name, name_of(op), device, name_of(op), device, b->name);
+    }
+    if (st != LIG_SUCCESS) {
+        free_problem(problem);
+        return st;
+    }
+    return publish(op, placement, problem, free_problem, &plan, workspace_size, executor);
 }
 
 lig_status lig_destroy_executor(lig_executor *executor) {
@@ -51,7 +119,7 @@ const char *lig_executor_kernel_set(const lig_executor *executor) {
 static lig_status check_run(const lig_executor *e, lig_op op, const void *workspace, uint64_t workspace_size,
                             void *stream) {
     if (!e) return lig_fail(LIG_ERR_PARAM_NULLPTR, "executor: expected a plan from %s, got NULL", maker_of(op));
-    if (e->op != op)
+    if (run_entry_of(e->op) != op)
         return lig_fail(LIG_ERR_PARAM_INVALID, "executor: expected a plan from %s, got one from %s", maker_of(op),
                         maker_of(e->op));
     lig_status st = e->backend->check_stream(stream);

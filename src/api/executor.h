@@ -1,5 +1,6 @@
 /* The opaque executor: which operator made it, the backend that planned it, the operator's
- * problem (owned) and the backend's plan. Phase 2 of every operator is lig_executor_run. */
+ * problem (owned) and the backend's plan. Phase 1 of every operator ends in lig_executor_plan,
+ * phase 2 is lig_executor_run. */
 #ifndef LIG_API_EXECUTOR_H
 #define LIG_API_EXECUTOR_H
 
@@ -15,7 +16,8 @@ typedef enum lig_op {
     LIG_OP_INDEXER_KL_GRAD = 0x6c696703,
     LIG_OP_QUANT_INDEXER = 0x6c696704,
     LIG_OP_SPARSE_INDEXER_KL_LOSS = 0x6c696705,
-    LIG_OP_QUANT_LOGITS = 0x6c696706
+    LIG_OP_QUANT_LOGITS = 0x6c696706,
+    LIG_OP_INDEXER_PAGED = 0x6c696707 /* phase 2 is lig_indexer's (contract 2.1) */
 } lig_op;
 
 struct lig_executor {
@@ -27,12 +29,12 @@ struct lig_executor {
     lig_backend_plan plan;
 };
 
-/* Phase 1's last step, after the backend planned `problem` with status `planned`: on success
- * wraps problem and plan into a new executor and stores it with the workspace size; on any
- * failure frees both and returns the failure. */
-lig_status lig_executor_publish(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
-                                lig_status planned, const lig_backend_plan *plan, uint64_t *workspace_size,
-                                lig_executor **executor);
+/* Phase 1's last step: has the backend of `placement` plan `problem` with its slot for `op` and, on
+ * success, wraps problem and plan into a new executor and stores it with the workspace size. A
+ * backend whose slot for `op` is NULL has no such operator: refused here by name, the one place
+ * that does. On any failure frees the problem (with free_problem) and returns the failure. */
+lig_status lig_executor_plan(lig_op op, lig_placement placement, void *problem, void (*free_problem)(void *),
+                             uint64_t *workspace_size, lig_executor **executor);
 
 /* Phase 2 of every operator: checks the executor (made by phase 1 of `op`), the stream (with
  * its backend), the device and the workspace, runs the plan, and frees the executor whatever happened. */

@@ -74,9 +74,7 @@ lig_status lig_indexer_grad_get_workspace_size(
     }
     pb->dy = lig_problem_view(&pb->pr, dy, !short_form, true);
 
-    lig_backend_plan plan = {0};
-    st = placed.backend->plan_indexer_grad(pb, &plan);
-    return lig_executor_publish(LIG_OP_INDEXER_GRAD, placed, pb, free_problem, st, &plan, workspace_size, executor);
+    return lig_executor_plan(LIG_OP_INDEXER_GRAD, placed, pb, free_problem, workspace_size, executor);
 }
 
 lig_status lig_indexer_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

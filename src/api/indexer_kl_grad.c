@@ -67,9 +67,7 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     if (sparse_indices) pb->indices = slot_view(sparse_indices);
     pb->loss = loss->data;
 
-    lig_backend_plan plan = {0};
-    st = placed.backend->plan_indexer_kl_grad(pb, &plan);
-    return lig_executor_publish(LIG_OP_INDEXER_KL_GRAD, placed, pb, free, st, &plan, workspace_size, executor);
+    return lig_executor_plan(LIG_OP_INDEXER_KL_GRAD, placed, pb, free, workspace_size, executor);
 }
 
 lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

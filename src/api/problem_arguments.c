@@ -26,10 +26,8 @@ static lig_status check_qkw_dtypes(const lig_tensor *query, const char *q_name, 
 /* q_name / k_name: the operator's names for its query and key (the fused KL loss calls its
  * indexer's tensors query_index and key_index: query and key are the main attention's there). */
 static lig_status check_qkw(const lig_tensor *query, const char *q_name, const lig_tensor *key, const char *k_name,
-                            const lig_tensor *weights, const char *layout, bool quant, lig_problem *p) {
+                            const lig_tensor *weights, bool tnd, bool quant, lig_problem *p) {
     lig_status st;
-    bool tnd;
-    if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
     const int64_t rank = tnd ? 3 : 4; /* of query and key */
     if ((st = lig_check_rank(query, q_name, rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(key, k_name, rank, tnd ? "[T2,N2,D]" : "[B,S2,N2,D]")) != LIG_SUCCESS) return st;
@@ -65,17 +63,21 @@ static lig_status check_qkw(const lig_tensor *query, const char *q_name, const l
 
 lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
                                  const char *layout, lig_problem *p) {
-    return check_qkw(query, "query", key, "key", weights, layout, false, p);
+    bool tnd;
+    const lig_status st = lig_check_layout(layout, &tnd);
+    return st != LIG_SUCCESS ? st : check_qkw(query, "query", key, "key", weights, tnd, false, p);
 }
 
 lig_status lig_problem_check_index_qkw(const lig_tensor *query_index, const lig_tensor *key_index,
                                        const lig_tensor *weights, const char *layout, lig_problem *p) {
-    return check_qkw(query_index, "query_index", key_index, "key_index", weights, layout, false, p);
+    bool tnd;
+    const lig_status st = lig_check_layout(layout, &tnd);
+    return st != LIG_SUCCESS ? st : check_qkw(query_index, "query_index", key_index, "key_index", weights, tnd, false, p);
 }
 
-lig_status lig_problem_check_quant_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
-                                       const char *layout, lig_problem *p) {
-    return check_qkw(query, "query", key, "key", weights, layout, true, p);
+lig_status lig_problem_check_fwd_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights, bool tnd,
+                                     bool quant, lig_problem *p) {
+    return check_qkw(query, "query", key, "key", weights, tnd, quant, p);
 }
 
 lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const char *name, int64_t K, const char *why,
@@ -99,14 +101,12 @@ lig_status lig_problem_check_slots(lig_problem *p, const lig_tensor *t, const ch
     return st;
 }
 
-static lig_status check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
-                                  const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
-                                  bool quant, lig_problem *p) {
+lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                       const lig_tensor *block_table, const lig_tensor *weights, bool tnd, bool quant,
+                                       lig_problem *p) {
     lig_status st;
-    bool tnd;
     /* the quantized forward names its keys `key` in every layout, as CANN's operator does */
     const char *key_name = quant ? "key" : "key_cache";
-    if ((st = lig_check_layout(layout, &tnd)) != LIG_SUCCESS) return st;
     const int64_t rank = tnd ? 3 : 4; /* of query */
     if ((st = lig_check_rank(query, "query", rank, tnd ? "[T1,N1,D]" : "[B,S1,N1,D]")) != LIG_SUCCESS) return st;
     if ((st = lig_check_rank(key_cache, key_name, 4, "[num_blocks,block_size,N2,D]")) != LIG_SUCCESS) return st;
@@ -116,27 +116,23 @@ static lig_status check_paged_qkw(const lig_tensor *query, const lig_tensor *key
     if ((st = lig_check_index_dtype(block_table, "block_table")) != LIG_SUCCESS) return st;
 
     const int64_t *qs = query->shape, *cs = key_cache->shape;
-    *p = (lig_problem){.tnd = tnd, .paged = true, .B = tnd ? -1 : qs[0], .K = -1};
+    *p = (lig_problem){.tnd = tnd, .B = tnd ? -1 : qs[0], .K = -1};
     p->S1 = qs[rank - 3];
     p->N1 = qs[rank - 2];
     p->D = qs[rank - 1];
     p->N2 = cs[2];
-    p->block_size = cs[1];
-    p->num_blocks = cs[0];
+    const int64_t block_size = cs[1];
     if (cs[3] != p->D) {
         const int64_t expect[4] = {cs[0], cs[1], cs[2], p->D};
         return lig_check_shape(key_cache, key_name, 4, expect, "D like query");
     }
-    if (!tnd && block_table->shape[0] != p->B) {
-        const int64_t expect[2] = {p->B, block_table->shape[1]};
-        return lig_check_shape(block_table, "block_table", 2, expect, "B like query");
-    }
-    /* the most keys a batch can have: its table's blocks, full */
+    /* the most keys a batch can have: its table's blocks, full (its rows are checked once the
+     * batches are known, forward_checks.c) */
     const int64_t blocks = block_table->shape[1];
-    if (p->block_size != 0 && blocks > INT64_MAX / p->block_size)
+    if (block_size != 0 && blocks > INT64_MAX / block_size)
         return lig_fail(LIG_ERR_PARAM_INVALID, "block_table: expected max_blocks_per_seq * block_size below 2^63, got %lld * %lld",
-                        (long long)blocks, (long long)p->block_size);
-    p->S2 = blocks * p->block_size;
+                        (long long)blocks, (long long)block_size);
+    p->S2 = blocks * block_size;
     if (p->N2 == 0 ? p->N1 != 0 : p->N1 % p->N2 != 0)
         return lig_fail(LIG_ERR_PARAM_INVALID,
                         "%s: expected a head count N2 that divides query's N1 = %lld, got N2 = %lld", key_name,
@@ -149,23 +145,11 @@ static lig_status check_paged_qkw(const lig_tensor *query, const lig_tensor *key
     return lig_check_shape(weights, "weights", n, expect, "like query without D");
 }
 
-lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
-                                       const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
-                                       lig_problem *p) {
-    return check_paged_qkw(query, key_cache, block_table, weights, layout, false, p);
-}
-
-lig_status lig_problem_check_quant_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
-                                             const lig_tensor *block_table, const lig_tensor *weights,
-                                             const char *layout, lig_problem *p) {
-    return check_paged_qkw(query, key_cache, block_table, weights, layout, true, p);
-}
-
 lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_grad_tensors *t, bool short_form,
                                  bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                  const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key) {
     lig_status st =
-        lig_problem_resolve(&pr, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query, actual_seq_lengths_key);
+        lig_problem_resolve(&pr, false, sparse_mode, pre_tokens, next_tokens, actual_seq_lengths_query, actual_seq_lengths_key);
     if (st != LIG_SUCCESS) return st;
     g->pr = pr;
     g->deterministic = deterministic;

@@ -13,21 +13,19 @@ lig_status lig_problem_check_qkw(const lig_tensor *query, const lig_tensor *key,
 lig_status lig_problem_check_index_qkw(const lig_tensor *query_index, const lig_tensor *key_index,
                                        const lig_tensor *weights, const char *layout, lig_problem *p);
 
-/* The same for a paged key cache [num_blocks, block_size, N2, D] read through block_table
- * [B, max_blocks_per_seq] (INT32 or INT64): fills p with S2 = max_blocks_per_seq * block_size
- * (the most keys a batch can have) and the cache's sizes. For TND, the table's B is checked
- * once the query lengths are resolved. */
-lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
-                                       const lig_tensor *block_table, const lig_tensor *weights, const char *layout,
-                                       lig_problem *p);
+/* The forwards' query, key and weights in the layout already checked (tnd): as above, or, `quant`
+ * (the quantized forwards), query and key both FLOAT8_E4M3FN or both INT8, weights FLOAT32,
+ * FLOAT16 or BFLOAT16. */
+lig_status lig_problem_check_fwd_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights, bool tnd,
+                                     bool quant, lig_problem *p);
 
-/* The same two checks for the quantized forward: query and key (or key_cache) both
- * FLOAT8_E4M3FN or both INT8, weights FLOAT32, FLOAT16 or BFLOAT16. */
-lig_status lig_problem_check_quant_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
-                                       const char *layout, lig_problem *p);
-lig_status lig_problem_check_quant_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
-                                             const lig_tensor *block_table, const lig_tensor *weights,
-                                             const char *layout, lig_problem *p);
+/* The same for a paged key cache [num_blocks, block_size, N2, D] (named key_cache, or key when
+ * `quant`) read through block_table [B, max_blocks_per_seq] (INT32 or INT64): fills p with S2 =
+ * max_blocks_per_seq * block_size (the most keys a batch can have). The table's
+ * rows are checked once the batches are known (forward_checks.c). */
+lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor *key_cache,
+                                       const lig_tensor *block_table, const lig_tensor *weights, bool tnd, bool quant,
+                                       lig_problem *p);
 
 /* Checks a slot tensor's rank and shape: [B,S1,N2,K] | [T1,N2,K], or without N2 when
  * N2 == 1. K < 0 takes K from the tensor (stored in p->K); otherwise K must match. */

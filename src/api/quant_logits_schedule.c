@@ -17,27 +17,9 @@ static int32_t *entry(const lig_tensor *t, int64_t w, int64_t j) {
     return (int32_t *)t->data + w * t->strides[0] + j * t->strides[1];
 }
 
-lig_status lig_logits_schedule_check_use(const lig_tensor *schedule, const lig_problem *pr,
-                                         const lig_tensor *sparse_indices) {
-    if (!pr->paged)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "schedule: expected NULL for a key layout other than \"PA_BSND\" (a "
-                        "schedule splits a paged cache's blocks), got a tensor");
-    if (sparse_indices)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "schedule: expected NULL with sparse_indices (a schedule splits the "
-                        "logits only), got a tensor");
-    if (schedule->dtype != LIG_INT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "schedule: expected dtype INT32, got %s", lig_dtype_name(schedule->dtype));
-    if (schedule->ndim != 2 || schedule->shape[0] < 2 || schedule->shape[1] != 2) {
-        char got[LIG_SHAPE_BUF];
-        return lig_fail(LIG_ERR_PARAM_INVALID, "schedule: expected shape [W+1,2] with W >= 1 workers, got %s",
-                        lig_format_shape(got, sizeof got, schedule->ndim, schedule->shape));
-    }
-    return LIG_SUCCESS;
-}
-
-lig_status lig_logits_schedule_read(const lig_tensor *schedule, const lig_problem *pr, int64_t **starts,
-                                    int64_t *pieces) {
-    const int64_t W = schedule->shape[0] - 1, B = pr->B, bs = pr->block_size;
+lig_status lig_logits_schedule_read(const lig_tensor *schedule, const lig_problem *pr, int64_t block_size,
+                                    int64_t **starts, int64_t *pieces) {
+    const int64_t W = schedule->shape[0] - 1, B = pr->B, bs = block_size;
     int64_t *v = malloc(sizeof(int64_t) * (size_t)(W + 1 + B + 1));
     if (!v) return lig_fail(LIG_ERR_RUNTIME, "schedule: expected memory for %lld pieces, got none", (long long)W);
     int64_t *first = v + W + 1;

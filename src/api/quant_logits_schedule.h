@@ -10,16 +10,12 @@
 
 #include "core/problem.h"
 
-/* What can be checked before the ranges are read: a paged cache, no top-k, dtype INT32, shape
- * [W+1, 2] with W >= 1. */
-lig_status lig_logits_schedule_check_use(const lig_tensor *schedule, const lig_problem *pr,
-                                         const lig_tensor *sparse_indices);
-
-/* Reads and checks the entries against the resolved problem (batch b has ceil(lk[b] / block_size)
+/* Reads and checks the entries of a schedule whose dtype and shape are checked (forward_checks.c)
+ * against the resolved problem (batch b has ceil(lk[b] / block_size)
  * blocks): the first at block 0 of the order, each in range (b < B: block <= the batch's count;
  * b = B: block 0), none before the one it follows, the last (B, 0). On success *pieces = W and
  * *starts holds W + 1 global block numbers then B + 1 batch offsets (one allocation, the caller's). */
-lig_status lig_logits_schedule_read(const lig_tensor *schedule, const lig_problem *pr, int64_t **starts,
-                                    int64_t *pieces);
+lig_status lig_logits_schedule_read(const lig_tensor *schedule, const lig_problem *pr, int64_t block_size,
+                                    int64_t **starts, int64_t *pieces);
 
 #endif

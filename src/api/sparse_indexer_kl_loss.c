@@ -198,10 +198,7 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     pb->target = target;
     pb->loss = loss->data;
 
-    lig_backend_plan plan = {0};
-    st = placed.backend->plan_sparse_indexer_kl_loss(pb, &plan);
-    return lig_executor_publish(LIG_OP_SPARSE_INDEXER_KL_LOSS, placed, pb, free_problem, st, &plan, workspace_size,
-                                executor);
+    return lig_executor_plan(LIG_OP_SPARSE_INDEXER_KL_LOSS, placed, pb, free_problem, workspace_size, executor);
 }
 
 lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,

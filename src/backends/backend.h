@@ -1,13 +1,16 @@
 /* The seam between the API and the backends. Phase 1 (api/) validates the arguments, builds
  * the backend-neutral problem (core/problem.h) and asks the backend of the tensors' device for
  * a plan; phase 2 (api/executor.c) checks the workspace and runs the plan. A backend is a
- * folder under backends/ plus one entry in backends/registry.c. */
+ * folder under backends/ plus one entry in backends/registry.c; its lig_backend is written with
+ * designated initializers, so that a slot added here is NULL (refused by name) in every backend
+ * that does not fill it, never a shifted neighbour. */
 #ifndef LIG_BACKENDS_BACKEND_H
 #define LIG_BACKENDS_BACKEND_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/fwd_problem.h"
 #include "core/problem.h"
 #include "core/tensor.h"
 #include "lig.h"
@@ -33,8 +36,17 @@ typedef struct lig_backend {
     /* Phase 2, before the plan runs: the tensors' device ordinal is the device work would run on
      * (CUDA: the current device). Phase 1 touches no device, so this waits for phase 2. */
     lig_status (*check_device)(int device_index);
+    /* One planner slot per operator, each named after the operator's phase-2 function. NULL: this
+     * backend has no such operator; phase 1 then refuses it by name, naming the operator and the
+     * backend (api/executor.c, the one place that does). */
     lig_status (*plan_indexer_grad)(const lig_grad_problem *problem, lig_backend_plan *out);
     lig_status (*plan_indexer)(const lig_fwd_problem *problem, lig_backend_plan *out);
+    /* The forward over a paged key cache (problem->paged set). */
+    lig_status (*plan_indexer_paged)(const lig_fwd_problem *problem, lig_backend_plan *out);
+    /* The quantized forward (problem->scales set; paged or not). */
+    lig_status (*plan_quant_indexer)(const lig_fwd_problem *problem, lig_backend_plan *out);
+    /* The quantized logits (problem->scales and problem->ranges set; logits, schedule optional). */
+    lig_status (*plan_quant_logits)(const lig_fwd_problem *problem, lig_backend_plan *out);
     lig_status (*plan_indexer_kl_grad)(const lig_kl_problem *problem, lig_backend_plan *out);
     /* The KL loss with the main attention's target (contract 2.5). */
     lig_status (*plan_sparse_indexer_kl_loss)(const lig_kl_loss_problem *problem, lig_backend_plan *out);
@@ -54,6 +66,7 @@ typedef struct lig_backend {
 typedef struct lig_placement {
     const lig_backend *backend;
     int device_index;
+    const char *tensor_name; /* the argument whose device chose the backend, for messages */
 } lig_placement;
 
 /* The name of a device kind for messages ("host", "CUDA", ...), whether or not this build has its

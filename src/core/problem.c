@@ -120,21 +120,21 @@ void lig_batches_free(lig_batches *batches) {
 }
 
 /* The units and key rows of a problem whose batches are resolved (frees them on failure). */
-static lig_status count_units(lig_problem *p) {
+static lig_status count_units(lig_problem *p, bool paged) {
     lig_status st;
     p->B = p->bt.B;
     /* rows x N2 multiplies extents of two tensors, B x S2 those of one (bounded at its creation):
      * both checked, whatever the tensors' own limits */
     const uint64_t units = lig_size_mul((uint64_t)p->bt.row_prefix[p->B], (uint64_t)p->N2);
     /* paged keys have no key tensor: its rows are the batches' capacities */
-    const uint64_t key_rows = p->tnd && !p->paged ? (uint64_t)p->S2 : lig_size_mul((uint64_t)p->B, (uint64_t)p->S2);
+    const uint64_t key_rows = p->tnd && !paged ? (uint64_t)p->S2 : lig_size_mul((uint64_t)p->B, (uint64_t)p->S2);
     char detail[96];
     snprintf(detail, sizeof detail, "%lld valid query rows x N2 = %lld key heads", (long long)p->bt.row_prefix[p->B],
              (long long)p->N2);
     st = lig_size_check(units, "sparse_indices", "the number of (row, key head) units", detail);
     if (st == LIG_SUCCESS) {
         snprintf(detail, sizeof detail, "B = %lld x S2 = %lld", (long long)p->B, (long long)p->S2);
-        st = lig_size_check(key_rows, p->paged ? "block_table" : "key", "the number of key rows", detail);
+        st = lig_size_check(key_rows, paged ? "block_table" : "key", "the number of key rows", detail);
     }
     if (st != LIG_SUCCESS) {
         lig_batches_free(&p->bt);
@@ -142,36 +142,34 @@ static lig_status count_units(lig_problem *p) {
     }
     p->units = (int64_t)units;
     p->key_rows = (int64_t)key_rows;
-    p->key_batch = p->tnd && !p->paged ? 0 : p->S2;
+    p->key_batch = p->tnd && !paged ? 0 : p->S2;
     return LIG_SUCCESS;
 }
 
 
-lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+lig_status lig_problem_resolve(lig_problem *p, bool paged, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                const lig_tensor *aq, const lig_tensor *ak) {
     p->sparse_mode = sparse_mode;
     p->pre_tokens = pre_tokens;
     p->next_tokens = next_tokens;
-    lig_status st = lig_batches_resolve(p->tnd, p->paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
+    p->ranges = NULL;
+    lig_status st = lig_batches_resolve(p->tnd, paged, p->B, p->S1, p->S2, aq, ak, &p->bt);
     if (st != LIG_SUCCESS) return st;
-    return count_units(p);
+    return count_units(p, paged);
 }
 
-lig_status lig_problem_resolve_ranges(lig_problem *p, int64_t batches, int64_t rows_per_batch, int64_t *ranges) {
+lig_status lig_problem_resolve_ranges(lig_problem *p, bool paged, int64_t batches, int64_t rows_per_batch,
+                                      lig_key_ranges *ranges) {
     p->sparse_mode = 0; /* unused: the ranges replace the mask */
     p->pre_tokens = p->next_tokens = INT64_MAX;
     const uint64_t bytes = lig_batches_bytes(batches);
     int64_t *mem = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
-    if (!mem) {
-        free(ranges);
-        return lig_fail(LIG_ERR_RUNTIME, "key_end: expected memory for %lld batches, got none", (long long)batches);
-    }
+    if (!mem) return lig_fail(LIG_ERR_RUNTIME, "key_end: expected memory for %lld batches, got none", (long long)batches);
     lig_batches *bt = &p->bt;
     *bt = (lig_batches){.B = batches, .lq = mem, .lk = mem + batches, .q_base = mem + 2 * batches,
                         .k_base = mem + 3 * batches, .row_prefix = mem + 4 * batches};
     const int64_t rows = batches * rows_per_batch; /* the rows of a checked query tensor */
-    p->row_lo = ranges;
-    p->row_hi = ranges + rows;
+    p->ranges = ranges;
     bt->row_prefix[0] = 0;
     for (int64_t b = 0; b < batches; b++) {
         bt->lq[b] = rows_per_batch;
@@ -179,21 +177,15 @@ lig_status lig_problem_resolve_ranges(lig_problem *p, int64_t batches, int64_t r
         bt->row_prefix[b + 1] = bt->row_prefix[b] + rows_per_batch;
         int64_t longest = 0;
         for (int64_t r = b * rows_per_batch; r < (b + 1) * rows_per_batch; r++)
-            if (ranges[rows + r] > longest) longest = ranges[rows + r];
+            if (ranges->hi[r] > longest) longest = ranges->hi[r];
         bt->lk[b] = longest;
     }
-    for (int64_t r = 0; r < rows; r++) p->row_hi[r] -= 1; /* inclusive, as lig_unit's */
+    for (int64_t r = 0; r < rows; r++) ranges->hi[r] -= 1; /* inclusive, as lig_unit's */
     p->B = batches;
-    const lig_status st = count_units(p);
-    if (st != LIG_SUCCESS) lig_problem_free(p);
-    return st;
+    return count_units(p, paged); /* frees the batches on failure */
 }
 
-void lig_problem_free(lig_problem *p) {
-    lig_batches_free(&p->bt);
-    free(p->row_lo);
-    p->row_lo = p->row_hi = NULL;
-}
+void lig_problem_free(lig_problem *p) { lig_batches_free(&p->bt); }
 
 lig_view4 lig_problem_cache_view(const lig_tensor *cache) {
     return (lig_view4){.data = cache->data, .dtype = cache->dtype, .esize = lig_dtype_size(cache->dtype),

@@ -1,7 +1,8 @@
 /* The backend-neutral problem: what phase 1 hands a backend after validation (docs/contract.md
  * sections 2-4). Geometry, per-batch sequence lengths (batches), the normalised addressing of
- * both layouts (views), the units of work and the visibility rule, and one descriptor per
- * operator. Backends read these; none of them depends on a backend.
+ * both layouts (views), the units of work and the visibility rule (the mask or per-row key
+ * ranges), and the descriptors of the backward and the KL operators (the forwards' is in
+ * core/fwd_problem.h). Backends read these; none of them depends on a backend.
  *
  * Addressing: element (b, t, h, d) of a query-row tensor lives at
  *   b * batch + (q_base[b] + t) * row + h * head + d * dim        (strides in elements)
@@ -51,34 +52,39 @@ typedef struct lig_view4 {
     int64_t batch, row, head, dim;
 } lig_view4;
 
+/* Per-row key ranges, the visibility rule that replaces the mask where an operator takes its keys
+ * per row (the logits, contract 2.6): valid row r sees keys lo[r] .. hi[r] (inclusive, batch-local;
+ * none when lo > hi). Owned by the operator's problem, which the lig_problem points into. */
+typedef struct lig_key_ranges {
+    int64_t *lo, *hi;
+} lig_key_ranges;
+
 typedef struct lig_problem {
     bool tnd;
-    bool paged;                 /* keys come from a block table (the forward over a paged cache) */
-    int64_t block_size, num_blocks; /* paged: the cache's blocks */
     int64_t B, N1, N2, G, D, K; /* K: selected slots per (b, t, g) */
     int64_t S1, S2;             /* BSND extents; TND: T1, T2 */
     int64_t sparse_mode, pre_tokens, next_tokens;
     lig_batches bt;             /* per-batch lengths and row bases */
     int64_t units;              /* (b, valid t, g) triples, enumerated batch-major */
-    int64_t key_rows;           /* rows of the key tensor: B*S2 (BSND) or T2 (TND) */
+    int64_t key_rows;           /* rows of the key tensor: B*S2 (BSND or paged) or T2 (TND) */
     int64_t key_batch;          /* key row of (b, s) = b * key_batch + k_base[b] + s */
-    /* The logits operator (contract 2.6): per valid row its own keys row_lo[r] .. row_hi[r]
-     * (inclusive, batch-local; none when lo > hi), which replace the mask. NULL otherwise.
-     * One allocation (row_hi = row_lo + rows), owned: lig_problem_free frees it. */
-    int64_t *row_lo, *row_hi;
+    const lig_key_ranges *ranges; /* NULL: the mask decides what each row sees */
 } lig_problem;
 
-/* Stores the mask arguments and resolves the sequence lengths into rows and units. On
- * failure nothing needs freeing; on success free with lig_problem_free. */
-lig_status lig_problem_resolve(lig_problem *p, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+/* Stores the mask arguments and resolves the sequence lengths into rows and units. `paged`: the
+ * keys come from a paged cache (S2 = its capacity per batch), whose key lengths are required and
+ * per batch whatever the layout. On failure nothing needs freeing; on success free with
+ * lig_problem_free. */
+lig_status lig_problem_resolve(lig_problem *p, bool paged, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
 void lig_problem_free(lig_problem *p);
 
-/* The logits operator's rows (contract 2.6): `batches` batches of rows_per_batch rows each (all
- * valid, bases 0), row r's keys [start[r], end[r]) in `ranges` (2 x rows values: the starts, then
- * the ends, already checked; taken over by p, freed on failure too), each batch's key length its
+/* The rows of an operator with per-row key ranges (contract 2.6): `batches` batches of
+ * rows_per_batch rows each (all valid, bases 0), row r's keys [lo[r], hi[r]) in `ranges` (checked;
+ * made inclusive here, and pointed to by p->ranges: it must outlive p), each batch's key length its
  * rows' largest end. Fills what lig_problem_resolve fills; free with lig_problem_free. */
-lig_status lig_problem_resolve_ranges(lig_problem *p, int64_t batches, int64_t rows_per_batch, int64_t *ranges);
+lig_status lig_problem_resolve_ranges(lig_problem *p, bool paged, int64_t batches, int64_t rows_per_batch,
+                                      lig_key_ranges *ranges);
 
 /* The normalised view of a query- or key-row tensor; `has_head` is false for the short slot
  * forms ([B,S1,K] / [T1,K]), `has_dim` false for weights. */
@@ -112,9 +118,9 @@ static inline lig_unit lig_unit_decode(const lig_problem *p, int64_t u) {
     x.g = u - r * p->N2;
     x.b = lig_batch_of_row(p, r);
     x.t = r - p->bt.row_prefix[x.b];
-    if (p->row_lo) { /* the logits operator's own ranges */
-        x.lo = p->row_lo[r];
-        x.hi = p->row_hi[r];
+    if (p->ranges) { /* the operator's own ranges replace the mask */
+        x.lo = p->ranges->lo[r];
+        x.hi = p->ranges->hi[r];
         return x;
     }
     const int64_t lq = p->bt.lq[x.b], lk = p->bt.lk[x.b];
@@ -156,62 +162,6 @@ typedef struct lig_grad_problem {
     bool deterministic;
     lig_view4 q, k, w, dy, idx, dq, dk, dw;
 } lig_grad_problem;
-
-/* A paged key cache's block table: entry (b, j) at table + (b * batch + j * step) * esize. */
-typedef struct lig_block_table {
-    char *data;
-    lig_dtype dtype;
-    size_t esize;
-    int64_t batch, step;
-    int64_t blocks; /* entries per batch */
-} lig_block_table;
-
-/* LightningIndexer (docs/contract.md 2.1): pr.K = sparse_count. With pr.paged, k views the cache: its
- * batch stride steps over blocks, its row stride over a block's rows.
- * The quantized forward (contract 2.4, `quant`) is the same problem with q and k FLOAT8_E4M3FN or
- * INT8, w of any float dtype, and two scale views: sk per (key row, key head), addressed as k
- * without its D axis (paged: [num_blocks, block_size, N2]), and sq per (query row, head),
- * addressed as w, or absent (has_sq false: every sq is 1). */
-typedef struct lig_fwd_problem {
-    lig_problem pr;
-    lig_view4 q, k, w, idx, val;
-    bool has_values;
-    lig_block_table table; /* pr.paged */
-    bool quant;
-    bool has_sq;
-    lig_view4 sq, sk; /* quant */
-    /* The logits operator (contract 2.6; pr.row_lo holds its ranges): no_topk when sparse_indices
-     * is NULL (idx unused); logits, when has_logits, is [row][key head][column] FLOAT32 with its
-     * column stride in `dim`: column j is key j, or key lo + j when `compressed`; `clean` fills the
-     * columns a row does not score with -inf. */
-    bool no_topk, has_logits, compressed, clean;
-    lig_view4 logits;
-    int64_t logits_cols;
-    /* A schedule (pieces > 0, paged only): piece w runs the global key blocks piece_start[w] ..
-     * piece_start[w + 1] - 1, where batch b's blocks of pr.block_size keys (ceil(lk[b] / block_size)
-     * of them) are numbered from batch_block0[b]. One allocation (batch_block0 = piece_start +
-     * pieces + 1), owned. */
-    int64_t pieces;
-    int64_t *piece_start, *batch_block0;
-} lig_fwd_problem;
-
-/* Block number j of batch b (from the table; the caller has checked it). */
-static inline int64_t lig_table_block(const lig_block_table *t, int64_t b, int64_t j) {
-    return lig_load_int(t->dtype, t->data + (size_t)(b * t->batch + j * t->step) * t->esize);
-}
-
-/* Element (key s of batch b, head g) of a key-row view -- the keys or the key scales --
- * contiguous or paged (the view's batch stride then steps over the cache's blocks). */
-static inline char *lig_fwd_key_elem(const lig_fwd_problem *pb, const lig_view4 *v, int64_t b, int64_t s, int64_t g) {
-    if (!pb->pr.paged) return lig_k_row_ptr(v, &pb->pr, b, s, g);
-    const int64_t bs = pb->pr.block_size, block = lig_table_block(&pb->table, b, s / bs);
-    return v->data + (size_t)(block * v->batch + (s % bs) * v->row + g * v->head) * v->esize;
-}
-
-/* Key row s of batch b, head g: contiguous or paged. */
-static inline char *lig_fwd_key_row(const lig_fwd_problem *pb, int64_t b, int64_t s, int64_t g) {
-    return lig_fwd_key_elem(pb, &pb->k, b, s, g);
-}
 
 /* The fused KL step: rows of K slots along the last axis of same-shaped tensors of any rank
  * (sparse_values, the target p, dy, optionally sparse_indices). */

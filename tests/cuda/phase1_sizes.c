@@ -10,7 +10,8 @@
  * prints each size and checks it against the bound issue 20 sets: 4 GiB, plus, for the backward,
  * the fp32 dK accumulator (key_rows * N2 * D * 4 bytes), whatever B and S are.
  * The operators without a CUDA form (the quantized forward, the paged forward, the quantized
- * logits, the fused KL loss) must be refused in phase 1 with a message naming a tensor.
+ * logits, the fused KL loss) must be refused in phase 1 with a message naming a tensor (the one
+ * whose device chose the backend), the operator and CUDA.
  * Exit 0 when every check passes, 1 otherwise (each failure printed).
  */
 #define _POSIX_C_SOURCE 200112L /* unsetenv */
@@ -115,13 +116,13 @@ static void size_operators(shape p) {
     for (int i = 0; i < TENSORS; i++) lig_destroy_tensor(t[i]);
 }
 
-/* Phase 1 refused `what` with LIG_ERR_PARAM_INVALID and a message naming `tensor` and CUDA. */
+/* Phase 1 refused `what` with LIG_ERR_PARAM_INVALID and a message naming `tensor`, the operator and CUDA. */
 static void check_refused(const char *what, const char *tensor, lig_status st, lig_executor *e) {
     const char *m = lig_get_last_error();
     char named[64];
     snprintf(named, sizeof named, "%s:", tensor);
     const int ok = st == LIG_ERR_PARAM_INVALID && e == NULL && strncmp(m, named, strlen(named)) == 0 &&
-                   strstr(m, "CUDA") != NULL;
+                   strstr(m, "CUDA") != NULL && strstr(m, what) != NULL;
     printf("%s %-34s refused on CUDA: status %d, \"%s\"\n", ok ? "ok  " : "FAIL", what, (int)st,
            st == LIG_SUCCESS ? "(accepted)" : m);
     if (!ok) failures++;
@@ -161,7 +162,7 @@ static void refuse_operators(void) {
     e = NULL;
     st = lig_indexer_paged_get_workspace_size(q, cache, table, w, NULL, lengths, "BSND", KK, 3, INT64_MAX, INT64_MAX, idx,
                                               NULL, &bytes, &e);
-    check_refused("lig_indexer_paged", "key_cache", st, e);
+    check_refused("lig_indexer_paged", "query", st, e);
     e = NULL;
     st = lig_sparse_indexer_kl_loss_get_workspace_size(q, k, q, k, w, idx, NULL, NULL, lse, NULL, NULL, NULL, NULL, 0.125,
                                                        "BSND", 3, INT64_MAX, INT64_MAX, LIG_KL_TARGET_L1, true, dq, dk, dw,

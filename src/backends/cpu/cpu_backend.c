@@ -1,4 +1,5 @@
-/* The CPU backend's registration: its planners (one per operator, in operators/). */
+/* The CPU backend's registration: its planners, one slot per operator (in operators/; the four
+ * forwards share one planner, which walks the parts of the problem it is given). */
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/kernel_set.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
@@ -23,6 +24,9 @@ const lig_backend lig_cpu_backend = {
     .check_stream = check_stream,
     .plan_indexer_grad = lig_cpu_plan_indexer_grad,
     .plan_indexer = lig_cpu_plan_indexer,
+    .plan_indexer_paged = lig_cpu_plan_indexer,
+    .plan_quant_indexer = lig_cpu_plan_indexer,
+    .plan_quant_logits = lig_cpu_plan_indexer,
     .plan_indexer_kl_grad = lig_cpu_plan_indexer_kl_grad,
     .plan_sparse_indexer_kl_loss = lig_cpu_plan_sparse_indexer_kl_loss,
     /* host tensors have ordinal 0 only (lig_create_tensor_on) and phase 2 returns its verdict */

@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_kernels.cuh"
 
 extern "C" {
+#include "core/fwd_problem.h"
 #include "core/problem.h"
 #include "core/tuning.h"
 #include "core/workspace.h"

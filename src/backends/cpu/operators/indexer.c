@@ -3,7 +3,8 @@
  * stream the visible keys in blocks, have the plan's engine score them,
  * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count (topk.h). Nothing of size
  * S1 x S2 is ever held; each unit's result is independent of the others, so the output is
- * the same for any thread count. */
+ * the same for any thread count. The parts of the problem present (paged keys, scales, key ranges,
+ * logits, a schedule) decide where keys are read and results go; the plan picks the walker. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static void write_slots(const lig_fwd_problem *pb, const lig_unit *x, const lig_
 /* D, N1 or S2 is 0: every visible key scores exactly 0, so the first visible keys win. */
 static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
     const lig_problem *pr = &pb->pr;
-    if (pb->no_topk) return;
+    if (!pb->has_topk) return;
     const lig_unit x = lig_unit_decode(pr, u);
     char *ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g);
     char *vp = pb->has_values ? lig_q_row_ptr(&pb->val, pr, x.b, x.t, x.g) : NULL;
@@ -96,6 +97,16 @@ typedef struct chunk_out {
     chunk_floor *floor;
 } chunk_out;
 
+/* Keys s0 .. s0 + n - 1 of batch b, head g, of a key-row view (the keys or their scales): their
+ * addresses, contiguous or through the paged cache's table. */
+static void gather_keys(const lig_fwd_problem *pb, const lig_view4 *v, int64_t b, int64_t s0, int64_t n, int64_t g,
+                        const char **out) {
+    if (pb->paged)
+        for (int64_t i = 0; i < n; i++) out[i] = lig_paged_key_elem(pb->paged, v, b, s0 + i, g);
+    else
+        for (int64_t i = 0; i < n; i++) out[i] = lig_k_row_ptr(v, &pb->pr, b, s0 + i, g);
+}
+
 /* Up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)), over the keys
  * k0 .. k1 (the first block starts at k0): the keys any of them sees go through the engine once per
  * block, and each row offers the scores of the keys it sees to its own top-k. */
@@ -108,33 +119,34 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
     const char **key = (const char **)(void *)(s + L->key), **ksc = key + p->ctx.block;
     const char **q = (const char **)(void *)(s + L->q), **w = q + p->ctx.rows, **sq = w + p->ctx.rows;
     float *score = (float *)(void *)(s + L->score);
+    const lig_quant_scales *scales = pb->scales;
+    const bool has_sq = scales && scales->has_sq;
     lig_topk top[LIG_FWD_MAX_ROWS];
     for (int64_t i = 0; i < m; i++) {
         const int64_t h0 = x[i].g * pr->G, a = x[i].lo > k0 ? x[i].lo : k0, e = x[i].hi < k1 ? x[i].hi : k1;
         const int64_t visible = e >= a ? e - a + 1 : 0;
         q[i] = lig_q_row_ptr(&pb->q, pr, x[i].b, x[i].t, h0);
         w[i] = lig_q_row_ptr(&pb->w, pr, x[i].b, x[i].t, h0);
-        if (pb->has_sq) sq[i] = lig_q_row_ptr(&pb->sq, pr, x[i].b, x[i].t, h0);
+        if (has_sq) sq[i] = lig_q_row_ptr(&scales->sq, pr, x[i].b, x[i].t, h0);
         top[i] = lig_topk_start(s + L->topk + (uint64_t)i * L->topk_bytes, p->heap_cap, visible < pr->K ? visible : pr->K);
         if (out && out->floor->has[i]) lig_topk_floor(&top[i], out->floor->worst[i]);
     }
-    p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w, pb->has_sq ? sq : NULL);
+    p->engine->begin_rows(&p->ctx, s + L->engine, m, q, w, has_sq ? sq : NULL);
     const int64_t block = p->ctx.block;
     for (int64_t s0 = k0; s0 <= k1; s0 += block) {
         const int64_t nb = k1 - s0 + 1 < block ? k1 - s0 + 1 : block;
-        for (int64_t n = 0; n < nb; n++) key[n] = lig_fwd_key_row(pb, x[0].b, s0 + n, x[0].g);
-        if (pb->quant) /* the block's key scales, through the same table when paged */
-            for (int64_t n = 0; n < nb; n++) ksc[n] = lig_fwd_key_elem(pb, &pb->sk, x[0].b, s0 + n, x[0].g);
-        p->engine->score_block(&p->ctx, s + L->engine, m, nb, key, pb->quant ? ksc : NULL, score);
+        gather_keys(pb, &pb->k, x[0].b, s0, nb, x[0].g, key);
+        if (scales) gather_keys(pb, &scales->sk, x[0].b, s0, nb, x[0].g, ksc); /* through the same table when paged */
+        p->engine->score_block(&p->ctx, s + L->engine, m, nb, key, scales ? ksc : NULL, score);
         for (int64_t i = 0; i < m; i++) {
             /* the keys of the block row i sees: [max(lo_i, s0), min(hi_i, s0 + nb - 1)] */
             const int64_t a = x[i].lo > s0 ? x[i].lo - s0 : 0, e = x[i].hi - s0 + 1 < nb ? x[i].hi - s0 + 1 : nb;
             if (a >= e) continue;
-            if (pb->has_logits) lig_logits_store(pb, &x[i], score + i * block + a, e - a, s0 + a);
+            if (pb->logits) lig_logits_store(pb, &x[i], score + i * block + a, e - a, s0 + a);
             lig_topk_offer_run(&top[i], score + i * block + a, e - a, s0 + a);
         }
     }
-    if (pb->no_topk) return; /* the logits alone: written above */
+    if (!pb->has_topk) return; /* the logits alone: written above */
     for (int64_t i = 0; i < m; i++) {
         if (out) { /* the chunk's best, still in key order, for the merge */
             lig_topk_cut(&top[i]);
@@ -207,7 +219,8 @@ static void run_piece(const fwd_run *r, char *s, int64_t v) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
-    const int64_t g0 = pb->piece_start[v], g1 = pb->piece_start[v + 1], bs = pr->block_size, *first = pb->batch_block0;
+    const lig_fwd_schedule *sc = pb->schedule;
+    const int64_t g0 = sc->start[v], g1 = sc->start[v + 1], bs = pb->paged->block_size, *first = sc->batch_block0;
     lig_unit x[LIG_FWD_MAX_ROWS];
     for (int64_t b = 0; b < pr->B && g0 < g1; b++) {
         if (first[b + 1] <= g0 || first[b] >= g1) continue;
@@ -287,13 +300,14 @@ static void run_units(fwd_run *r, unit_fn fn, int64_t units, bool engine, double
 /* A paged cache's table entries for the blocks that hold each batch's keys. */
 static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
     const lig_fwd_problem *pb = ctx;
-    const int64_t bs = pb->pr.block_size;
+    const lig_paged_keys *t = pb->paged;
+    const int64_t bs = t->block_size;
     for (int64_t b = b0; b < b1; b++) {
         const int64_t lk = pb->pr.bt.lk[b];
         const int64_t used = bs ? lk / bs + (lk % bs != 0) : 0; /* lk + bs - 1 may pass 2^63 */
         for (int64_t j = 0; j < used; j++) {
-            const int64_t block = lig_table_block(&pb->table, b, j);
-            if (block < 0 || block >= pb->pr.num_blocks) {
+            const int64_t block = lig_table_block(t, b, j);
+            if (block < 0 || block >= t->num_blocks) {
                 *first = (lig_failure){.item = b, .slot = j, .int_value = block};
                 return;
             }
@@ -301,53 +315,82 @@ static void scan_table(void *ctx, int64_t b0, int64_t b1, lig_failure *first) {
     }
 }
 
+/* Before anything is written: every table entry a unit reads names a block of the cache. Rows
+ * with key ranges read the blocks of their ranges, the others those of their batch's keys. */
+static lig_status check_table(const lig_cpu_fwd_plan *p) {
+    const lig_fwd_problem *pb = p->pb;
+    const lig_problem *pr = &pb->pr;
+    const int64_t num_blocks = pb->paged->num_blocks;
+    if (pb->ranges) {
+        const lig_failure bad = lig_logits_scan_table(pb, p->threads);
+        if (bad.item == INT64_MAX) return LIG_SUCCESS;
+        const int64_t b = lig_batch_of_row(pr, bad.item), t = bad.item - pr->bt.row_prefix[b];
+        return lig_fail(LIG_ERR_PARAM_INVALID,
+                        "block_table: expected block numbers in [0, %lld) (num_blocks) for the blocks that hold the "
+                        "keys [%lld, %lld) of row %lld of batch %lld, got %lld at [%lld,%lld]",
+                        (long long)num_blocks, (long long)pb->ranges->lo[bad.item], (long long)pb->ranges->hi[bad.item] + 1,
+                        (long long)t, (long long)b, (long long)bad.int_value, (long long)b, (long long)bad.slot);
+    }
+    const lig_failure bad = lig_first_failure(pr->B, lig_threads_for(1.0 * (double)pr->B * (double)pb->paged->blocks, p->threads),
+                                              scan_table, (void *)pb);
+    if (bad.item == INT64_MAX) return LIG_SUCCESS;
+    return lig_fail(LIG_ERR_PARAM_INVALID,
+                    "block_table: expected block numbers in [0, %lld) (num_blocks) for the blocks that hold the %lld "
+                    "keys of batch %lld, got %lld at [%lld,%lld]",
+                    (long long)num_blocks, (long long)pr->bt.lk[bad.item], (long long)bad.item,
+                    (long long)bad.int_value, (long long)bad.item, (long long)bad.slot);
+}
+
+/* ---- the walkers: the plan picks one (indexer_plan.h) ---------------------------------------- */
+
+static double walk_flops(const lig_problem *pr) {
+    return 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
+}
+
+static void walk_none(fwd_run *r) { (void)r; }
+
+/* D, N1 or the keys are 0: every visible score is exactly 0. */
+static void walk_trivial(fwd_run *r) {
+    const lig_fwd_problem *pb = r->p->pb;
+    for (int64_t u = 0; u < pb->pr.units; u++) run_trivial_unit(pb, u);
+    if (pb->logits) lig_logits_zero(pb);
+}
+
+/* A caller's schedule (the logits alone): its pieces are the units. */
+static void walk_pieces(fwd_run *r) { run_units(r, run_piece, r->p->pb->schedule->pieces, true, walk_flops(&r->p->pb->pr)); }
+
+static void walk_passes(fwd_run *r) {
+    const lig_problem *pr = &r->p->pb->pr;
+    const int64_t R = r->p->pass_rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
+    run_units(r, run_pass, passes, true, walk_flops(pr));
+}
+
+static void walk_groups(fwd_run *r) {
+    const lig_cpu_fwd_plan *p = r->p;
+    const lig_fwd_groups *gs = &p->groups;
+    run_units(r, run_chunk, gs->units, true, walk_flops(&p->pb->pr));
+    /* the merge reads what every chunk kept: after the join above */
+    if (gs->merge_rows > 0 && p->pb->has_topk) run_units(r, run_merge, gs->merge_rows, false, 4e6 * (double)gs->merge_rows);
+}
+
+static void (*const walkers[])(fwd_run *r) = {
+    [LIG_FWD_WALK_NONE] = walk_none,     [LIG_FWD_WALK_TRIVIAL] = walk_trivial, [LIG_FWD_WALK_PIECES] = walk_pieces,
+    [LIG_FWD_WALK_PASSES] = walk_passes, [LIG_FWD_WALK_GROUPS] = walk_groups,
+};
+
 static lig_status run_indexer(void *plan, void *workspace, void *stream) {
     const lig_cpu_fwd_plan *p = plan;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     (void)stream;
-    if (pr->paged && pr->row_lo) { /* the logits operator: the blocks of each row's range */
-        const lig_failure bad = lig_logits_scan_table(pb, p->threads);
-        if (bad.item != INT64_MAX) {
-            const int64_t b = lig_batch_of_row(pr, bad.item), t = bad.item - pr->bt.row_prefix[b];
-            return lig_fail(LIG_ERR_PARAM_INVALID,
-                            "block_table: expected block numbers in [0, %lld) (num_blocks) for the blocks that hold the "
-                            "keys [%lld, %lld) of row %lld of batch %lld, got %lld at [%lld,%lld]",
-                            (long long)pr->num_blocks, (long long)pr->row_lo[bad.item], (long long)pr->row_hi[bad.item] + 1,
-                            (long long)t, (long long)b, (long long)bad.int_value, (long long)b, (long long)bad.slot);
-        }
-    } else if (pr->paged) { /* before anything is written */
-        const lig_failure bad = lig_first_failure(pr->B, lig_threads_for(1.0 * (double)pr->B * (double)pb->table.blocks, p->threads),
-                                                  scan_table, (void *)pb);
-        if (bad.item != INT64_MAX)
-            return lig_fail(LIG_ERR_PARAM_INVALID,
-                            "block_table: expected block numbers in [0, %lld) (num_blocks) for the blocks that hold the %lld "
-                            "keys of batch %lld, got %lld at [%lld,%lld]",
-                            (long long)pr->num_blocks, (long long)pr->bt.lk[bad.item], (long long)bad.item,
-                            (long long)bad.int_value, (long long)bad.item, (long long)bad.slot);
-    }
+    lig_status st;
+    if (pb->paged && (st = check_table(p)) != LIG_SUCCESS) return st;
     /* rows that no unit writes: past each batch's valid length (BSND) or the last end (TND) */
-    if (!pb->no_topk) lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
+    if (pb->has_topk) lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
     if (pb->has_values) lig_fill_query_rows(pr, &pb->val, pr->N2, pr->K, -INFINITY, false);
-    if (pb->has_logits && pb->clean) lig_logits_clean(pb, p->threads);
-    if (p->trivial) {
-        for (int64_t u = 0; u < pr->units; u++) run_trivial_unit(pb, u);
-        if (pb->has_logits) lig_logits_zero(pb);
-    } else if (pr->units > 0) {
-        fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
-        const double flops = 2.0 * (double)pr->units * (double)pr->S2 * (double)(pr->G * pr->D);
-        const lig_fwd_groups *gs = &p->groups;
-        if (pb->pieces > 0) { /* a caller's schedule (the logits alone): its pieces are the units */
-            run_units(&r, run_piece, pb->pieces, true, flops);
-        } else if (gs->n == 0) {
-            const int64_t R = p->pass_rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
-            run_units(&r, run_pass, passes, true, flops);
-        } else {
-            run_units(&r, run_chunk, gs->units, true, flops);
-            /* the merge reads what every chunk kept: after the join above */
-            if (gs->merge_rows > 0 && !pb->no_topk) run_units(&r, run_merge, gs->merge_rows, false, 4e6 * (double)gs->merge_rows);
-        }
-    }
+    if (pb->logits && pb->logits->clean) lig_logits_clean(pb, p->threads);
+    fwd_run r = {.p = p, .ws = lig_ws_base(workspace)};
+    walkers[p->walk](&r);
     return LIG_SUCCESS;
 }
 

@@ -59,7 +59,8 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->heap_cap = pr->K < longest ? pr->K : longest;
     /* rows per pass: each keeps its own top-k, so a very large K takes fewer rows at a time */
     const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
-    int64_t rows = pb->quant ? lig_fwd_quant_rows_for(pr->G) : lig_fwd_rows_for(pr->G);
+    const lig_quant_scales none = {0}, *scales = pb->scales ? pb->scales : &none;
+    int64_t rows = pb->scales ? lig_fwd_quant_rows_for(pr->G) : lig_fwd_rows_for(pr->G);
     while (rows > 1 && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)rows) rows--;
     /* few rows (decode): groups of each batch's rows, so that they share every key block, and
      * perhaps split along the keys (fwd_split.h); the scratch is sized for a group either way */
@@ -72,14 +73,14 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
                       lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
     /* FP8 / INT8 inputs (the quantized forward) take the engine the set's kernels call for */
-    p->engine = pb->quant ? lig_fwd_quant_engine_for(ks, pb->q.dtype, pr->D)
+    p->engine = pb->scales ? lig_fwd_quant_engine_for(ks, pb->q.dtype, pr->D)
                 : bf16    ? &lig_fwd_engine_bf16
                           : &lig_fwd_engine_f32;
     p->own_threads = (bf16 || p->engine == &lig_fwd_engine_fp8) && ks->bf16->gemm.thread_begin != NULL;
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = group_rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
-                           .has_sq = pb->quant && pb->has_sq, .sq_dtype = pb->sq.dtype, .sk_dtype = pb->sk.dtype,
-                           .sq_head = pb->sq.head};
+                           .has_sq = scales->has_sq, .sq_dtype = scales->sq.dtype, .sk_dtype = scales->sk.dtype,
+                           .sq_head = scales->sq.head};
     p->engine->configure(&p->ctx);
     if (p->groups.n > 0)
         lig_fwd_split_groups(&p->groups, pr->K, p->ctx.block, lig_fwd_split_keys(), lig_fwd_split_slots(p->heap_cap));
@@ -87,8 +88,13 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->threads = threads < 1 ? 1 : threads;
     /* a paged cache without blocks holds no key: phase 2's table check refuses every batch that
      * has keys, and the others only get -1 / -inf */
-    p->trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pr->paged && pr->num_blocks == 0);
-    if (pr->units > 0 && !p->trivial) { /* a zero extent takes no scratch (contract 6.4) */
+    const bool trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pb->paged && pb->paged->num_blocks == 0);
+    p->walk = trivial            ? LIG_FWD_WALK_TRIVIAL
+              : pr->units == 0   ? LIG_FWD_WALK_NONE
+              : pb->schedule     ? LIG_FWD_WALK_PIECES
+              : p->groups.n == 0 ? LIG_FWD_WALK_PASSES
+                                 : LIG_FWD_WALK_GROUPS;
+    if (p->walk != LIG_FWD_WALK_TRIVIAL && p->walk != LIG_FWD_WALK_NONE) { /* a zero extent takes no scratch (contract 6.4) */
         if ((st = size_scratch(p, topk_bytes, group_rows)) != LIG_SUCCESS) {
             lig_cpu_plan_free(p);
             return st;

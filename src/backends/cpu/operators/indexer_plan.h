@@ -1,4 +1,5 @@
-/* The CPU forward's plan (LightningIndexer: scores + top-k, contract 2.1). */
+/* The CPU forward's plan, for every forward operator (contract 2.1, 2.4, 2.6): the engine, the
+ * scratch and the walker for the parts of the problem present. */
 #ifndef LIG_CPU_OPERATORS_INDEXER_PLAN_H
 #define LIG_CPU_OPERATORS_INDEXER_PLAN_H
 
@@ -27,11 +28,20 @@ typedef struct lig_fwd_scratch_layout {
     uint64_t cand, count, threads_at;
 } lig_fwd_scratch_layout;
 
+/* How phase 2 walks the units, picked once from the parts of the problem and the plan. */
+typedef enum lig_fwd_walk {
+    LIG_FWD_WALK_NONE,    /* no valid row */
+    LIG_FWD_WALK_TRIVIAL, /* D, N1 or the keys are 0: no engine, every visible score is exactly 0 */
+    LIG_FWD_WALK_PIECES,  /* the pieces of a caller's schedule (the logits alone) */
+    LIG_FWD_WALK_PASSES,  /* passes of pass_rows rows per key head */
+    LIG_FWD_WALK_GROUPS   /* few rows (decode): the listed groups, maybe split along the keys, then merged */
+} lig_fwd_walk;
+
 typedef struct lig_cpu_fwd_plan {
     const lig_fwd_problem *pb;
     lig_fwd_ctx ctx;
     const lig_fwd_engine *engine;
-    bool trivial;        /* D, N1 or S2 is 0: every visible score is exactly 0 */
+    lig_fwd_walk walk;
     bool own_threads;    /* the engine keeps per-thread unit state (tiles): run on lig's threads only */
     int64_t heap_cap;    /* min(K, longest key length): no unit keeps more */
     int threads;         /* thread count the scratch was sized for */

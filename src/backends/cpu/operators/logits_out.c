@@ -18,15 +18,16 @@ static void fill_run(float *dst, int64_t step, int64_t n, float value) {
 static void fill_units(void *ctx, int tid, int n) {
     const fill_task *f = ctx;
     const lig_fwd_problem *pb = f->pb;
-    const int64_t units = pb->pr.units, u0 = units * tid / n, u1 = units * (tid + 1) / n, W = pb->logits_cols;
-    const int64_t step = pb->logits.dim;
+    const lig_logits_out *L = pb->logits;
+    const int64_t units = pb->pr.units, u0 = units * tid / n, u1 = units * (tid + 1) / n, W = L->cols;
+    const int64_t step = L->view.dim;
     for (int64_t u = u0; u < u1; u++) {
         const lig_unit x = lig_unit_decode(&pb->pr, u);
         const int64_t len = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
-        float *row = (float *)(void *)lig_q_row_ptr(&pb->logits, &pb->pr, x.b, x.t, x.g);
+        float *row = (float *)(void *)lig_q_row_ptr(&L->view, &pb->pr, x.b, x.t, x.g);
         if (f->scored) {
             if (len > 0) fill_run(lig_logits_at(pb, &x, x.lo), step, len, f->value);
-        } else if (pb->compressed) {
+        } else if (L->compressed) {
             fill_run(row + len * step, step, W - len, f->value);
         } else { /* [0, lo) and [hi + 1, W); an empty range has hi + 1 = lo */
             fill_run(row, step, x.lo, f->value);
@@ -36,9 +37,9 @@ static void fill_units(void *ctx, int tid, int n) {
 }
 
 static void fill(const lig_fwd_problem *pb, int threads, float value, bool scored) {
-    if (pb->logits_cols == 0) return; /* no column (the tensor's data may be NULL) */
+    if (pb->logits->cols == 0) return; /* no column (the tensor's data may be NULL) */
     fill_task f = {pb, value, scored};
-    const double bytes = 4.0 * (double)pb->pr.units * (double)pb->logits_cols;
+    const double bytes = 4.0 * (double)pb->pr.units * (double)pb->logits->cols;
     lig_parallel(lig_threads_for(bytes, threads), fill_units, &f);
 }
 
@@ -49,13 +50,14 @@ void lig_logits_zero(const lig_fwd_problem *pb) { fill(pb, 1, 0.0f, true); }
 static void scan_rows(void *ctx, int64_t r0, int64_t r1, lig_failure *first) {
     const lig_fwd_problem *pb = ctx;
     const lig_problem *pr = &pb->pr;
-    const int64_t bs = pr->block_size;
+    const lig_paged_keys *t = pb->paged;
+    const int64_t bs = t->block_size;
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t lo = pr->row_lo[r], hi = pr->row_hi[r], b = lig_batch_of_row(pr, r);
+        const int64_t lo = pb->ranges->lo[r], hi = pb->ranges->hi[r], b = lig_batch_of_row(pr, r);
         if (lo > hi || bs == 0) continue;
         for (int64_t j = lo / bs; j <= hi / bs; j++) {
-            const int64_t block = lig_table_block(&pb->table, b, j);
-            if (block < 0 || block >= pr->num_blocks) {
+            const int64_t block = lig_table_block(t, b, j);
+            if (block < 0 || block >= t->num_blocks) {
                 *first = (lig_failure){.item = r, .slot = j, .int_value = block};
                 return;
             }

@@ -9,20 +9,21 @@
 #include <string.h>
 
 #include "backends/cpu/runtime/first_failure.h"
-#include "core/problem.h"
+#include "core/fwd_problem.h"
 
 /* Column of key `key` in unit x's logits row (compressed: counted from the row's first key). */
 static inline float *lig_logits_at(const lig_fwd_problem *pb, const lig_unit *x, int64_t key) {
-    char *row = lig_q_row_ptr(&pb->logits, &pb->pr, x->b, x->t, x->g);
-    const int64_t col = pb->compressed ? key - x->lo : key;
-    return (float *)(void *)(row + (size_t)(col * pb->logits.dim) * sizeof(float));
+    const lig_logits_out *L = pb->logits;
+    char *row = lig_q_row_ptr(&L->view, &pb->pr, x->b, x->t, x->g);
+    const int64_t col = L->compressed ? key - x->lo : key;
+    return (float *)(void *)(row + (size_t)(col * L->view.dim) * sizeof(float));
 }
 
 /* The scores of keys key0 .. key0 + n - 1 (all scored by unit x) into their columns, as they are. */
 static inline void lig_logits_store(const lig_fwd_problem *pb, const lig_unit *x, const float *score, int64_t n,
                                     int64_t key0) {
     float *dst = lig_logits_at(pb, x, key0);
-    const int64_t step = pb->logits.dim;
+    const int64_t step = pb->logits->view.dim;
     if (step == 1) memcpy(dst, score, sizeof(float) * (size_t)n);
     else
         for (int64_t j = 0; j < n; j++) dst[j * step] = score[j];
