@@ -139,7 +139,7 @@ bench: build venv
 bench-full:
 	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768 BENCH_SETS=all,-scalar
 
-# The fused KL loss (issue 19, lig_sparse_indexer_kl_loss) and its PyTorch peer: bench-kl at
+# The fused KL loss (lig_sparse_indexer_kl_loss) and its PyTorch peer: bench-kl at
 # DeepSeek-V3.2's training shape (S = 4096, N1 = 128, K = 2048: about 15-20 minutes on 2 quiet
 # cores, mostly the peer), bench-kl-quick at a small shape (about a minute). Tables on stdout,
 # bench/results/kl_loss.json (BENCHMARKS.md, bench/README.md).
@@ -153,7 +153,7 @@ bench-kl-quick: build venv
 	$(VENV)/bin/python bench/run_kl_bench.py --quick --reps 3 --peer-reps 2 --threads $(BENCH_THREADS) \
 	  --lig-kl-bench $(BUILD)/bench/lig-kl-bench
 
-# The quantized inference forward (issue 18): every table of its benchmark in one run
+# The quantized inference forward: every table of its benchmark in one run
 # (bench/run_quant_bench.py): prefill S = 4096 (every set) and 32768 (the fastest set, 1 run), decode
 # B = 1, 16 x next_n = 1, 2 x context 8K / 64K / 128K (every set but scalar), 1 and 2 threads,
 # against the unit peaks, the streaming read of the cache, lig's bf16 forward and the PyTorch

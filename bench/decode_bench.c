@@ -1,4 +1,4 @@
-/* lig-decode-bench: the forward at decode (issue 18, "Decode"): one step of B sequences x next_n
+/* lig-decode-bench: the forward at decode: one step of B sequences x next_n
  * rows against a context of C keys each, every kernel set, beside a plain read of the same cache
  * bytes, with the recall of the quantized selections against the bf16 one.
  *

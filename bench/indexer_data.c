@@ -1,6 +1,6 @@
 /* Realistic data for the quantized-forward benchmarks, and their float64 checks.
  *
- * Data (issue 18's "keys with a shared direction, queries correlated with a few keys"), all bf16:
+ * Data ("keys with a shared direction, queries correlated with a few keys", as real indexer keys are), all bf16:
  *   key s:        k[d] = sigma_d g + a_s 0.8 sqrt(D) dir[d],   a_s = 1 + 0.25 g',
  *                 sigma_d = 3 on the outlier channels d % 32 == 7 (activations have a few), else 1;
  *   query head h: q[d] = 0.7 g + 0.3 sqrt(D) dir[d] + 0.35 (k_a[d] + k_b[d]),

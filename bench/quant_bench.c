@@ -3,7 +3,7 @@
  * (unit_peaks.c, same run), against lig's own bf16 forward (lig_indexer) on the data the codes were
  * made from, and the recall of each quantized selection against that bf16 selection.
  *
- * Problem (issue 18's prefill): B = 1, S1 = S2 = S, N1 = 64 query heads on N2 = 1 key head, D = 128,
+ * Problem (DeepSeek's prefill): B = 1, S1 = S2 = S, N1 = 64 query heads on N2 = 1 key head, D = 128,
  * K = 2048, causal (sparse_mode 3), BSND. Data (indexer_data.c): realistic bf16 q, k, w (keys with a
  * shared direction, queries correlated with a few keys), quantized as DeepSeek does (act_quant per
  * token and head: FP8 scale amax / 448, INT8 amax / 127); the query scales folded into the fp32

@@ -1,4 +1,4 @@
-"""The PyTorch peer of the quantized forward (issue 18): what an inference engine falls back to on the
+"""The PyTorch peer of the quantized forward: what an inference engine falls back to on the
 CPU, on the very inputs lig-quant-bench / lig-decode-bench dumped (--dump DIR). run_quant_bench.py
 drives it.
 

@@ -1,9 +1,9 @@
-"""The quantized forward's benchmark (issue 18), every table in one run: prefill and decode, every
+"""The quantized forward's benchmark, every table in one run: prefill and decode, every
 kernel set, 1 and 2 threads, against the measured unit peaks and the streaming bandwidth of the
 cache, lig's bf16 forward and the PyTorch formulation on the same data, and the recall of the fp8 /
 int8 selections against the bf16 one.
 
-    python bench/run_quant_bench.py            # issue 18's shapes (make bench-quant)
+    python bench/run_quant_bench.py            # DeepSeek's shapes (make bench-quant)
     python bench/run_quant_bench.py --quick    # small shapes, a minute or two (make bench-quant-quick)
 
 Steps (bench/README.md has the method):
@@ -311,8 +311,8 @@ def main():
             failed.append("decode %s %s B=%d n=%d C=%d threads %d: %s" % (r["set"], r["form"], r["B"], r["next_n"], r["ctx"],
                                                                           r["threads"], r["check"]))
 
-    # the targets (issue 18, 1 thread)
-    out("### Targets (issue 18, 1 thread)")
+    # the targets (1 thread)
+    out("### Targets (1 thread)")
     out("")
     for r in rows:
         if r["threads"] != 1 or r["set"] == "scalar" or r["rows"] != S:

@@ -1,5 +1,5 @@
 /*
- * The forward's key split for few rows (issue 18, "Decode"; src/backends/cpu/operators/fwd_split.h):
+ * The forward's key split for few rows (decode; src/backends/cpu/operators/fwd_split.h):
  * decode shapes (B = 1 and 3, next_n = 1..4 rows per sequence at the end of a few thousand keys,
  * BSND, TND and paged keys, bands, K above and below the visible range) through lig_indexer and
  * lig_quant_indexer. The unsplit run (a chunk length of 0, set through testing/lig_testing.h) is checked

@@ -1,5 +1,5 @@
 /*
- * What a program does to the process and the threads lig runs in (issue 17):
+ * What a program does to the process and the threads lig runs in (real programs fork, install signal handlers and run their own threads):
  * - fork() after threaded calls: the child's own threaded calls must finish and give the
  *   parent's bytes (the child has none of the parent's pool threads);
  * - the caller's floating-point mode (flush-to-zero, denormals-are-zero, another rounding

@@ -1,5 +1,5 @@
 /*
- * cuda-phase1-sizes (issue 20, item 6): the CUDA backend's phase 1 at DeepSeek's sizes, on a machine
+ * cuda-phase1-sizes: the CUDA backend's phase 1 at DeepSeek's sizes, on a machine
  * without a GPU. Phase 1 reads no tensor data and touches no device (docs/cuda.md), so CUDA tensors
  * with fake, non-NULL device addresses stand in for device memory: nothing here calls CUDA.
  *
@@ -7,7 +7,7 @@
  * at B 1024, S1 = S2 = 4096, it sizes the workspace of every CUDA operator through lig.h:
  *   lig_indexer (with and without sparse_values), lig_indexer_grad (deterministic and not),
  *   lig_indexer_kl_grad,
- * prints each size and checks it against the bound issue 20 sets: 4 GiB, plus, for the backward,
+ * prints each size and checks it against the bound of docs/cuda.md (its chunked workspace): 4 GiB, plus, for the backward,
  * the fp32 dK accumulator (key_rows * N2 * D * 4 bytes), whatever B and S are.
  * The operators without a CUDA form (the quantized forward, the paged forward, the quantized
  * logits, the fused KL loss) must be refused in phase 1 with a message naming a tensor (the one
@@ -25,7 +25,7 @@
 static int failures;
 
 #define GIB (1ull << 30)
-static const uint64_t BOUND = 4 * GIB; /* issue 20: the fixed-size region of any operator */
+static const uint64_t BOUND = 4 * GIB; /* the fixed-size region of any operator */
 
 /* A fake device address per tensor, 1 TiB apart (the largest tensor here, the B 1024 query, is
  * 64 GiB), so that no two tensors overlap should phase 1 compare their extents. Never dereferenced. */

@@ -1,4 +1,4 @@
-/* The forward's row groups and key split (issue 18, "Decode"). When a problem has few rows (decode:
+/* The forward's row groups and key split for decode. When a problem has few rows (decode:
  * B x next_n rows against long contexts), one unit per pass of rows would leave every thread but
  * a few idle. Phase 1 then lists the row groups explicitly (the rows of one batch and key head, so
  * that the next_n rows of a decode step share each key block) and cuts each group's keys into

@@ -57,8 +57,8 @@ LIG_HD float score_simt(const fwd_args &a, const cu_unit &x, int64_t s) {
     return I;
 }
 
-/* Scores and top-k of one unit per block, never more than a tile of scores at a time (issue 20,
- * item 1): the unit's keys in tiles of 64, each tile's scores in shared memory (tensor cores, or
+/* Scores and top-k of one unit per block, never more than a tile of scores at a time (so
+ * that the workspace does not grow with S1 x S2): the unit's keys in tiles of 64, each tile's scores in shared memory (tensor cores, or
  * one thread per key), then a running top-k in a candidate buffer (global memory, one per resident
  * block):
  *   admit   every key of the tile that beats the threshold (the K-th best kept so far, once known)

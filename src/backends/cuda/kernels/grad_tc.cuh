@@ -1,4 +1,4 @@
-/* The backward's dQ and dK products on tensor cores (issue 20, item 3), for bf16 q and k with D up
+/* The backward's dQ and dK products on tensor cores (the backward's products are its largest cost), for bf16 q and k with D up
  * to 256 (grad_tc_eligible); the others keep k_grad_dq and k_grad_contrib. The gate's coefficient
  * A = [S > 0] w dy is fp32; it enters the bf16 products as exact bf16 parts, A = hi + mid + lo
  * (8 significant bits each cover fp32's 24; two parts when w and dy are bf16, whose product has 16),

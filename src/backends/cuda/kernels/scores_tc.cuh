@@ -1,4 +1,4 @@
-/* The scores' products on tensor cores (issue 20, item 3): a unit's heads against a tile of 64 key
+/* The scores' products on tensor cores (the scores are the forward's and the backward's largest product): a unit's heads against a tile of 64 key
  * rows staged in shared memory, 16 x 16 x 16 tiles by warp_mma_16x16x16 with fp32 accumulation.
  *   tc_tiles      the staging and the products, shared by the forward's top-k (fwd.cuh: the tile
  *                 is keys lo + 64 t ..; w * ReLU summed over the heads per key) and
