@@ -139,7 +139,7 @@ bench: build venv
 bench-full:
 	$(MAKE) bench BENCH_SEQ=1024,2048,4096,8192,16384,32768 BENCH_SETS=all,-scalar
 
-# The fused KL loss (lig_sparse_indexer_kl_loss) and its PyTorch peer: bench-kl at
+# The fused KL loss (lig_sparse_indexer_grad_kl_loss) and its PyTorch peer: bench-kl at
 # DeepSeek-V3.2's training shape (S = 4096, N1 = 128, K = 2048: about 15-20 minutes on 2 quiet
 # cores, mostly the peer), bench-kl-quick at a small shape (about a minute). Tables on stdout,
 # bench/results/kl_loss.json (BENCHMARKS.md, bench/README.md).

@@ -1,4 +1,4 @@
-/* lig-kl-bench: times lig_sparse_indexer_kl_loss (contract 2.5, the fused KL loss with the main
+/* lig-kl-bench: times lig_sparse_indexer_grad_kl_loss (contract 2.5, the fused KL loss with the main
  * attention's target) on inputs prepared by bench/run_kl_bench.py, one configuration per process
  * (so the peak RSS is this configuration's own), and measures the unit peaks for the report.
  *
@@ -177,11 +177,11 @@ static uint64_t workspace_for(const options *o, bool det) {
     lig_set_num_threads(o->threads);
     uint64_t ws = 0;
     lig_executor *ex = NULL;
-    check(lig_sparse_indexer_kl_loss_get_workspace_size(t[0], t[1], t[4], t[5], t[6], t[7], t[8], t[9], NULL, t[2], t[3],
+    check(lig_sparse_indexer_grad_kl_loss_get_workspace_size(t[0], t[1], t[4], t[5], t[6], t[7], t[8], t[9], NULL, t[2], t[3],
                                                         NULL, NULL, 0.04, "BSND", 3, INT64_MAX, INT64_MAX,
                                                         LIG_KL_TARGET_HEAD_MEAN, det, t[10], t[11], t[12], t[13], &ws,
                                                         &ex),
-          "lig_sparse_indexer_kl_loss_get_workspace_size");
+          "lig_sparse_indexer_grad_kl_loss_get_workspace_size");
     lig_destroy_executor(ex);
     for (int i = 0; i < NT; i++) {
         lig_destroy_tensor(t[i]);
@@ -254,10 +254,10 @@ static int run_bench(const options *o) {
             const bool det = o->det == 2 ? pass == 1 : o->det != 0;
             lig_executor *ex = NULL;
             uint64_t ws_size = 0;
-            check(lig_sparse_indexer_kl_loss_get_workspace_size(
+            check(lig_sparse_indexer_grad_kl_loss_get_workspace_size(
                       tq, tk, tqi, tki, tw, ti, tmax, tsum, NULL, tqr, tkr, NULL, NULL, o->scale, "BSND", 3, INT64_MAX,
                       INT64_MAX, LIG_KL_TARGET_HEAD_MEAN, det, tdq, tdk, tdw, tl, &ws_size, &ex),
-                  "lig_sparse_indexer_kl_loss_get_workspace_size");
+                  "lig_sparse_indexer_grad_kl_loss_get_workspace_size");
             snprintf(set, sizeof set, "%s", lig_executor_kernel_set(ex));
             if (ws_size > ws_max) {
                 free(ws);
@@ -266,7 +266,7 @@ static int run_bench(const options *o) {
                 ws_max = ws_size;
             }
             const double t0 = now(), c0 = cpu_now();
-            check(lig_sparse_indexer_kl_loss(ws, ws_size, ex, NULL), "lig_sparse_indexer_kl_loss");
+            check(lig_sparse_indexer_grad_kl_loss(ws, ws_size, ex, NULL), "lig_sparse_indexer_grad_kl_loss");
             const double t1 = now(), c1 = cpu_now();
             if (r >= 0) {
                 (o->det == 2 && pass == 0 ? times_nd : times)[r] = t1 - t0;

@@ -13,7 +13,7 @@
  *   fwd   lig_indexer: scores of every visible key and the top-K (indices INT32, values FLOAT32);
  *         2*G*D flops per visible (query row, key, key head).
  *   grad  lig_indexer_grad (dQ, dK, dW in the input dtype); 6*G*D flops per counted slot.
- *   step  one training step: lig_indexer, lig_indexer_kl_grad, lig_indexer_grad, timed together;
+ *   step  one training step: lig_indexer, lig_kl_loss_and_dy, lig_indexer_grad, timed together;
  *         flops = forward + backward (the KL step's are not counted).
  *
  * Data (realistic, and the same for every set, thread count and op: fixed seeds). q and k are
@@ -326,7 +326,7 @@ static lig_status plan_fwd(problem *P, uint64_t *ws, lig_executor **e) {
                                           P->tidx, P->tvals, ws, e);
 }
 static lig_status plan_kl(problem *P, uint64_t *ws, lig_executor **e) {
-    return lig_indexer_kl_grad_get_workspace_size(P->tvals, P->tidx, P->tp, P->tloss, P->tdy, ws, e);
+    return lig_kl_loss_and_dy_get_workspace_size(P->tvals, P->tidx, P->tp, P->tloss, P->tdy, ws, e);
 }
 static lig_status plan_grad(problem *P, int det, uint64_t *ws, lig_executor **e) {
     return lig_indexer_grad_get_workspace_size(P->tq, P->tk, P->tdy, P->tidx, P->tw, NULL, NULL, P->N1, "BSND", 3,
@@ -678,7 +678,7 @@ static int run_parts(problem *P, const workspace *w, lig_executor *ef, lig_execu
     if (ok && make_p) make_target(P);
     t1 = now(), part[0] = t1 - t, t = t1;
     if (ek) {
-        if (ok) ok = run2(lig_indexer_kl_grad, w, ek, r, "KL step");
+        if (ok) ok = run2(lig_kl_loss_and_dy, w, ek, r, "KL step");
         else lig_destroy_executor(ek);
     }
     t1 = now(), part[1] = t1 - t, t = t1;

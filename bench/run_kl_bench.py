@@ -1,4 +1,4 @@
-"""The fused KL loss benchmark: lig_sparse_indexer_kl_loss against its PyTorch peer, one run.
+"""The fused KL loss benchmark: lig_sparse_indexer_grad_kl_loss against its PyTorch peer, one run.
 
     python bench/run_kl_bench.py                 # DeepSeek-V3.2 training shape (S = 4096, N1 = 128, K = 2048)
     python bench/run_kl_bench.py --quick         # a small shape for `make bench-kl-quick` (seconds)

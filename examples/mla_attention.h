@@ -19,7 +19,7 @@
 
 typedef struct mla_attention {
     int64_t F, N1, Dm, Dr;
-    float scale;    /* the score scale, 1/sqrt(Dm + Dr), as lig_sparse_indexer_kl_loss gets it */
+    float scale;    /* the score scale, 1/sqrt(Dm + Dr), as lig_sparse_indexer_grad_kl_loss gets it */
     float *Wq, *Wqr; /* [N1*Dm, F], [N1*Dr, F]: row h*Dm + i is dim i of head h */
     float *Wkv, *Wkr; /* [Dm, F], [Dr, F] */
 } mla_attention;

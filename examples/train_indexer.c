@@ -1,6 +1,6 @@
 /* Trains a lightning indexer from scratch with lig to predict a main attention, the way
  * DeepSeek-V3.2 trains its indexer: forward (scores + top-k) -> the main attention's softmax
- * statistics over the selection -> lig_sparse_indexer_kl_loss (the KL loss with the main
+ * statistics over the selection -> lig_sparse_indexer_grad_kl_loss (the KL loss with the main
  * attention's target, and the indexer's gradients, in one call) -> Adam, written here.
  *
  * The task. Each step draws a fresh sequence of S tokens with random features x_s (F dims). The
@@ -16,7 +16,7 @@
  *   sparse: lig_indexer selects the top-k keys per query, the main attention attends over those
  *     slots only and its statistics (softmax_max, softmax_sum per row and head) come from that
  *     sparse attention, so the target (head mean of its probabilities) sums to 1 over the selection.
- * lig_sparse_indexer_kl_loss recomputes the main attention's probabilities at the selected slots
+ * lig_sparse_indexer_grad_kl_loss recomputes the main attention's probabilities at the selected slots
  * from its q, key latent, rope parts and statistics, and gives the loss and dQ, dK, dW of the
  * indexer, which the chain rule takes to Wq, Wk and u. Every --every steps the demo computes the
  * main attention densely and reports the recall of its true top-k keys (by dense probability, mean
@@ -284,11 +284,11 @@ int main(int argc, char **argv) {
                                  S - Lq + t + 1, smax + t * N1m, ssum + t * N1m);
 
         /* 3. the loss with the main attention's target, and the indexer's gradients, in one call */
-        check(lig_sparse_indexer_kl_loss_get_workspace_size(
+        check(lig_sparse_indexer_grad_kl_loss_get_workspace_size(
                   tmq, tmk, tq, tk, tw, dense ? tidx_all : tidx, dense ? tdmax : tsmax, dense ? tdsum : tssum, NULL,
                   tmqr, tmkr, NULL, NULL, (double)main_attn.scale, "BSND", 3, INT64_MAX, INT64_MAX,
                   LIG_KL_TARGET_HEAD_MEAN, true, tdq, tdk, tdw, tloss, &need, &e),
-              "lig_sparse_indexer_kl_loss_get_workspace_size");
+              "lig_sparse_indexer_grad_kl_loss_get_workspace_size");
         void *ws = demo_workspace(need); /* allocated before the clock starts */
         if (!kernels_printed) { /* once: which kernels this CPU runs */
             printf("kernels: forward %s, KL loss %s (kernel sets on this CPU: %s)\n", fwd_kernels,
@@ -298,7 +298,7 @@ int main(int argc, char **argv) {
             kernels_printed = 1;
         }
         const double tl = now();
-        check(lig_sparse_indexer_kl_loss(ws, need, e, NULL), "lig_sparse_indexer_kl_loss");
+        check(lig_sparse_indexer_grad_kl_loss(ws, need, e, NULL), "lig_sparse_indexer_grad_kl_loss");
         const double loss_dt = now() - tl;
         const int32_t *sel = dense ? idx_all : idx;
         const int64_t Ksel = dense ? S : K;

@@ -242,16 +242,16 @@ LIG_API lig_status lig_quant_logits_schedule(const lig_tensor *key_end, int64_t 
  *   dy    like sparse_values, any float dtype: softmax(I_t) * sum(p_t) - p_t on counted
  *         slots, 0 elsewhere — the `dy` that lig_indexer_grad takes
  */
-LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
+LIG_API lig_status lig_kl_loss_and_dy_get_workspace_size(
     const lig_tensor *sparse_values, const lig_tensor *sparse_indices /* may be NULL */,
     const lig_tensor *target, const lig_tensor *loss, const lig_tensor *dy,
     uint64_t *workspace_size, lig_executor **executor);
 
 /* The fused training step, phase 2. */
-LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size,
+LIG_API lig_status lig_kl_loss_and_dy(void *workspace, uint64_t workspace_size,
                                        lig_executor *executor, void *stream);
 
-/* The target distribution p of lig_sparse_indexer_kl_loss (docs/contract.md 2.5), from the main
+/* The target distribution p of lig_sparse_indexer_grad_kl_loss (docs/contract.md 2.5), from the main
  * attention's probabilities P[h,j] at the counted slots of a row:
  *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel's target)
  *   LIG_KL_TARGET_L1         p[j] = sum_h P[h,j] / sum_j' sum_h P[h,j']   (DeepSeek-V3.2's paper)
@@ -284,7 +284,7 @@ typedef enum lig_kl_target {
  * with the gradients of lig_indexer_grad for dy = dI, dI kept in fp32 (LIG_KL_TARGET_CANN: CANN's
  * dI = softmax(I) - p and its clamped loss, see lig_kl_target).
  */
-LIG_API lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
+LIG_API lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
     const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
     const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
@@ -294,7 +294,7 @@ LIG_API lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor);
 
 /* The indexer's fused KL training loss, phase 2. */
-LIG_API lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
+LIG_API lig_status lig_sparse_indexer_grad_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
                                               void *stream);
 
 /*
@@ -373,6 +373,28 @@ LIG_API const char *lig_get_last_error(void);
 LIG_API const char *lig_format_shape(char *buf, size_t capacity, int64_t ndim, const int64_t *shape);
 LIG_API const char *lig_status_string(lig_status status);
 LIG_API const char *lig_version(void);
+
+/*
+ * Names before 0.2, kept so that programs written against them still build and link (deprecated;
+ * docs/contract.md "Renamed operators"). Each forwards to the operator named for what it returns:
+ *   lig_indexer_kl_grad         -> lig_kl_loss_and_dy              (returns the loss and dy)
+ *   lig_sparse_indexer_kl_loss  -> lig_sparse_indexer_grad_kl_loss (returns the gradients and the loss)
+ */
+LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
+    const lig_tensor *sparse_values, const lig_tensor *sparse_indices, const lig_tensor *target,
+    const lig_tensor *loss, const lig_tensor *dy, uint64_t *workspace_size, lig_executor **executor);
+LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size, lig_executor *executor,
+                                       void *stream);
+LIG_API lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
+    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
+    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
+    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+    lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
+    const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor);
+LIG_API lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
+                                              void *stream);
 
 #ifdef __cplusplus
 }

@@ -268,7 +268,7 @@ ref_kl_loss_case lkcase_ref(const lkcase *c) {
 
 lig_status lkcase_phase1(lkcase *c, uint64_t *ws_size, lig_executor **ex) {
     lig_tensor *const *t = c->t;
-    return lig_sparse_indexer_kl_loss_get_workspace_size(
+    return lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
         t[KA_KR], t[KA_AQ], t[KA_AK], c->scale, c->layout, c->sparse_mode, c->pre_tokens, c->next_tokens, c->target,
         c->deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ws_size, ex);
@@ -280,7 +280,7 @@ lig_status lkcase_call(lkcase *c) {
     lig_status st = lkcase_phase1(c, &ws_size, &ex);
     if (st != LIG_SUCCESS) return st;
     void *ws = ws_size ? malloc(ws_size) : NULL;
-    st = lig_sparse_indexer_kl_loss(ws, ws_size, ex, NULL);
+    st = lig_sparse_indexer_grad_kl_loss(ws, ws_size, ex, NULL);
     free(ws);
     return st;
 }

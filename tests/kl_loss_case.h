@@ -1,4 +1,4 @@
-/* Problems of the KL loss with the main attention's target (lig_sparse_indexer_kl_loss) for the
+/* Problems of the KL loss with the main attention's target (lig_sparse_indexer_grad_kl_loss) for the
  * tests: a description, its data in the tensors' dtypes (the float64 copies hold the values the
  * tensors hold), the reference's inputs, and the call. */
 #ifndef LIG_TESTS_KL_LOSS_CASE_H

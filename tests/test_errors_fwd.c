@@ -1,6 +1,6 @@
 /*
  * Error paths of the forward (lig_indexer_get_workspace_size / lig_indexer) and the KL step
- * (lig_indexer_kl_grad_get_workspace_size / lig_indexer_kl_grad), contract section 6 and the
+ * (lig_kl_loss_and_dy_get_workspace_size / lig_kl_loss_and_dy), contract section 6 and the
  * README's decisions. Each case starts from a valid problem, breaks one thing and checks the
  * status and the phase it surfaces in, that lig_get_last_error() names the parameter and says
  * "expected" and "got" (and shows shapes as [a,b,c] where a shape is wrong), that a failed
@@ -571,9 +571,9 @@ LIG_TEST(errors_kl_workspace_executor)
          .want = NULLPTR, .want_alt = INVALID, .names = "workspace"},
         {.name = "KL non-NULL stream", .op = OP_KL, .phase = 2, .ws = FW_STREAM, .want = INVALID,
          .names = "stream"},
-        {.name = "forward executor to lig_indexer_kl_grad", .op = OP_KL, .phase = 2, .ws = FW_FOREIGN_FWD,
+        {.name = "forward executor to lig_kl_loss_and_dy", .op = OP_KL, .phase = 2, .ws = FW_FOREIGN_FWD,
          .want = INVALID, .names = "executor"},
-        {.name = "backward executor to lig_indexer_kl_grad", .op = OP_KL, .phase = 2, .ws = FW_FOREIGN_GRAD,
+        {.name = "backward executor to lig_kl_loss_and_dy", .op = OP_KL, .phase = 2, .ws = FW_FOREIGN_GRAD,
          .want = INVALID, .names = "executor"},
         {.name = "KL executor to lig_indexer_grad", .op = OP_KL, .phase = 2, .ws = FW_TO_GRAD, .want = INVALID,
          .names = "executor"},

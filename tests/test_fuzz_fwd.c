@@ -1,5 +1,5 @@
 /*
- * Fuzzing of the forward (lig_indexer) and the KL step (lig_indexer_kl_grad) for their share of
+ * Fuzzing of the forward (lig_indexer) and the KL step (lig_kl_loss_and_dy) for their share of
  * LIG_FUZZ_SECONDS (fuzz_budget.h), alternating the two operators: random small problems --
  * layouts, dtypes, shapes with zeros, strides, lengths, modes, bands, sparse_count, thread
  * counts, KL ranks, padding and poison -- with up to two random defects (NULL pointers, bad
@@ -479,7 +479,7 @@ static lig_status kl_phase2(th_rng *r, void *state, inst *in, const fuzz_expect 
     (void)ex;
     ff_kl *s = state;
     *may_fail = s->bad_target_live;
-    const lig_status st = ff_phase2(r, s->phase2_defect, lig_indexer_kl_grad, in, may_fail);
+    const lig_status st = ff_phase2(r, s->phase2_defect, lig_kl_loss_and_dy, in, may_fail);
     *must_fail = *may_fail;
     return st;
 }

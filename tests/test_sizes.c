@@ -255,7 +255,7 @@ static lig_status kl(int64_t ndim, const int64_t *shape, uint64_t *ws, lig_execu
     const lig_tensor *loss = add(&s, &loss_value, LIG_FLOAT32, 1, one, NULL);
     const lig_tensor *dy = add(&s, far_output(0), LIG_FLOAT32, ndim, shape, NULL);
     lig_status st = LIG_ERR_INNER;
-    if (all_made(&s)) st = lig_indexer_kl_grad_get_workspace_size(values, NULL, target, loss, dy, ws, exec);
+    if (all_made(&s)) st = lig_kl_loss_and_dy_get_workspace_size(values, NULL, target, loss, dy, ws, exec);
     release(&s);
     return st;
 }

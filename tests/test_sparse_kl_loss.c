@@ -1,4 +1,4 @@
-/* lig_sparse_indexer_kl_loss (docs/contract.md 2.5) against its float64 reference
+/* lig_sparse_indexer_grad_kl_loss (docs/contract.md 2.5) against its float64 reference
  * (reference/sparse_kl_loss_ref.c), the reference against central finite differences, the two
  * targets on sparse statistics, CANN's semantics (LIG_KL_TARGET_CANN: dI = y - p, the clamped
  * loss), determinism across runs, thread counts and ring capacities, and the error cases (nothing
@@ -444,7 +444,7 @@ LIG_TEST(kl_loss_errors) {
         lig_status st = lkcase_phase1(&c, &ws_size, &ex);
         if (e->phase == 2 && st == LIG_SUCCESS) {
             void *ws = ws_size ? malloc(ws_size) : NULL;
-            st = lig_sparse_indexer_kl_loss(ws, ws_size, ex, NULL);
+            st = lig_sparse_indexer_grad_kl_loss(ws, ws_size, ex, NULL);
             free(ws);
         } else if (e->phase == 2) {
             CHECK(0, "%s: phase 1 failed: %s", e->name, lig_get_last_error());
@@ -470,7 +470,7 @@ LIG_TEST(kl_loss_errors) {
         REQUIRE(lkcase_phase1(&c, &ws_size, &ex) == LIG_SUCCESS, "phase 1: %s", lig_get_last_error());
         REQUIRE(ws_size > 0, "a workspace");
         void *ws = malloc(ws_size);
-        const lig_status st = lig_sparse_indexer_kl_loss(mode ? NULL : ws, mode ? ws_size : ws_size - 1, ex, NULL);
+        const lig_status st = lig_sparse_indexer_grad_kl_loss(mode ? NULL : ws, mode ? ws_size : ws_size - 1, ex, NULL);
         CHECK(st == (mode ? LIG_ERR_PARAM_NULLPTR : LIG_ERR_PARAM_INVALID), "workspace mode %d: status %d", mode,
               (int)st);
         free(ws);
@@ -495,7 +495,7 @@ LIG_TEST(kl_loss_empty_index_dims) {
     lig_executor *ex = NULL;
     REQUIRE(lkcase_phase1(&c, &ws, &ex) == LIG_SUCCESS, "K = 0: %s", lig_get_last_error());
     CHECK(ws == 0, "K = 0: no workspace, got %llu", (unsigned long long)ws);
-    REQUIRE(lig_sparse_indexer_kl_loss(NULL, 0, ex, NULL) == LIG_SUCCESS, "K = 0: %s", lig_get_last_error());
+    REQUIRE(lig_sparse_indexer_grad_kl_loss(NULL, 0, ex, NULL) == LIG_SUCCESS, "K = 0: %s", lig_get_last_error());
     float loss;
     memcpy(&loss, c.buf[KA_LOSS], 4);
     CHECK(loss == 0.0f, "K = 0: loss %g", loss);
@@ -556,7 +556,7 @@ LIG_TEST(devices_kl_loss_refused_on_cuda) {
     const lig_status st = lkcase_phase1(&c, &ws, &ex);
     CHECK(st == LIG_ERR_PARAM_INVALID && ex == NULL, "CUDA tensors: status %d, expected LIG_ERR_PARAM_INVALID", (int)st);
 #ifdef LIG_TEST_HAVE_CUDA
-    const char *want = "lig_sparse_indexer_kl_loss has no CUDA form yet";
+    const char *want = "lig_sparse_indexer_grad_kl_loss has no CUDA form yet";
 #else
     const char *want = "this build of lig has no CUDA backend";
 #endif

@@ -4,7 +4,7 @@
 //   - against an independent float64 computation, written here from CANN's documented formulas
 //     and its kernel (head-mean target, dI = y - p, the loss with p and y clamped at 1e-8), within
 //     the output dtype's rounding;
-//   - bit for bit against lig_sparse_indexer_kl_loss with LIG_KL_TARGET_CANN on the same data (the
+//   - bit for bit against lig_sparse_indexer_grad_kl_loss with LIG_KL_TARGET_CANN on the same data (the
 //     front end adds no arithmetic).
 //   case 1: TND, FLOAT16, INT32 indices, rope, sparse mode 3, statistics of the dense attention
 //           (sum p < 1, where CANN's dI = y - p is not lig's own y sum(p) - p); the int arrays are
@@ -305,11 +305,11 @@ int RunLig(const KlCase &c, Inputs in, double scale, Outputs &out) {
     lig_tensor *loss = LigTensor(out.loss, LIG_FLOAT32, {1});
     uint64_t ws = 0;
     lig_executor *plan = nullptr;
-    lig_status st = lig_sparse_indexer_kl_loss_get_workspace_size(
+    lig_status st = lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         q, k, qi, ki, w, idx, smax, ssum, nullptr, qr, kr, aq, ak, scale, c.layout, 3, 65536, 65536,
         LIG_KL_TARGET_CANN, true, dqi, dki, dw, loss, &ws, &plan);
-    st = LigRun(st, ws, plan, lig_sparse_indexer_kl_loss);
-    if (st != LIG_SUCCESS) LOG_PRINT("lig_sparse_indexer_kl_loss failed: %s\n", lig_get_last_error());
+    st = LigRun(st, ws, plan, lig_sparse_indexer_grad_kl_loss);
+    if (st != LIG_SUCCESS) LOG_PRINT("lig_sparse_indexer_grad_kl_loss failed: %s\n", lig_get_last_error());
     lig_tensor *all[] = {q, k, qr, kr, qi, ki, w, idx, smax, ssum, aq, ak, dqi, dki, dw, loss};
     for (lig_tensor *t : all) lig_destroy_tensor(t);
     return st == LIG_SUCCESS ? 0 : 1;
@@ -369,7 +369,7 @@ int RunCase(const KlCase &c, uint64_t seed) {
     bad += CountMismatches("dQueryIndex", got.dqi, lig.dqi) + CountMismatches("dKeyIndex", got.dki, lig.dki) +
            CountMismatches("dWeights", got.dw, lig.dw) + CountMismatches("loss", got.loss, lig.loss);
     LOG_PRINT("%s: loss %.6g (float64: %.6g)\n", c.name, static_cast<double>(got.loss[0]), want.loss);
-    return Verdict(c.name, bad, "matches CANN's formulas in float64, and lig_sparse_indexer_kl_loss bit for bit");
+    return Verdict(c.name, bad, "matches CANN's formulas in float64, and lig_sparse_indexer_grad_kl_loss bit for bit");
 }
 
 }  // namespace

@@ -146,7 +146,7 @@ static lig_status run_lig(fe_op op, void *workspace, uint64_t workspace_size, li
     switch (op) {
     case FE_OP_INDEXER_GRAD: return lig_indexer_grad(workspace, workspace_size, lx, NULL);
     case FE_OP_INDEXER: return lig_indexer(workspace, workspace_size, lx, NULL);
-    case FE_OP_SPARSE_KL_LOSS: return lig_sparse_indexer_kl_loss(workspace, workspace_size, lx, NULL);
+    case FE_OP_SPARSE_KL_LOSS: return lig_sparse_indexer_grad_kl_loss(workspace, workspace_size, lx, NULL);
     case FE_OP_QUANT_INDEXER: return lig_quant_indexer(workspace, workspace_size, lx, NULL);
     }
     lig_destroy_executor(lx);

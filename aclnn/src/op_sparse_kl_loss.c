@@ -1,5 +1,5 @@
 /*
- * aclnnSparseLightningIndexerGradKLLoss over lig_sparse_indexer_kl_loss with LIG_KL_TARGET_CANN:
+ * aclnnSparseLightningIndexerGradKLLoss over lig_sparse_indexer_grad_kl_loss with LIG_KL_TARGET_CANN:
  * CANN's kernel's loss and gradient (docs/aclnn.md). The tensors map one to one, the sequence
  * lengths arrive as aclIntArray (copied in phase 1, as CANN reads them then), the statistics are
  * CANN's softmaxMax / softmaxSum (no log-sum-exp form in CANN's signature). What the front end adds
@@ -52,7 +52,7 @@ aclnnStatus aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize(
     }
     uint64_t ws = 0;
     lig_executor *lx = NULL;
-    lig_status ls = lig_sparse_indexer_kl_loss_get_workspace_size(
+    lig_status ls = lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         q, k, qi, ki, w, idx, smax, ssum, NULL, qr, kr, aq, ak, scaleValue, layout, sparseMode, pre_tokens,
         next_tokens, LIG_KL_TARGET_CANN, deterministic, dqi, dki, dw, ls_t, &ws, &lx);
     return fe_executor_plan(FE_OP_SPARSE_KL_LOSS, ls, lx, ws, &args, API, workspaceSize, executor);

@@ -14,9 +14,9 @@ static const struct {
     {LIG_OP_INDEXER_GRAD, "lig_indexer_grad", "lig_indexer_grad_get_workspace_size"},
     {LIG_OP_INDEXER, "lig_indexer", "lig_indexer_get_workspace_size"},
     {LIG_OP_INDEXER_PAGED, "lig_indexer_paged", "lig_indexer_paged_get_workspace_size"},
-    {LIG_OP_INDEXER_KL_GRAD, "lig_indexer_kl_grad", "lig_indexer_kl_grad_get_workspace_size"},
+    {LIG_OP_KL_LOSS_AND_DY, "lig_kl_loss_and_dy", "lig_kl_loss_and_dy_get_workspace_size"},
     {LIG_OP_QUANT_INDEXER, "lig_quant_indexer", "lig_quant_indexer_get_workspace_size"},
-    {LIG_OP_SPARSE_INDEXER_KL_LOSS, "lig_sparse_indexer_kl_loss", "lig_sparse_indexer_kl_loss_get_workspace_size"},
+    {LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS, "lig_sparse_indexer_grad_kl_loss", "lig_sparse_indexer_grad_kl_loss_get_workspace_size"},
     {LIG_OP_QUANT_LOGITS, "lig_quant_logits", "lig_quant_logits_get_workspace_size"},
 };
 
@@ -59,11 +59,11 @@ static lig_status call_slot(lig_op op, const lig_backend *b, const void *problem
     case LIG_OP_QUANT_LOGITS:
         if ((*has = b->plan_quant_logits != NULL)) return b->plan_quant_logits(problem, plan);
         break;
-    case LIG_OP_INDEXER_KL_GRAD:
-        if ((*has = b->plan_indexer_kl_grad != NULL)) return b->plan_indexer_kl_grad(problem, plan);
+    case LIG_OP_KL_LOSS_AND_DY:
+        if ((*has = b->plan_kl_loss_and_dy != NULL)) return b->plan_kl_loss_and_dy(problem, plan);
         break;
-    case LIG_OP_SPARSE_INDEXER_KL_LOSS:
-        if ((*has = b->plan_sparse_indexer_kl_loss != NULL)) return b->plan_sparse_indexer_kl_loss(problem, plan);
+    case LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS:
+        if ((*has = b->plan_sparse_indexer_grad_kl_loss != NULL)) return b->plan_sparse_indexer_grad_kl_loss(problem, plan);
         break;
     }
     return LIG_ERR_INNER;

@@ -13,9 +13,9 @@ typedef enum lig_op {
     /* "lig" + n: not values a stray pointer tends to hold */
     LIG_OP_INDEXER_GRAD = 0x6c696701,
     LIG_OP_INDEXER = 0x6c696702,
-    LIG_OP_INDEXER_KL_GRAD = 0x6c696703,
+    LIG_OP_KL_LOSS_AND_DY = 0x6c696703,
     LIG_OP_QUANT_INDEXER = 0x6c696704,
-    LIG_OP_SPARSE_INDEXER_KL_LOSS = 0x6c696705,
+    LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS = 0x6c696705,
     LIG_OP_QUANT_LOGITS = 0x6c696706,
     LIG_OP_INDEXER_PAGED = 0x6c696707 /* phase 2 is lig_indexer's (contract 2.1) */
 } lig_op;

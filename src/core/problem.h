@@ -172,17 +172,17 @@ typedef struct lig_slot_view {
     int64_t strides[LIG_MAX_DIMS]; /* in elements; the last one walks the slots */
 } lig_slot_view;
 
-typedef struct lig_kl_problem {
+typedef struct lig_kl_dy_problem {
     int64_t ndim;                /* >= 1 */
     int64_t shape[LIG_MAX_DIMS];
     int64_t rows, K;             /* rows = product of all extents but the last */
     lig_slot_view values, target, dy, indices;
     bool has_indices;
     char *loss;                  /* one FLOAT32 */
-} lig_kl_problem;
+} lig_kl_dy_problem;
 
 /* Element offset of slot j of row r in a slot view. */
-static inline int64_t lig_slot_offset(const lig_kl_problem *p, const lig_slot_view *v, int64_t r, int64_t j) {
+static inline int64_t lig_slot_offset(const lig_kl_dy_problem *p, const lig_slot_view *v, int64_t r, int64_t j) {
     int64_t off = j * v->strides[p->ndim - 1];
     for (int64_t d = p->ndim - 2; d >= 0; d--) {
         const int64_t i = r % p->shape[d];
@@ -196,7 +196,7 @@ static inline int64_t lig_slot_offset(const lig_kl_problem *p, const lig_slot_vi
  * (query_index, key_index, weights, sparse_indices and the gradients; its dy view unused) plus the
  * main attention. Main query rows and the statistics are addressed like the index query
  * (lig_q_row_ptr with the head axis = the main heads), main key rows like the index keys. */
-typedef struct lig_kl_loss_problem {
+typedef struct lig_grad_kl_loss_problem {
     lig_grad_problem g;
     int64_t N1m, Dm, Dr;        /* main heads, latent and rope dims (Dr = 0 without rope) */
     lig_view4 mq, mk, mqr, mkr; /* main query / key, their rope parts (when Dr > 0 or has_rope) */
@@ -205,6 +205,6 @@ typedef struct lig_kl_loss_problem {
     float scale;                /* rounded once to fp32 */
     lig_kl_target target;
     char *loss;                 /* one FLOAT32 */
-} lig_kl_loss_problem;
+} lig_grad_kl_loss_problem;
 
 #endif

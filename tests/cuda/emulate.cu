@@ -647,7 +647,7 @@ static void run_kl_case(const klcase &c, uint64_t seed) {
     auto run_one = [&](buf &loss, buf &dy, uint64_t *ws, lig_executor **e) {
         loss.make(LIG_FLOAT32, 1, one, 1, 0, POISON_OUT);
         dy.make(c.dydt, c.nd, c.shape, c.istride, c.pad + 1, POISON_OUT);
-        return lig_indexer_kl_grad_get_workspace_size(val.t, c.has_idx ? idx.t : NULL, tgt.t, loss.t, dy.t, ws, e);
+        return lig_kl_loss_and_dy_get_workspace_size(val.t, c.has_idx ? idx.t : NULL, tgt.t, loss.t, dy.t, ws, e);
     };
     buf closs, cdy;
     uint64_t ws = 0;
@@ -656,7 +656,7 @@ static void run_kl_case(const klcase &c, uint64_t seed) {
     EXPECT(st == LIG_SUCCESS, "%s: KL phase 1: %s", c.name.c_str(), lig_get_last_error());
     if (st != LIG_SUCCESS) return;
     std::vector<unsigned char> cws(ws + 64);
-    st = lig_indexer_kl_grad(cws.data(), ws, e, NULL);
+    st = lig_kl_loss_and_dy(cws.data(), ws, e, NULL);
     const std::string cpu_msg = st == LIG_SUCCESS ? "" : lig_get_last_error();
     EXPECT((st == LIG_SUCCESS) == (c.bad == 0), "%s: CPU KL returned %d", c.name.c_str(), (int)st);
     for (int order = 0; order < 3; order++) {
@@ -670,11 +670,11 @@ static void run_kl_case(const klcase &c, uint64_t seed) {
             mirror_set ms;
             buf *all[5] = {&val, &tgt, &idx, &loss, &dy};
             for (buf *b : all) ms.add(*b);
-            st = lig_indexer_kl_grad_get_workspace_size(val.t, c.has_idx ? idx.t : NULL, tgt.t, loss.t, dy.t, &ws, &e);
+            st = lig_kl_loss_and_dy_get_workspace_size(val.t, c.has_idx ? idx.t : NULL, tgt.t, loss.t, dy.t, &ws, &e);
             EXPECT(st == LIG_SUCCESS, "%s: CUDA KL phase 1: %s", c.name.c_str(), lig_get_last_error());
             if (st != LIG_SUCCESS) return;
             res.st = device_phase2(
-                ws, order, [&](void *w, uint64_t nb, void *sm) { return lig_indexer_kl_grad(w, nb, e, sm); }, &res.msg);
+                ws, order, [&](void *w, uint64_t nb, void *sm) { return lig_kl_loss_and_dy(w, nb, e, sm); }, &res.msg);
             ms.fetch(loss);
             ms.fetch(dy);
         }
@@ -682,7 +682,7 @@ static void run_kl_case(const klcase &c, uint64_t seed) {
         st = run_one(loss, dy, &ws, &e);
         if (st != LIG_SUCCESS) return;
         res = emulate_problem(e, c.name, order, seed, kl_layout,
-                              [](host_exec &x, const lig_kl_problem *pb, char *base, const layout &l) {
+                              [](host_exec &x, const lig_kl_dy_problem *pb, char *base, const layout &l) {
                                   run_kl(x, kl_args_of(pb, base, l));
                               });
 #endif

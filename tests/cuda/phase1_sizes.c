@@ -6,7 +6,7 @@
  * For each problem (N1 64, N2 1, D 128, K 2048, bf16, BSND, sparse_mode 3) at B 1, S1 = S2 = 128K and
  * at B 1024, S1 = S2 = 4096, it sizes the workspace of every CUDA operator through lig.h:
  *   lig_indexer (with and without sparse_values), lig_indexer_grad (deterministic and not),
- *   lig_indexer_kl_grad,
+ *   lig_kl_loss_and_dy,
  * prints each size and checks it against the bound of docs/cuda.md (its chunked workspace): 4 GiB, plus, for the backward,
  * the fp32 dK accumulator (key_rows * N2 * D * 4 bytes), whatever B and S are.
  * The operators without a CUDA form (the quantized forward, the paged forward, the quantized
@@ -110,8 +110,8 @@ static void size_operators(shape p) {
         uint64_t bytes = 0;
         lig_executor *e = NULL;
         const lig_status st =
-            lig_indexer_kl_grad_get_workspace_size(t[VAL], t[IDX], t[TARGET], t[LOSS], t[DY], &bytes, &e);
-        check_size("lig_indexer_kl_grad", p.B, p.S, st, bytes, BOUND, e);
+            lig_kl_loss_and_dy_get_workspace_size(t[VAL], t[IDX], t[TARGET], t[LOSS], t[DY], &bytes, &e);
+        check_size("lig_kl_loss_and_dy", p.B, p.S, st, bytes, BOUND, e);
     }
     for (int i = 0; i < TENSORS; i++) lig_destroy_tensor(t[i]);
 }
@@ -164,10 +164,10 @@ static void refuse_operators(void) {
                                               NULL, &bytes, &e);
     check_refused("lig_indexer_paged", "query", st, e);
     e = NULL;
-    st = lig_sparse_indexer_kl_loss_get_workspace_size(q, k, q, k, w, idx, NULL, NULL, lse, NULL, NULL, NULL, NULL, 0.125,
+    st = lig_sparse_indexer_grad_kl_loss_get_workspace_size(q, k, q, k, w, idx, NULL, NULL, lse, NULL, NULL, NULL, NULL, 0.125,
                                                        "BSND", 3, INT64_MAX, INT64_MAX, LIG_KL_TARGET_L1, true, dq, dk, dw,
                                                        loss, &bytes, &e);
-    check_refused("lig_sparse_indexer_kl_loss", "query", st, e);
+    check_refused("lig_sparse_indexer_grad_kl_loss", "query", st, e);
     lig_tensor *all[] = {q8, k8, wf, ksc, idx, val, q, k, w, cache, table, logits, lse, dq, dk, dw, loss, lengths, ends};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) lig_destroy_tensor(all[i]);
 }

@@ -201,7 +201,7 @@ int fz_aclnn_kl_loss(fz_in *in, char *label, size_t label_size)
     uint64_t lws = 0;
     lig_executor *lex = NULL;
     const lig_status l1 = lkcase_phase1(&c, &lws, &lex);
-    const lig_status l2 = fz_lig_phase2(l1, lws, lex, lig_sparse_indexer_kl_loss);
+    const lig_status l2 = fz_lig_phase2(l1, lws, lex, lig_sparse_indexer_grad_kl_loss);
 
     const int memory_defect = defect == KF_FREED_BEFORE || defect == KF_FREED_BETWEEN;
     const int fe_must_fail = defect != KF_NONE && defect != KF_RUN_TWICE && defect != KF_EXEC_DESTROYED &&

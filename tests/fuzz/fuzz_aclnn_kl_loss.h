@@ -2,7 +2,7 @@
  * fuzz-aclnn's third operator: aclnnSparseLightningIndexerGradKLLoss (docs/aclnn.md) on a KL-loss
  * problem decoded as for fuzz-lig-fwd (fuzz_kl_loss.h, CANN's target and statistics), its tensors
  * copied into aclrtMalloc memory, its sequence lengths as aclIntArray, compared with
- * lig_sparse_indexer_kl_loss on the same data.
+ * lig_sparse_indexer_grad_kl_loss on the same data.
  */
 #ifndef LIG_FUZZ_ACLNN_KL_LOSS_H
 #define LIG_FUZZ_ACLNN_KL_LOSS_H

@@ -349,7 +349,7 @@ void fz_kl_loss(fz_in *in, const char *env, char *label, size_t label_size)
     uint64_t ws_size = 0;
     lig_executor *executor = NULL;
     lig_tensor *const *t = c.t;
-    lig_status st = lig_sparse_indexer_kl_loss_get_workspace_size(
+    lig_status st = lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
         t[KA_KR], t[KA_AQ], t[KA_AK], c.scale, c.layout, c.sparse_mode, c.pre_tokens, c.next_tokens, c.target,
         c.deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ex.null_ws_size ? NULL : &ws_size,
@@ -382,7 +382,7 @@ void fz_kl_loss(fz_in *in, const char *env, char *label, size_t label_size)
             ws_arg = NULL;
             must_fail = null_ok = 1;
         }
-        st = lig_sparse_indexer_kl_loss(ws_arg, pass, executor, stream_arg);
+        st = lig_sparse_indexer_grad_kl_loss(ws_arg, pass, executor, stream_arg);
         free(ws);
         if (must_fail) {
             check_failure(&c, &s, st, null_ok, ex.invalid2 || !null_ok, "phase 2", label);

@@ -1,5 +1,5 @@
 /*
- * The fused KL loss (lig_sparse_indexer_kl_loss, docs/contract.md 2.5) for the libFuzzer targets:
+ * The fused KL loss (lig_sparse_indexer_grad_kl_loss, docs/contract.md 2.5) for the libFuzzer targets:
  * a problem decoded from the input (tests/kl_loss_case.h builds its data and tensors, the same
  * cases as the C tests), its defects, and the lig call judged against the float64 reference.
  * fuzz-lig-fwd runs it as one of its operators; fuzz-aclnn decodes the same problems for
@@ -21,7 +21,7 @@
  * LIG_KL_TARGET_CANN, softmax_max / softmax_sum. */
 void fz_decode_lkcase(fz_in *in, lkcase *c, int cann, char *desc, size_t desc_size);
 
-/* One call of lig_sparse_indexer_kl_loss with up to two decoded defects; the label receives the
+/* One call of lig_sparse_indexer_grad_kl_loss with up to two decoded defects; the label receives the
  * call in words. */
 void fz_kl_loss(fz_in *in, const char *env, char *label, size_t label_size);
 

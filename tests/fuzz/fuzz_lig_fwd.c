@@ -1,8 +1,8 @@
 /*
- * libFuzzer target: the forward (lig_indexer), the fused KL step (lig_indexer_kl_grad), the
+ * libFuzzer target: the forward (lig_indexer), the fused KL step (lig_kl_loss_and_dy), the
  * tensor descriptor (lig_create_tensor), the forward over a paged key cache
  * (lig_indexer_paged_get_workspace_size), the quantized forward and the fused KL loss
- * (lig_sparse_indexer_kl_loss) through the public C API; the first byte picks which.
+ * (lig_sparse_indexer_grad_kl_loss) through the public C API; the first byte picks which.
  *
  * Forward: threads and kernel set, up to two defects, the views of query, key, weights,
  * sparse_indices and sparse_values, the problem as for the backward (fuzz_case.h: dtypes, layout,
@@ -31,7 +31,7 @@
  * schedule of 1..9 workers on a paged cache; the result must match the float64 reference
  * (tests/harness/logits_case.h: logits within the fp32 bound, unscored columns -inf or untouched,
  * exact index sets where the scores are apart), a schedule's the same bytes as none.
- * Fused KL loss (lig_sparse_indexer_kl_loss, fuzz_kl_loss.h): the C tests' problems with dims
+ * Fused KL loss (lig_sparse_indexer_grad_kl_loss, fuzz_kl_loss.h): the C tests' problems with dims
  * (zeros too), layouts, lengths, modes, bands, statistics, rope, targets and forms from the input,
  * defects (NULL, dtype, shape, aliased outputs, pointers, layout, mode, band, target, scale,
  * statistics, rope, lengths, an index out of range, phase-2 workspace and stream); the result

@@ -1,6 +1,6 @@
 /*
  * Data generation and result checks for the forward (lig_indexer) and the KL step
- * (lig_indexer_kl_grad) against the float64 reference in reference/indexer_fwd_ref.h.
+ * (lig_kl_loss_and_dy) against the float64 reference in reference/indexer_fwd_ref.h.
  *
  * Forward, grid data (q, k, w multiples of 1/8 or 1/4): every score is a multiple of 2^-9 and
  * every partial sum stays far below 2^24 * 2^-9, so fp32 scores are exact and equal the float64

@@ -97,7 +97,7 @@ static lig_status fwd_phase1(inst *oi)
 
 static lig_status kl_phase1(inst *oi)
 {
-    return lig_indexer_kl_grad_get_workspace_size(oi->arg[KL_VAL], oi->arg[KL_IDX], oi->arg[KL_TGT],
+    return lig_kl_loss_and_dy_get_workspace_size(oi->arg[KL_VAL], oi->arg[KL_IDX], oi->arg[KL_TGT],
                                                   oi->arg[KL_LOSS], oi->arg[KL_DY], oi->workspace_size_arg,
                                                   oi->executor_arg);
 }
@@ -133,7 +133,7 @@ void fwd_setup(tcase *tc, int with_values, lig_dtype val_dtype, op_inst *oi)
 
 void kl_setup(klcase *kc, op_inst *oi)
 {
-    inst_init(oi, OP_KL, KL_COUNT, KL_FIRST_OUTPUT, kl_phase1, lig_indexer_kl_grad);
+    inst_init(oi, OP_KL, KL_COUNT, KL_FIRST_OUTPUT, kl_phase1, lig_kl_loss_and_dy);
     tbuf_make(&oi->buf[KL_VAL], kc->v_dtype, kc->ndim, kc->shape, kc->in_strides, TB_FLOAT_GAP_FILL);
     tbuf_make(&oi->buf[KL_TGT], kc->t_dtype, kc->ndim, kc->shape, kc->in_strides, TB_FLOAT_GAP_FILL);
     tbuf_make(&oi->buf[KL_DY], kc->dy_dtype, kc->ndim, kc->shape, kc->out_strides, TB_OUTPUT_FILL);

@@ -1,5 +1,5 @@
 /*
- * Running the forward (lig_indexer) and the fused KL step (lig_indexer_kl_grad) on test data,
+ * Running the forward (lig_indexer) and the fused KL step (lig_kl_loss_and_dy) on test data,
  * in the style of backward_runner.h: every tensor is materialized with a tcase stride pattern (gaps
  * filled with NaN / absurd integers for inputs and a sentinel for outputs), phase 1 is called
  * with arguments stored in an op_inst (tests may replace any of them), phase 2 gets a fresh

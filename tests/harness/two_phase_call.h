@@ -22,7 +22,7 @@
 typedef struct inst inst;
 /* The library call of phase 1 with the stored arguments. */
 typedef lig_status (*inst_phase1_fn)(inst *in);
-/* The library call of phase 2 (lig_indexer_grad, lig_indexer, lig_indexer_kl_grad). */
+/* The library call of phase 2 (lig_indexer_grad, lig_indexer, lig_kl_loss_and_dy). */
 typedef lig_status (*inst_launch_fn)(void *workspace, uint64_t workspace_size, lig_executor *executor,
                                      void *stream);
 

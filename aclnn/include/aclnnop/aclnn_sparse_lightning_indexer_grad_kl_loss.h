@@ -5,7 +5,7 @@
  * Signature as CANN documents it (ops-transformer attention/sparse_lightning_indexer_grad_kl_loss/
  * docs/aclnnSparseLightningIndexerGradKLLoss.md, whose sample passes the sequence lengths as
  * aclIntArray), with the documentation's typo dKeyKndex spelt dKeyIndex. The semantics are CANN's
- * kernel's, through lig_sparse_indexer_kl_loss with LIG_KL_TARGET_CANN (docs/contract.md 2.5): the
+ * kernel's, through lig_sparse_indexer_grad_kl_loss with LIG_KL_TARGET_CANN (docs/contract.md 2.5): the
  * head-mean target p, dI = softmax(I) - p, the loss sum over rows of
  * sum_j max(p,1e-8) (log max(p,1e-8) - log max(y,1e-8)).
  *   query [B,S1,N1,D] | [T1,N1,D]          key [B,S2,1,D] | [T2,1,D]         (the main attention)

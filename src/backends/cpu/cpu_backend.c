@@ -3,9 +3,9 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/kernel_set.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
-#include "backends/cpu/operators/indexer_kl_grad_plan.h"
+#include "backends/cpu/operators/kl_loss_and_dy_plan.h"
 #include "backends/cpu/operators/indexer_plan.h"
-#include "backends/cpu/operators/sparse_kl_loss_plan.h"
+#include "backends/cpu/operators/sparse_grad_kl_loss_plan.h"
 #include "core/error.h"
 
 static lig_status check_stream(void *stream) {
@@ -27,8 +27,8 @@ const lig_backend lig_cpu_backend = {
     .plan_indexer_paged = lig_cpu_plan_indexer,
     .plan_quant_indexer = lig_cpu_plan_indexer,
     .plan_quant_logits = lig_cpu_plan_indexer,
-    .plan_indexer_kl_grad = lig_cpu_plan_indexer_kl_grad,
-    .plan_sparse_indexer_kl_loss = lig_cpu_plan_sparse_indexer_kl_loss,
+    .plan_kl_loss_and_dy = lig_cpu_plan_kl_loss_and_dy,
+    .plan_sparse_indexer_grad_kl_loss = lig_cpu_plan_sparse_indexer_grad_kl_loss,
     /* host tensors have ordinal 0 only (lig_create_tensor_on) and phase 2 returns its verdict */
     .check_device = NULL,
     .workspace_status = NULL,

@@ -40,7 +40,7 @@ struct fwd_plan {
     layout l;
 };
 struct kl_plan {
-    const lig_kl_problem *pb;
+    const lig_kl_dy_problem *pb;
     layout l;
 };
 
@@ -63,7 +63,7 @@ static lig_status run_kl_plan(void *plan, void *workspace, void *stream) {
     char *base = lig_ws_base(workspace);
     device_exec x = {(cudaStream_t)stream, cudaSuccess};
     run_kl(x, kl_args_of(p->pb, base, p->l));
-    return launch_status(x, "lig_indexer_kl_grad");
+    return launch_status(x, "lig_kl_loss_and_dy");
 }
 
 static void free_plan(void *plan) { free(plan); }
@@ -111,7 +111,7 @@ static lig_status cuda_plan_fwd(const lig_fwd_problem *pb, lig_backend_plan *out
     return publish<fwd_plan>(pb, ok, run_fwd_plan, out, l, kernel_set_name(&pb->pr, pb->q, pb->k, false));
 }
 
-static lig_status cuda_plan_kl(const lig_kl_problem *pb, lig_backend_plan *out) {
+static lig_status cuda_plan_kl(const lig_kl_dy_problem *pb, lig_backend_plan *out) {
     layout l;
     const bool ok = kl_layout(pb, &l);
     return publish<kl_plan>(pb, ok, run_kl_plan, out, l, "cuda-simt");
@@ -145,7 +145,7 @@ extern "C" const lig_backend lig_cuda_backend = {
     .check_device = cuda_check_device,
     .plan_indexer_grad = cuda_plan_grad,
     .plan_indexer = cuda_plan_fwd,
-    .plan_indexer_kl_grad = cuda_plan_kl,
+    .plan_kl_loss_and_dy = cuda_plan_kl,
     .workspace_status = lig_cuda_workspace_status_read,
     .status_verdict = lig_cuda_status_verdict,
 };

@@ -121,7 +121,7 @@ inline bool fwd_layout_budget(const lig_fwd_problem *pb, uint64_t budget, layout
 }
 inline bool fwd_layout(const lig_fwd_problem *pb, layout *l) { return fwd_layout_budget(pb, chunk_budget(), l); }
 
-inline bool kl_layout(const lig_kl_problem *pb, layout *l) {
+inline bool kl_layout(const lig_kl_dy_problem *pb, layout *l) {
     *l = layout();
     uint64_t c = 0;
     lig_ws_take(&c, sizeof(cu_status));
@@ -234,7 +234,7 @@ inline slot_view slot_view_of(const lig_slot_view &v) {
     return s;
 }
 
-inline kl_args kl_args_of(const lig_kl_problem *pb, char *base, const layout &l) {
+inline kl_args kl_args_of(const lig_kl_dy_problem *pb, char *base, const layout &l) {
     kl_args a;
     a.ndim = pb->ndim;
     a.rows = pb->rows;

@@ -17,7 +17,7 @@
  *   non-deterministic: each block's contributions are added straight into the accumulator
  *     under a spin lock per key row: same updates, order left to the scheduler.
  *
- * The walk is shared: an operator that computes dy itself (the KL loss, sparse_kl_loss.c) runs
+ * The walk is shared: an operator that computes dy itself (the KL loss, sparse_grad_kl_loss.c) runs
  * lig_cpu_grad_execute with a dy source, which gives each unit's dy in fp32 before its walk.
  */
 #include <sched.h>

@@ -2,7 +2,7 @@
  * q_h . key_i + q_rope_h . key_rope_i for the N1 main heads of one query row, on the kernel set's
  * fp32 GEMM or, for bf16 inputs on a set with bf16 kernels, its bf16 product (exact products,
  * fp32 sums), like the backward's engines. The latent and rope parts are one concatenated
- * reduction of Dm + Dr. The operator (sparse_kl_loss.c) turns the scores into probabilities. */
+ * reduction of Dm + Dr. The operator (sparse_grad_kl_loss.c) turns the scores into probabilities. */
 #ifndef LIG_CPU_OPERATORS_TEACHER_ENGINE_H
 #define LIG_CPU_OPERATORS_TEACHER_ENGINE_H
 

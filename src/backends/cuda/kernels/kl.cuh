@@ -57,7 +57,7 @@ struct k_kl_report {
     }
 };
 /* One row: the softmax over its counted slots in double (src/backends/cpu/operators/
- * indexer_kl_grad.c, with the exponentials recomputed instead of kept). */
+ * kl_loss_and_dy.c, with the exponentials recomputed instead of kept). */
 struct k_kl_rows {
     kl_args a;
     LIG_HD void operator()(int64_t r) const {

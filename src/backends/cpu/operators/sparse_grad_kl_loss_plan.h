@@ -1,7 +1,7 @@
 /* The CPU plan of the KL loss with the main attention's target (contract 2.5): the backward's
  * plan (its walk, engine, ring and workspace) with the loss's own products and scratch on top. */
-#ifndef LIG_CPU_OPERATORS_SPARSE_KL_LOSS_PLAN_H
-#define LIG_CPU_OPERATORS_SPARSE_KL_LOSS_PLAN_H
+#ifndef LIG_CPU_OPERATORS_SPARSE_GRAD_KL_LOSS_PLAN_H
+#define LIG_CPU_OPERATORS_SPARSE_GRAD_KL_LOSS_PLAN_H
 
 #include "backends/backend.h"
 #include "backends/cpu/operators/fwd_engine.h"
@@ -24,15 +24,15 @@ typedef struct lig_kl_loss_scratch {
     uint64_t total;
 } lig_kl_loss_scratch;
 
-typedef struct lig_cpu_kl_loss_plan {
+typedef struct lig_cpu_grad_kl_loss_plan {
     lig_cpu_grad_plan grad;      /* the walk; its extra shared region holds double[units] unit losses */
-    const lig_kl_loss_problem *pb;
+    const lig_grad_kl_loss_problem *pb;
     lig_teacher_ctx teacher;
     const lig_fwd_engine *fwd;   /* I's scores: the forward's engine, one row per pass */
     lig_fwd_ctx fctx;
     lig_kl_loss_scratch scratch;
-} lig_cpu_kl_loss_plan;
+} lig_cpu_grad_kl_loss_plan;
 
-lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *problem, lig_backend_plan *out);
+lig_status lig_cpu_plan_sparse_indexer_grad_kl_loss(const lig_grad_kl_loss_problem *problem, lig_backend_plan *out);
 
 #endif

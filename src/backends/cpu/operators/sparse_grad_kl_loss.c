@@ -17,21 +17,21 @@
 #include <string.h>
 
 #include "backends/cpu/operators/bf16_operands.h"
-#include "backends/cpu/operators/sparse_kl_loss_plan.h"
+#include "backends/cpu/operators/sparse_grad_kl_loss_plan.h"
 #include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
 typedef struct kl_loss_run {
-    const lig_cpu_kl_loss_plan *p;
+    const lig_cpu_grad_kl_loss_plan *p;
     double *unit_loss; /* [units] */
 } kl_loss_run;
 
 /* The main attention's mass at each counted slot: sum over heads of its probability, fp32. */
-static void teacher_mass(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
+static void teacher_mass(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
                          float *mass) {
-    const lig_kl_loss_problem *pb = p->pb;
+    const lig_grad_kl_loss_problem *pb = p->pb;
     const lig_problem *pr = &pb->g.pr;
     const lig_kl_loss_scratch *L = &p->scratch;
     const lig_teacher_ctx *tc = &p->teacher;
@@ -71,7 +71,7 @@ static void teacher_mass(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit 
 }
 
 /* I at each counted slot, with the forward's engine (one row: the unit's). */
-static void index_scores(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
+static void index_scores(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
                          float *value) {
     const lig_grad_problem *g = &p->pb->g;
     const lig_problem *pr = &g->pr;
@@ -96,7 +96,7 @@ static void index_scores(const lig_cpu_kl_loss_plan *p, char *s, const lig_unit 
 /* Steps 1-4 for unit u (see the top); returns dI of its counted slots and stores its loss. */
 static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     const kl_loss_run *r = ctx;
-    const lig_cpu_kl_loss_plan *p = r->p;
+    const lig_cpu_grad_kl_loss_plan *p = r->p;
     const lig_grad_problem *g = &p->pb->g;
     const lig_problem *pr = &g->pr;
     const lig_kl_loss_scratch *L = &p->scratch;
@@ -158,7 +158,7 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
 /* A problem with nothing to multiply (no index dims or heads) still has a loss: I = 0, y uniform. */
 static void loss_only_task(void *ctx, int tid, int nthreads) {
     kl_loss_run *r = ctx;
-    const lig_cpu_kl_loss_plan *p = r->p;
+    const lig_cpu_grad_kl_loss_plan *p = r->p;
     const lig_cpu_grad_plan *gp = &p->grad;
     const lig_problem *pr = &p->pb->g.pr;
     char *s = (char *)r->unit_loss - gp->ws.extra + gp->ws.scratch + (uint64_t)tid * gp->ws.scratch_stride +
@@ -172,8 +172,8 @@ static void loss_only_task(void *ctx, int tid, int nthreads) {
 }
 
 static lig_status run_kl_loss(void *plan, void *workspace, void *stream) {
-    const lig_cpu_kl_loss_plan *p = plan;
-    const lig_kl_loss_problem *pb = p->pb;
+    const lig_cpu_grad_kl_loss_plan *p = plan;
+    const lig_grad_kl_loss_problem *pb = p->pb;
     const lig_problem *pr = &pb->g.pr;
     (void)stream;
     const bool loss_work = pr->units > 0 && pr->K > 0 && pr->key_rows > 0;
@@ -195,7 +195,7 @@ static lig_status run_kl_loss(void *plan, void *workspace, void *stream) {
     return LIG_SUCCESS;
 }
 
-lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream);
-lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream) {
+lig_status lig_cpu_run_sparse_grad_kl_loss(void *plan, void *workspace, void *stream);
+lig_status lig_cpu_run_sparse_grad_kl_loss(void *plan, void *workspace, void *stream) {
     return lig_fp_mode_run(run_kl_loss, plan, workspace, stream);
 }

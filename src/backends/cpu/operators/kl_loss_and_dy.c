@@ -1,4 +1,4 @@
-/* lig_indexer_kl_grad on the CPU. Per row t of K slots, over the counted slots C_t:
+/* lig_kl_loss_and_dy on the CPU. Per row t of K slots, over the counted slots C_t:
  *   q_t = softmax(I_t),  loss += sum_{j in C_t, p_j > 0} p_j * (log p_j - log q_tj)
  *   dy_tj = q_tj * sum_{C_t} p - p_tj   (0 outside C_t)
  * in double precision per row; the row losses are summed in row order, so the loss does
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backends/cpu/runtime/first_failure.h"
-#include "backends/cpu/operators/indexer_kl_grad_plan.h"
+#include "backends/cpu/operators/kl_loss_and_dy_plan.h"
 #include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
@@ -30,20 +30,20 @@ typedef struct row_ptr {
     int64_t step;
 } row_ptr;
 
-static row_ptr row_of(const lig_kl_problem *p, const lig_slot_view *v, int64_t r) {
+static row_ptr row_of(const lig_kl_dy_problem *p, const lig_slot_view *v, int64_t r) {
     return (row_ptr){.at = v->data + lig_slot_offset(p, v, r, 0) * v->esize,
                      .step = v->strides[p->ndim - 1] * v->esize};
 }
 
 /* With indices, slot j counts when its index is >= 0; without, when its value is not -inf
  * (what the forward writes into padded slots). */
-static bool counts(const lig_kl_problem *p, const row_ptr *idx, int64_t j, float value) {
+static bool counts(const lig_kl_dy_problem *p, const row_ptr *idx, int64_t j, float value) {
     if (p->has_indices) return lig_load_int(p->indices.dtype, idx->at + j * idx->step) >= 0;
     return value != -INFINITY;
 }
 
 static void scan_targets(void *ctx, int64_t r0, int64_t r1, lig_failure *first) {
-    const lig_kl_problem *p = ctx;
+    const lig_kl_dy_problem *p = ctx;
     for (int64_t r = r0; r < r1; r++) {
         const row_ptr val = row_of(p, &p->values, r), tgt = row_of(p, &p->target, r);
         const row_ptr idx = p->has_indices ? row_of(p, &p->indices, r) : (row_ptr){0};
@@ -61,7 +61,7 @@ static void scan_targets(void *ctx, int64_t r0, int64_t r1, lig_failure *first) 
 
 /* One row: the softmax over its counted slots in double, each exponential computed once.
  * Scratch: e (values, then exponentials), tg (targets), on (which slots count). */
-static double row_step(const lig_kl_problem *p, int64_t r, double *e, float *tg, unsigned char *on) {
+static double row_step(const lig_kl_dy_problem *p, int64_t r, double *e, float *tg, unsigned char *on) {
     const row_ptr val = row_of(p, &p->values, r), tgt = row_of(p, &p->target, r), dyr = row_of(p, &p->dy, r);
     const row_ptr idx = p->has_indices ? row_of(p, &p->indices, r) : (row_ptr){0};
     double m = -INFINITY;
@@ -100,7 +100,7 @@ static double row_step(const lig_kl_problem *p, int64_t r, double *e, float *tg,
 
 static void compute_task(void *ctx, int tid, int n) {
     kl_run *k = ctx;
-    const lig_kl_problem *p = k->plan->pb;
+    const lig_kl_dy_problem *p = k->plan->pb;
     char *s = k->scratch + (size_t)tid * k->plan->scratch_stride;
     double *e = (double *)(void *)s;
     float *tg = (float *)(void *)(s + sizeof(double) * (size_t)p->K);
@@ -110,7 +110,7 @@ static void compute_task(void *ctx, int tid, int n) {
 
 static lig_status run_kl_grad(void *plan, void *workspace, void *stream) {
     const lig_cpu_kl_plan *pl = plan;
-    const lig_kl_problem *p = pl->pb;
+    const lig_kl_dy_problem *p = pl->pb;
     (void)stream;
     int threads = lig_threads_for(30.0 * (double)p->rows * (double)p->K, pl->threads);
     if (p->rows < threads) threads = p->rows < 1 ? 1 : (int)p->rows;
@@ -137,7 +137,7 @@ static lig_status run(void *plan, void *workspace, void *stream) {
 
 static void free_plan(void *plan) { free(plan); }
 
-lig_status lig_cpu_plan_indexer_kl_grad(const lig_kl_problem *pb, lig_backend_plan *out) {
+lig_status lig_cpu_plan_kl_loss_and_dy(const lig_kl_dy_problem *pb, lig_backend_plan *out) {
     lig_cpu_kl_plan *p = calloc(1, sizeof *p);
     if (!p) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     p->pb = pb;

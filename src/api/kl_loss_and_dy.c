@@ -1,4 +1,4 @@
-/* lig_indexer_kl_grad: phase 1 validates and has the backend plan the step; phase 2 runs it.
+/* lig_kl_loss_and_dy: phase 1 validates and has the backend plan the step; phase 2 runs it.
  * The step: the KL loss between a target distribution p and softmax(I)
  * over the selected slots, and its gradient dy = softmax(I) * sum(p) - p. */
 #include <stdlib.h>
@@ -16,7 +16,7 @@ static lig_slot_view slot_view(const lig_tensor *t) {
     return v;
 }
 
-lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_values, const lig_tensor *sparse_indices,
+lig_status lig_kl_loss_and_dy_get_workspace_size(const lig_tensor *sparse_values, const lig_tensor *sparse_indices,
                                                   const lig_tensor *target, const lig_tensor *loss,
                                                   const lig_tensor *dy, uint64_t *workspace_size,
                                                   lig_executor **executor) {
@@ -54,7 +54,7 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     if ((st = lig_size_check(rows, "sparse_values", "the number of rows (the product of all extents but the last)",
                              lig_format_shape(got, sizeof got, nd, shape))) != LIG_SUCCESS)
         return st;
-    lig_kl_problem *pb = calloc(1, sizeof *pb);
+    lig_kl_dy_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     pb->ndim = nd;
     memcpy(pb->shape, shape, sizeof pb->shape);
@@ -67,9 +67,9 @@ lig_status lig_indexer_kl_grad_get_workspace_size(const lig_tensor *sparse_value
     if (sparse_indices) pb->indices = slot_view(sparse_indices);
     pb->loss = loss->data;
 
-    return lig_executor_plan(LIG_OP_INDEXER_KL_GRAD, placed, pb, free, workspace_size, executor);
+    return lig_executor_plan(LIG_OP_KL_LOSS_AND_DY, placed, pb, free, workspace_size, executor);
 }
 
-lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {
-    return lig_executor_run(executor, LIG_OP_INDEXER_KL_GRAD, workspace, workspace_size, stream);
+lig_status lig_kl_loss_and_dy(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {
+    return lig_executor_run(executor, LIG_OP_KL_LOSS_AND_DY, workspace, workspace_size, stream);
 }

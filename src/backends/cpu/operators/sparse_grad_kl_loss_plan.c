@@ -4,11 +4,11 @@
 #include <stdlib.h>
 
 #include "backends/cpu/operators/plan_alloc.h"
-#include "backends/cpu/operators/sparse_kl_loss_plan.h"
+#include "backends/cpu/operators/sparse_grad_kl_loss_plan.h"
 #include "core/error.h"
 #include "core/workspace.h"
 
-static lig_kl_loss_scratch scratch_layout(const lig_cpu_kl_loss_plan *p) {
+static lig_kl_loss_scratch scratch_layout(const lig_cpu_grad_kl_loss_plan *p) {
     lig_kl_loss_scratch l;
     uint64_t at = 0;
     const uint64_t K = (uint64_t)p->pb->g.pr.K, tb = (uint64_t)p->teacher.block, fb = (uint64_t)p->fctx.block;
@@ -29,12 +29,12 @@ static lig_kl_loss_scratch scratch_layout(const lig_cpu_kl_loss_plan *p) {
     return l;
 }
 
-lig_status lig_cpu_run_sparse_kl_loss(void *plan, void *workspace, void *stream); /* sparse_kl_loss.c */
+lig_status lig_cpu_run_sparse_grad_kl_loss(void *plan, void *workspace, void *stream); /* sparse_grad_kl_loss.c */
 
-lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *pb, lig_backend_plan *out) {
+lig_status lig_cpu_plan_sparse_indexer_grad_kl_loss(const lig_grad_kl_loss_problem *pb, lig_backend_plan *out) {
     const lig_kernel_set *ks;
     lig_status st;
-    lig_cpu_kl_loss_plan *p = lig_cpu_plan_alloc(sizeof *p, &ks, &st);
+    lig_cpu_grad_kl_loss_plan *p = lig_cpu_plan_alloc(sizeof *p, &ks, &st);
     if (!p) return st;
     p->pb = pb;
     p->teacher = (lig_teacher_ctx){.ks = ks, .dtype = pb->mq.dtype, .N1 = pb->N1m, .Dm = pb->Dm, .Dr = pb->Dr,
@@ -61,6 +61,6 @@ lig_status lig_cpu_plan_sparse_indexer_kl_loss(const lig_kl_loss_problem *pb, li
     }
     *out = (lig_backend_plan){.plan = p, .workspace_size = p->grad.ws.total,
                               .kernel_set = p->grad.engine->kernels_name(&p->grad.ctx),
-                              .run = lig_cpu_run_sparse_kl_loss, .free = lig_cpu_plan_free};
+                              .run = lig_cpu_run_sparse_grad_kl_loss, .free = lig_cpu_plan_free};
     return LIG_SUCCESS;
 }

@@ -1,4 +1,4 @@
-/* lig_sparse_indexer_kl_loss: the indexer's KL loss with the target taken from the main attention
+/* lig_sparse_indexer_grad_kl_loss: the indexer's KL loss with the target taken from the main attention
  * (docs/contract.md 2.5). Phase 1 validates every argument (the indexer's like the backward's, the
  * main attention's and its statistics), builds the problem and has the backend of the tensors plan
  * it; phase 2 runs the plan. Nothing here touches tensor data except the host sequence lengths. */
@@ -12,7 +12,7 @@
 #include "core/tensor.h"
 
 static void free_problem(void *p) {
-    lig_kl_loss_problem *pb = p;
+    lig_grad_kl_loss_problem *pb = p;
     lig_problem_free(&pb->g.pr);
     free(pb);
 }
@@ -82,7 +82,7 @@ static lig_status check_statistics_present(const lig_tensor *smax, const lig_ten
     return LIG_SUCCESS;
 }
 
-lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
+lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
     const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
     const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
@@ -166,7 +166,7 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     lig_placement placed;
     if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
 
-    lig_kl_loss_problem *pb = calloc(1, sizeof *pb);
+    lig_grad_kl_loss_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     const lig_grad_tensors t = {.query = query_index, .key = key_index, .weights = weights,
                                 .sparse_indices = sparse_indices, .d_query = d_query_index, .d_key = d_key_index,
@@ -198,10 +198,10 @@ lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
     pb->target = target;
     pb->loss = loss->data;
 
-    return lig_executor_plan(LIG_OP_SPARSE_INDEXER_KL_LOSS, placed, pb, free_problem, workspace_size, executor);
+    return lig_executor_plan(LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS, placed, pb, free_problem, workspace_size, executor);
 }
 
-lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
+lig_status lig_sparse_indexer_grad_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
                                       void *stream) {
-    return lig_executor_run(executor, LIG_OP_SPARSE_INDEXER_KL_LOSS, workspace, workspace_size, stream);
+    return lig_executor_run(executor, LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS, workspace, workspace_size, stream);
 }
