@@ -18,12 +18,8 @@ kernel set is the widest the processor supports unless forced with :func:`set_ke
     loss = lig.sparse_indexer_kl_loss(q_idx, k_idx, w, indices, q, kv, m, z, scale)  # target from the attention
     logits = lig.fp8_mqa_logits(q, (k, k_scale), w, starts, ends)  # DeepGEMM's names (also paged + metadata)
 """
+from ._capi import INT64_MAX, LIG_ERR_INNER, LIG_ERR_PARAM_INVALID, LIG_ERR_PARAM_NULLPTR, LIG_ERR_RUNTIME
 from ._lib import (
-    INT64_MAX,
-    LIG_ERR_INNER,
-    LIG_ERR_PARAM_INVALID,
-    LIG_ERR_PARAM_NULLPTR,
-    LIG_ERR_RUNTIME,
     LigError,
     LigRuntimeError,
     LigValueError,

@@ -20,7 +20,7 @@ from torch import Tensor
 from . import _args
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
 from ._fused_cache import cache_views
-from ._lib import INT64_MAX
+from ._capi import INT64_MAX
 from ._op_quant_indexer import run_quant_indexer
 from ._registry import op, tensors
 

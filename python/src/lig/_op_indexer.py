@@ -7,8 +7,8 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _forward, _lib
-from ._lib import INT64_MAX
+from . import _args, _capi, _forward
+from ._capi import INT64_MAX
 from ._registry import LengthsLike, op, tensors
 
 
@@ -43,7 +43,7 @@ def _indexer_op(
     indices, values = _forward.outputs(query, _shape(query, key, layout, sparse_count), index_dtype, values_dtype)
     inputs = ((query, "query"), (key, "key"), (weights, "weights"),
               (actual_seq_lengths_query, "actual_seq_lengths_query"), (actual_seq_lengths_key, "actual_seq_lengths_key"))
-    _forward.run(_lib.lig_indexer_get_workspace_size, "lig_indexer", inputs, layout, sparse_count, sparse_mode,
+    _forward.run(_capi.lig_indexer_get_workspace_size, "lig_indexer", inputs, layout, sparse_count, sparse_mode,
                  pre_tokens, next_tokens, indices, values)
     return indices, values
 

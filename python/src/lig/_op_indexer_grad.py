@@ -7,9 +7,10 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _lib
+from . import _args, _capi
 from ._args import FLOAT_DTYPES
-from ._lib import INT64_MAX, Descriptors
+from ._capi import INT64_MAX
+from ._lib import Descriptors
 from ._registry import LengthsLike, op, run, tensors
 
 
@@ -55,7 +56,7 @@ def _indexer_grad_op(
             bool(deterministic),
             *desc.each(((d_query, "d_query"), (d_key, "d_key"), (d_weights, "d_weights"))),
         )
-        run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
+        run(_capi.lig_indexer_grad_get_workspace_size, _capi.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
     return d_query, d_key, d_weights
 
 

@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _lib
+from . import _args, _capi
 from ._args import FLOAT_DTYPES
 from ._lib import Descriptors
 from ._registry import op, optional_tensor, run, tensor
@@ -32,7 +32,7 @@ def _indexer_kl_grad_op(
     with Descriptors() as desc:
         args = desc.each(((sparse_values, "sparse_values"), (sparse_indices, "sparse_indices"), (target, "target"),
                           (loss, "loss"), (dy, "dy")))
-        run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
+        run(_capi.lig_indexer_kl_grad_get_workspace_size, _capi.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
              desc.device)
     return loss, dy
 

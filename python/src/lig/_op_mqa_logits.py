@@ -8,26 +8,15 @@ raises. FP8 e4m3 (``torch.float8_e4m3fn``) and INT8 (``torch.int8``) queries and
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _args, _lib, _registry
+from . import _args, _capi, _lib, _registry
 from ._fused_cache import cache_views
 from ._lib import Descriptors
 from ._registry import op, tensor
-
-_p = ctypes.c_void_p
-_get_workspace_size = _lib._sig(
-    "lig_quant_logits_get_workspace_size",
-    ctypes.c_int,
-    [_p] * 8 + [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_bool, ctypes.c_bool, _p, ctypes.c_int64, _p, _p, _p,
-                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_void_p)],
-)
-_run = _lib._sig("lig_quant_logits", ctypes.c_int, [_p, ctypes.c_uint64, _p, _p])
-_schedule = _lib._sig("lig_quant_logits_schedule", ctypes.c_int, [_p, ctypes.c_int64, ctypes.c_int64, _p])
 
 CODE_DTYPES = (torch.float8_e4m3fn, torch.int8)
 RANGE_DTYPES = (torch.int32, torch.int64)
@@ -41,7 +30,8 @@ def _codes(q: Tensor, k: Tensor, names: Tuple[str, str]) -> None:
 def _logits(get_args) -> None:
     """Phase 1 with the descriptors get_args(desc) makes, then lig_quant_logits."""
     with Descriptors() as desc:
-        _registry.run(_get_workspace_size, _run, get_args(desc), "lig_quant_logits")
+        _registry.run(_capi.lig_quant_logits_get_workspace_size, _capi.lig_quant_logits, get_args(desc),
+                      "lig_quant_logits")
 
 
 # ---- fp8_mqa_logits: one sequence, absolute key ranges ----------------------------------------
@@ -178,8 +168,8 @@ def _metadata_op(context_lens: Tensor, block_kv: int, num_sms: int) -> Tensor:
     out = torch.empty((num_sms + 1, 2), dtype=torch.int32)
     ends = context_lens.unsqueeze(1) if context_lens.dim() == 1 else context_lens  # batch b's longest: its last row
     with Descriptors() as desc:
-        _lib.check(_schedule(desc(ends, "context_lens"), block_kv, num_sms, desc(out, "schedule")),
-                   "lig_quant_logits_schedule")
+        status = _capi.lig_quant_logits_schedule(desc(ends, "context_lens"), block_kv, num_sms, desc(out, "schedule"))
+        _lib.check(status, "lig_quant_logits_schedule")
     return out
 
 

@@ -9,9 +9,10 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import Tensor
 
-from . import _args, _forward, _lib, _registry
+from . import _args, _capi, _forward, _registry
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
-from ._lib import INT64_MAX, LIG_ERR_PARAM_NULLPTR, Descriptors, LigValueError
+from ._capi import INT64_MAX, LIG_ERR_PARAM_NULLPTR
+from ._lib import Descriptors, LigValueError
 from ._registry import LengthsLike, op, optional_tensor, tensors
 
 CODE_DTYPES = (torch.float8_e4m3fn, torch.int8)  # query and key (both the same)
@@ -73,7 +74,7 @@ def run_quant_indexer(named_inputs, query_quant_mode: int, key_quant_mode: int, 
         args = (*desc.each(named_inputs), query_quant_mode, key_quant_mode, layout_query.encode(), layout_key.encode(),
                 sparse_count, sparse_mode, pre_tokens, next_tokens, desc(indices, "sparse_indices"),
                 desc(values, "sparse_values"))
-        _registry.run(_lib.lig_quant_indexer_get_workspace_size, _lib.lig_quant_indexer, args, "lig_quant_indexer",
+        _registry.run(_capi.lig_quant_indexer_get_workspace_size, _capi.lig_quant_indexer, args, "lig_quant_indexer",
                       desc.device)
 
 
