@@ -111,6 +111,12 @@ def indexer(
     ``lig.lightning_indexer`` is this same function under DeepSeek's and CANN's name for the
     operator; ``lig.indexer`` is the name of lig's C operator (``lig_indexer``) and of
     ``torch.ops.lig.indexer``. Both names exist so that code written either way reads as it is.
+
+    Devices: CPU tensors; CUDA tensors too when the library was built with the CUDA backend
+    (``-DLIG_CUDA=ON``, docs/cuda.md; without it they raise :class:`LigValueError`), all on one device,
+    sequence lengths on the CPU. A CUDA call runs on ``torch.cuda.current_stream()``, puts its outputs
+    on that device, and its checks of tensor contents, made on the device, raise later: at the next lig
+    call on a CUDA device or in :func:`check_errors`.
     """
     _forward.check_output_dtypes(index_dtype, values_dtype)
     return tuple(

@@ -102,6 +102,12 @@ def indexer_grad(
 
     ``deterministic=True`` (the default) makes the results bitwise reproducible, across runs and
     thread counts; ``deterministic=False`` lets d_key's sums run in any order (last-bit differences).
+
+    Devices: CPU tensors; CUDA tensors too when the library was built with the CUDA backend
+    (``-DLIG_CUDA=ON``, docs/cuda.md; without it they raise :class:`LigValueError`), all on one device,
+    sequence lengths on the CPU. A CUDA call runs on ``torch.cuda.current_stream()``, puts its outputs
+    on that device, and its checks of tensor contents, made on the device, raise later: at the next lig
+    call on a CUDA device or in :func:`check_errors`.
     """
     _args.optional_dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
     return tuple(

@@ -151,6 +151,9 @@ def indexer_paged(
     hands to unused outputs, gets its exact answer: zeros). Use :func:`lightning_indexer` on
     contiguous keys to train through the scores. There is no ``deterministic`` argument: it
     concerns only a backward.
+
+    Devices: CPU tensors only. The CUDA backend has no paged forward yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     _forward.check_output_dtypes(index_dtype, values_dtype)
     return tuple(

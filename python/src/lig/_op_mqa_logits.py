@@ -77,7 +77,10 @@ def fp8_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_l
     ``[M,N]`` fp32 with ``logits[m,n] = sum_h weights[m,h] * ReLU((q[m,h] . k[n]) * k_scale[n])`` for
     ``start[m] <= n < end[m]``. ``clean_logits``: ``-inf`` at the other columns (else they are left
     as torch.empty made them). ``max_seqlen_k > 0``: the compressed ``[M, max_seqlen_k]`` form,
-    column ``j`` the key ``start[m] + j``. q and k are ``torch.float8_e4m3fn`` or ``torch.int8``."""
+    column ``j`` the key ``start[m] + j``. q and k are ``torch.float8_e4m3fn`` or ``torch.int8``.
+
+    Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no FP8 /
+    INT8 operator yet): CUDA tensors raise :class:`LigValueError`, in any build."""
     if not isinstance(kv, (tuple, list)) or len(kv) != 2:
         raise TypeError(f"lig: kv: expected a pair (k [N,D], k_scale [N]), got {type(kv).__name__}")
     k, k_scale = kv
@@ -151,7 +154,10 @@ def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedu
     max_context_len]`` fp32. ``clean_logits``: ``-inf`` at the keys a row does not see (else those
     columns are left as torch.empty made them). The schedule splits the work over lig's threads; the
     logits are the same bytes with or without it. q's dtype (``torch.float8_e4m3fn`` or ``torch.int8``)
-    says how the cache's codes are read."""
+    says how the cache's codes are read.
+
+    Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no FP8 /
+    INT8 operator yet): CUDA tensors raise :class:`LigValueError`, in any build."""
     return torch.ops.lig.fp8_paged_mqa_logits(
         *_registry.tensors((q, "q"), (kv_cache, "kv_cache"), (weights, "weights"), (context_lens, "context_lens"),
                            (block_table, "block_table")),
@@ -185,7 +191,10 @@ def get_paged_mqa_logits_metadata(context_lens, block_kv: int, num_sms: int) -> 
     """DeepGEMM's ``get_paged_mqa_logits_metadata``: ``[num_sms + 1, 2]`` int32, entry ``w`` the
     (batch, block of ``block_kv`` keys) where worker ``w``'s piece of the blocks starts (balanced:
     equal numbers of blocks, the blocks of batch ``b`` covering its longest context), entry
-    ``num_sms`` = ``(B, 0)``. lig runs each piece as one unit of work over its threads."""
+    ``num_sms`` = ``(B, 0)``. lig runs each piece as one unit of work over its threads.
+
+    Devices: CPU tensors only (lig_quant_logits_schedule reads and writes host memory): a CUDA
+    ``context_lens`` raises :class:`LigValueError`, in any build."""
     return torch.ops.lig.get_paged_mqa_logits_metadata(tensor(context_lens, "context_lens"),
                                                        _args.integer(block_kv, "block_kv", minimum=1),
                                                        _args.integer(num_sms, "num_sms", minimum=1))

@@ -188,6 +188,9 @@ def quant_lightning_indexer(
     ``None``, lig splits the work itself; ``cmp_ratio`` must be 1. Unlike Ascend, lig takes any
     ``D``, ``N1``, ``N2`` dividing ``N1``, ``sparse_count`` and block size, and the token band.
     ``values_dtype`` is lig's own. Not differentiable.
+
+    Devices: CPU tensors only. The CUDA backend has no FP8 / INT8 forward yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     query, key, weights = tensors((query, "query"), (key, "key"), (weights, "weights"))
     _ascend_only(query_dtype, key_dtype, query, key, metadata, cmp_ratio)

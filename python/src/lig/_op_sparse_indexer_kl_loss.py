@@ -271,6 +271,9 @@ def sparse_indexer_kl_loss(
     its tensors requires grad (with grad mode on), this raises ``RuntimeError`` naming them.
     ``deterministic=True`` (the default) makes d_key_index bitwise reproducible across runs and
     thread counts; the loss and the other gradients always are. The contract is docs/contract.md.
+
+    Devices: CPU tensors only. The CUDA backend has no form of this loss yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     named = ((query_index, "query_index"), (key_index, "key_index"), (weights, "weights"),
              (sparse_indices, "sparse_indices"), (query, "query"), (key, "key"))
