@@ -33,7 +33,7 @@ CHECK = textwrap.dedent(
     dist = importlib.metadata.distribution("lig")
     print(json.dumps({
         "package": str(pathlib.Path(lig.__file__).resolve().parent),
-        "library": str(pathlib.Path(lig._lib.lib._name).resolve()),
+        "library": str(pathlib.Path(lig._capi.lib._name).resolve()),
         "version": lig.__version__,
         "metadata_version": dist.version,
         "license_files": [str(f) for f in dist.files or [] if f.name == "LICENSE"],

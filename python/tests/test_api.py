@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import lig
-from lig import _lib
+from lig import _capi, _lib
 from _tol import assert_grads_within, reference_grad_bounds
 
 
@@ -140,12 +140,12 @@ def test_fake_implementations_validate_too():
 
 def test_status_mapping():
     with pytest.raises(ValueError):
-        _lib.check(_lib.LIG_ERR_PARAM_NULLPTR, "x")
-    for status in (_lib.LIG_ERR_RUNTIME, _lib.LIG_ERR_INNER):
+        _lib.check(_capi.LIG_ERR_PARAM_NULLPTR, "x")
+    for status in (_capi.LIG_ERR_RUNTIME, _capi.LIG_ERR_INNER):
         with pytest.raises(RuntimeError) as e:
             _lib.check(status, "x")
         assert not isinstance(e.value, ValueError) and e.value.status == status
-    _lib.check(_lib.LIG_SUCCESS, "x")
+    _lib.check(_capi.LIG_SUCCESS, "x")
 
 
 def test_threads_and_determinism():
@@ -201,18 +201,18 @@ def test_thread_count_follows_torch(monkeypatch):
         for n in (3, 1, 5):
             torch.set_num_threads(n)
             assert lig.get_num_threads() == n
-            _lib.lig_set_num_threads(7)  # what a stale library count would be
+            _capi.lig_set_num_threads(7)  # what a stale library count would be
             lig.indexer_grad(q, k, dy, idx, w)
-            assert _lib.lig_get_num_threads() == n
+            assert _capi.lig_get_num_threads() == n
         lig.set_num_threads(2)  # the user's choice wins over torch's
         torch.set_num_threads(4)
         lig.indexer_grad(q, k, dy, idx, w)
-        assert lig.get_num_threads() == 2 and _lib.lig_get_num_threads() == 2
+        assert lig.get_num_threads() == 2 and _capi.lig_get_num_threads() == 2
         lig.set_num_threads(0)  # back to following torch
         assert lig.get_num_threads() == 4
         monkeypatch.setenv("LIG_NUM_THREADS", "6")  # the environment wins over torch
         lig.indexer_grad(q, k, dy, idx, w)
-        assert lig.get_num_threads() == 6 and _lib.lig_get_num_threads() == 6
+        assert lig.get_num_threads() == 6 and _capi.lig_get_num_threads() == 6
         monkeypatch.setenv("LIG_NUM_THREADS", "zero")  # ignored, as the library ignores it
         assert lig.get_num_threads() == 4
     finally:

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 
 import lig
-from lig import _lib
+from lig import _capi, _lib
 from _cases import cases, examples, paged_cases
 from _reference import as_rows, geometry, visible
 from _tol import accumulated, assert_grads_within, element_bound, reference_grad_bounds, score_steps
@@ -39,54 +39,48 @@ def _plan_kernel_set(dtype: torch.dtype, backward: bool) -> str:
     with _lib.Descriptors() as d:
         if backward:
             outs = (torch.empty_like(q), torch.empty_like(k), torch.empty_like(w))
-            status = _lib.lig_indexer_grad_get_workspace_size(
+            status = _capi.lig_indexer_grad_get_workspace_size(
                 d(q, "query"), d(k, "key"), d(slots, "dy"), d(idx, "sparse_indices"), d(w, "weights"), None, None, 0,
                 b"BSND", 3, BIG, BIG, True, d(outs[0], "d_query"), d(outs[1], "d_key"), d(outs[2], "d_weights"),
                 ctypes.byref(size), ctypes.byref(executor))
         else:
-            status = _lib.lig_indexer_get_workspace_size(
+            status = _capi.lig_indexer_get_workspace_size(
                 d(q, "query"), d(k, "key"), d(w, "weights"), None, None, b"BSND", 4, 3, BIG, BIG,
                 d(idx, "sparse_indices"), d(slots, "sparse_values"), ctypes.byref(size), ctypes.byref(executor))
         _lib.check(status, "phase 1")
         try:
-            return _lib.lig_executor_kernel_set(executor).decode()
+            return _capi.lig_executor_kernel_set(executor).decode()
         finally:
-            _lib.lig_destroy_executor(executor)
-
-
-LIG_INT8 = 6  # lig.h's lig_dtype; the package itself has no int8 interface yet
-_quant_phase1 = ctypes.CFUNCTYPE(
-    ctypes.c_int, *([ctypes.c_void_p] * 8 + [ctypes.c_int64] * 2 + [ctypes.c_char_p] * 2 + [ctypes.c_int64] * 4
-                    + [ctypes.c_void_p] * 2 + [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_void_p)]))(
-    ("lig_quant_indexer_get_workspace_size", _lib.lib))
+            _capi.lig_destroy_executor(executor)
 
 
 def _plan_int8_kernel_set() -> str:
     """Phase 1 of a small INT8 problem of lig_quant_indexer (contract 2.4), through the C API: the
     int8 kernels its plan runs (named for their ISA, e.g. "avx512vnni" under avx512bf16)."""
-    tensors = [(torch.zeros(1, 8, 16, 64, dtype=torch.int8), LIG_INT8),  # query
-               (torch.zeros(1, 8, 1, 64, dtype=torch.int8), LIG_INT8),  # key
-               (torch.zeros(1, 8, 16), _lib.LIG_FLOAT32),  # weights
-               (torch.ones(1, 8, 1), _lib.LIG_FLOAT32),  # key_dequant_scale
-               (torch.zeros(1, 8, 1, 4, dtype=torch.int32), _lib.LIG_INT32)]  # sparse_indices
+    tensors = [(torch.zeros(1, 8, 16, 64, dtype=torch.int8), _capi.LIG_INT8),  # query
+               (torch.zeros(1, 8, 1, 64, dtype=torch.int8), _capi.LIG_INT8),  # key
+               (torch.zeros(1, 8, 16), _capi.LIG_FLOAT32),  # weights
+               (torch.ones(1, 8, 1), _capi.LIG_FLOAT32),  # key_dequant_scale
+               (torch.zeros(1, 8, 1, 4, dtype=torch.int32), _capi.LIG_INT32)]  # sparse_indices
     handles = []
     try:
         for t, dt in tensors:
             shape, strides = (ctypes.c_int64 * t.dim())(*t.shape), (ctypes.c_int64 * t.dim())(*t.stride())
-            handles.append(_lib.lig_create_tensor(t.data_ptr(), dt, t.dim(), shape, strides))
+            handles.append(_capi.lig_create_tensor(t.data_ptr(), dt, t.dim(), shape, strides))
             assert handles[-1], _lib.last_error()
         q, k, w, sk, idx = handles
         size, executor = ctypes.c_uint64(0), ctypes.c_void_p(None)
-        status = _quant_phase1(q, k, w, None, sk, None, None, None, 0, 0, b"BSND", b"BSND", 4, 3, BIG, BIG, idx, None,
-                               ctypes.byref(size), ctypes.byref(executor))
+        status = _capi.lig_quant_indexer_get_workspace_size(q, k, w, None, sk, None, None, None, 0, 0, b"BSND", b"BSND",
+                                                            4, 3, BIG, BIG, idx, None, ctypes.byref(size),
+                                                            ctypes.byref(executor))
         _lib.check(status, "quant phase 1")
         try:
-            return _lib.lig_executor_kernel_set(executor).decode()
+            return _capi.lig_executor_kernel_set(executor).decode()
         finally:
-            _lib.lig_destroy_executor(executor)
+            _capi.lig_destroy_executor(executor)
     finally:
         for h in handles:
-            _lib.lig_destroy_tensor(h)
+            _capi.lig_destroy_tensor(h)
 
 
 def test_kernel_sets_are_listed_and_can_be_forced():

@@ -1,7 +1,9 @@
 """lig: the DeepSeek-V3.2 lightning indexer (forward, fused KL step, backward) for PyTorch.
 
-Bindings of the C library `lig` (loaded with ctypes from the package directory). All functions take
-CPU torch tensors and read them in place (strided views included). The contract (formulas, shapes,
+Bindings of the C library `lig` (loaded with ctypes from the package directory, bound in _capi). The
+functions take CPU torch tensors, and the forward, backward and KL step CUDA tensors too with a CUDA
+build of the library (each function's docstring says which, under "Devices"); they read the tensors in
+place (strided views included). The contract (formulas, shapes,
 which slots count, dtypes, errors, determinism) is docs/contract.md in the repository and the sdist.
 Results are deterministic by default (``deterministic=False`` to opt out); lig's thread count follows
 ``torch.get_num_threads()`` unless set with :func:`set_num_threads` or LIG_NUM_THREADS; the CPU
@@ -18,12 +20,8 @@ kernel set is the widest the processor supports unless forced with :func:`set_ke
     loss = lig.sparse_indexer_kl_loss(q_idx, k_idx, w, indices, q, kv, m, z, scale)  # target from the attention
     logits = lig.fp8_mqa_logits(q, (k, k_scale), w, starts, ends)  # DeepGEMM's names (also paged + metadata)
 """
+from ._capi import INT64_MAX, LIG_ERR_INNER, LIG_ERR_PARAM_INVALID, LIG_ERR_PARAM_NULLPTR, LIG_ERR_RUNTIME
 from ._lib import (
-    INT64_MAX,
-    LIG_ERR_INNER,
-    LIG_ERR_PARAM_INVALID,
-    LIG_ERR_PARAM_NULLPTR,
-    LIG_ERR_RUNTIME,
     LigError,
     LigRuntimeError,
     LigValueError,

@@ -83,6 +83,9 @@ def act_quant(x: Tensor, block_size: int = 128, scale_fmt: Optional[str] = None)
     128), and ``scale_fmt`` must be ``None``, ``""`` or ``"ue8m0"`` (DeepSeek rounds for any value
     but ``None``; ``""`` means no rounding here). A NaN in a block gives that block a NaN scale.
     Not differentiable (``x`` is read detached); pure torch, so torch.compile traces it as it is.
+
+    Devices: CPU or CUDA tensors, all on one device, in any build: this is torch code (it calls no C),
+    so it runs where its tensors are.
     """
     x = tensor(x, "x")
     _args.tensor(x, "x", FLOAT_DTYPES)

@@ -17,7 +17,8 @@ from typing import Iterable, Optional, Sequence
 
 import torch
 
-from ._lib import LIG_ERR_PARAM_INVALID, LIG_MAX_DIMS, LigValueError
+from ._capi import LIG_ERR_PARAM_INVALID, LIG_MAX_DIMS
+from ._lib import LigValueError
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INDEX_DTYPES = (torch.int32, torch.int64)

@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _lib, _registry
+from . import _args, _capi, _registry
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
 from ._lib import Descriptors
 
@@ -58,4 +58,4 @@ def run(get_workspace_size, what: str, inputs, layout: str, sparse_count: int, s
             desc(indices, "sparse_indices"),
             desc(values, "sparse_values"),
         )
-        _registry.run(get_workspace_size, _lib.lig_indexer, args, what, desc.device)
+        _registry.run(get_workspace_size, _capi.lig_indexer, args, what, desc.device)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from . import _args, _lib
+from . import _args, _capi, _lib
 
 
 def kernel_sets() -> List[str]:
     """The kernel sets this build and CPU support, portable first, e.g. ``["scalar", "avx2"]``."""
-    listed = _lib.lig_kernel_sets()
+    listed = _capi.lig_kernel_sets()
     return [name for name in (listed.decode() if listed else "").split(",") if name]
 
 
@@ -28,11 +28,11 @@ def set_kernel_set(name: Optional[str]) -> None:
     _args.string(name, "name")
     if "\0" in name:  # C would read only up to the NUL: refuse rather than force another set
         raise _args.invalid(f"name: expected a kernel set name without NUL characters, got {name!r}")
-    _lib.check(_lib.lig_set_kernel_set(name.encode() if name else None), "lig_set_kernel_set")
+    _lib.check(_capi.lig_set_kernel_set(name.encode() if name else None), "lig_set_kernel_set")
 
 
 def get_kernel_set() -> str:
     """The kernel set the next call plans with; ``""`` when LIG_ISA names a set this CPU cannot
     run (the operators then fail with the library's message)."""
-    current = _lib.lig_get_kernel_set()
+    current = _capi.lig_get_kernel_set()
     return current.decode() if current else ""

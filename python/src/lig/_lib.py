@@ -1,4 +1,5 @@
-"""ctypes binding of lig's C API (include/lig.h), plus torch-tensor descriptors.
+"""The package's runtime over the C library (bound in _capi): its errors as Python exceptions, torch
+tensors as lig_tensor descriptors, the two-phase call, and the verdicts of CUDA calls.
 
 Nothing here copies a tensor that lig can read in place: a descriptor carries the tensor's data
 pointer, shape and element strides. Only layouts lig refuses (negative strides, which torch never
@@ -8,25 +9,36 @@ from __future__ import annotations
 
 import collections
 import ctypes
-import os
-import pathlib
-import sys
 import threading
 from typing import Optional, Sequence
 
 import torch
 
-LIG_SUCCESS = 0
-LIG_ERR_PARAM_NULLPTR = 161001
-LIG_ERR_PARAM_INVALID = 161002
-LIG_ERR_RUNTIME = 361001
-LIG_ERR_INNER = 561000
+from ._capi import (
+    LIG_BFLOAT16,
+    LIG_DEVICE_CUDA,
+    LIG_ERR_PARAM_INVALID,
+    LIG_ERR_PARAM_NULLPTR,
+    LIG_FLOAT8_E4M3FN,
+    LIG_FLOAT16,
+    LIG_FLOAT32,
+    LIG_INT8,
+    LIG_INT32,
+    LIG_INT64,
+    LIG_SUCCESS,
+    LIG_UINT8,
+    LIG_WORKSPACE_STATUS_BYTES,
+    lig_create_tensor,
+    lig_create_tensor_on,
+    lig_destroy_executor,
+    lig_destroy_tensor,
+    lig_get_last_error,
+    lig_status_string,
+    lig_version,
+    lig_workspace_status_from_copy,
+)
 
-LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16, LIG_INT32, LIG_INT64 = 0, 1, 2, 3, 4
-LIG_FLOAT8_E4M3FN, LIG_INT8, LIG_UINT8 = 5, 6, 7  # the quantized forward's codes (contract 2.4, 5)
-LIG_MAX_DIMS = 8
-INT64_MAX = 2**63 - 1
-
+# torch's dtypes by their lig_dtype codes
 _DTYPES = {
     torch.float32: LIG_FLOAT32,
     torch.float16: LIG_FLOAT16,
@@ -53,117 +65,6 @@ class LigValueError(LigError, ValueError):
 
 class LigRuntimeError(LigError, RuntimeError):
     """LIG_ERR_RUNTIME or LIG_ERR_INNER: the library failed while running."""
-
-
-# ---- loading ---------------------------------------------------------------------------------
-
-
-def _package_dirs() -> list:
-    """The directories the `lig` package is spread over, this file's first.
-
-    A regular install has one. An editable install (``pip install -e ./python``) has two: the
-    sources (python/src/lig, where this file is) and site-packages/lig, where the build put the
-    library; the package's ``__path__`` lists both.
-    """
-    here = pathlib.Path(__file__).resolve().parent
-    package = sys.modules.get(__package__ or "lig")
-    dirs = [here] + [pathlib.Path(d) for d in getattr(package, "__path__", [])]
-    return list(dict.fromkeys(dirs))
-
-
-def _library_path() -> str:
-    env = os.environ.get("LIG_LIBRARY")
-    if env:
-        return env
-    names = {"darwin": ["liblig.dylib"], "win32": ["lig.dll", "liblig.dll"]}.get(sys.platform, ["liblig.so"])
-    dirs = _package_dirs()
-    for d in dirs:
-        for name in names:
-            if (d / name).is_file():
-                return str(d / name)
-    searched = ", ".join(str(d) for d in dirs)
-    raise ImportError(
-        f"lig: the C library ({names[0]}) is in none of the package's directories ({searched}); install "
-        "the package with `pip install ./python` from the repository, or point LIG_LIBRARY at a built liblig"
-    )
-
-
-_c_void_p = ctypes.c_void_p
-_i64 = ctypes.c_int64
-_pi64 = ctypes.POINTER(ctypes.c_int64)
-_pu64 = ctypes.POINTER(ctypes.c_uint64)
-_pvoid = ctypes.POINTER(ctypes.c_void_p)
-
-lib = ctypes.CDLL(_library_path())
-
-
-def _sig(name, restype, argtypes):
-    f = getattr(lib, name)
-    f.restype = restype
-    f.argtypes = argtypes
-    return f
-
-
-lig_create_tensor = _sig("lig_create_tensor", _c_void_p, [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64])
-lig_create_tensor_on = _sig("lig_create_tensor_on", _c_void_p,
-                            [_c_void_p, ctypes.c_int, _i64, _pi64, _pi64, ctypes.c_int, ctypes.c_int])
-lig_workspace_status_from_copy = _sig("lig_workspace_status_from_copy", ctypes.c_int,
-                                      [ctypes.c_int, _c_void_p, _c_void_p])
-LIG_DEVICE_HOST, LIG_DEVICE_CUDA = 0, 1
-LIG_WORKSPACE_STATUS_BYTES = 192
-lig_destroy_tensor = _sig("lig_destroy_tensor", None, [_c_void_p])
-lig_indexer_grad_get_workspace_size = _sig(
-    "lig_indexer_grad_get_workspace_size",
-    ctypes.c_int,
-    [_c_void_p] * 7
-    + [_i64, ctypes.c_char_p, _i64, _i64, _i64, ctypes.c_bool]
-    + [_c_void_p] * 3
-    + [_pu64, _pvoid],
-)
-lig_indexer_grad = _sig("lig_indexer_grad", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
-lig_indexer_get_workspace_size = _sig(
-    "lig_indexer_get_workspace_size",
-    ctypes.c_int,
-    [_c_void_p] * 5 + [ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2 + [_pu64, _pvoid],
-)
-lig_indexer_paged_get_workspace_size = _sig(
-    "lig_indexer_paged_get_workspace_size",
-    ctypes.c_int,
-    [_c_void_p] * 6 + [ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2 + [_pu64, _pvoid],
-)
-lig_indexer = _sig("lig_indexer", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
-lig_quant_indexer_get_workspace_size = _sig(
-    "lig_quant_indexer_get_workspace_size",
-    ctypes.c_int,
-    [_c_void_p] * 8 + [_i64, _i64, ctypes.c_char_p, ctypes.c_char_p, _i64, _i64, _i64, _i64] + [_c_void_p] * 2
-    + [_pu64, _pvoid],
-)
-lig_quant_indexer = _sig("lig_quant_indexer", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
-lig_indexer_kl_grad_get_workspace_size = _sig(
-    "lig_indexer_kl_grad_get_workspace_size", ctypes.c_int, [_c_void_p] * 5 + [_pu64, _pvoid]
-)
-lig_indexer_kl_grad = _sig("lig_indexer_kl_grad", ctypes.c_int, [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
-lig_sparse_indexer_kl_loss_get_workspace_size = _sig(
-    "lig_sparse_indexer_kl_loss_get_workspace_size",
-    ctypes.c_int,
-    [_c_void_p] * 13
-    + [ctypes.c_double, ctypes.c_char_p, _i64, _i64, _i64, ctypes.c_int, ctypes.c_bool]
-    + [_c_void_p] * 4
-    + [_pu64, _pvoid],
-)
-lig_sparse_indexer_kl_loss = _sig("lig_sparse_indexer_kl_loss", ctypes.c_int,
-                                  [_c_void_p, ctypes.c_uint64, _c_void_p, _c_void_p])
-LIG_KL_TARGETS = {"head_mean": 0, "l1": 1}  # lig_kl_target
-lig_destroy_executor = _sig("lig_destroy_executor", ctypes.c_int, [_c_void_p])
-lig_set_num_threads = _sig("lig_set_num_threads", None, [ctypes.c_int])
-lig_get_num_threads = _sig("lig_get_num_threads", ctypes.c_int, [])
-lig_kernel_sets = _sig("lig_kernel_sets", ctypes.c_char_p, [])
-lig_set_kernel_set = _sig("lig_set_kernel_set", ctypes.c_int, [ctypes.c_char_p])
-lig_get_kernel_set = _sig("lig_get_kernel_set", ctypes.c_char_p, [])
-lig_executor_kernel_set = _sig("lig_executor_kernel_set", ctypes.c_char_p, [_c_void_p])
-lig_get_last_error = _sig("lig_get_last_error", ctypes.c_char_p, [])
-lig_status_string = _sig("lig_status_string", ctypes.c_char_p, [ctypes.c_int])
-lig_version = _sig("lig_version", ctypes.c_char_p, [])
 
 
 def version() -> str:

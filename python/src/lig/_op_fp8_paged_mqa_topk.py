@@ -20,7 +20,7 @@ from torch import Tensor
 from . import _args
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
 from ._fused_cache import cache_views
-from ._lib import INT64_MAX
+from ._capi import INT64_MAX
 from ._op_quant_indexer import run_quant_indexer
 from ._registry import op, tensors
 
@@ -135,6 +135,9 @@ def fp8_paged_mqa_topk(q: Tensor, kv_cache: Tensor, weights: Tensor, context_len
     to the lower key, ``-1`` past the visible keys), or ``(indices, values)`` with
     ``return_values=True`` (float32 scores, ``-inf`` in padded slots). The cache is read in place.
     Per-row context lengths (``[B,next_n]``) are not supported yet. Not differentiable.
+
+    Devices: CPU tensors only. The CUDA backend has no FP8 / INT8 forward yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     q, kv_cache, weights, context_lens, block_table = tensors(
         (q, "q"), (kv_cache, "kv_cache"), (weights, "weights"), (context_lens, "context_lens"),

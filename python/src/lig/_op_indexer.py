@@ -7,8 +7,8 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _forward, _lib
-from ._lib import INT64_MAX
+from . import _args, _capi, _forward
+from ._capi import INT64_MAX
 from ._registry import LengthsLike, op, tensors
 
 
@@ -43,7 +43,7 @@ def _indexer_op(
     indices, values = _forward.outputs(query, _shape(query, key, layout, sparse_count), index_dtype, values_dtype)
     inputs = ((query, "query"), (key, "key"), (weights, "weights"),
               (actual_seq_lengths_query, "actual_seq_lengths_query"), (actual_seq_lengths_key, "actual_seq_lengths_key"))
-    _forward.run(_lib.lig_indexer_get_workspace_size, "lig_indexer", inputs, layout, sparse_count, sparse_mode,
+    _forward.run(_capi.lig_indexer_get_workspace_size, "lig_indexer", inputs, layout, sparse_count, sparse_mode,
                  pre_tokens, next_tokens, indices, values)
     return indices, values
 
@@ -111,6 +111,12 @@ def indexer(
     ``lig.lightning_indexer`` is this same function under DeepSeek's and CANN's name for the
     operator; ``lig.indexer`` is the name of lig's C operator (``lig_indexer``) and of
     ``torch.ops.lig.indexer``. Both names exist so that code written either way reads as it is.
+
+    Devices: CPU tensors; CUDA tensors too when the library was built with the CUDA backend
+    (``-DLIG_CUDA=ON``, docs/cuda.md; without it they raise :class:`LigValueError`), all on one device,
+    sequence lengths on the CPU. A CUDA call runs on ``torch.cuda.current_stream()``, puts its outputs
+    on that device, and its checks of tensor contents, made on the device, raise later: at the next lig
+    call on a CUDA device or in :func:`check_errors`.
     """
     _forward.check_output_dtypes(index_dtype, values_dtype)
     return tuple(

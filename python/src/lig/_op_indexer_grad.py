@@ -7,9 +7,10 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _lib
+from . import _args, _capi
 from ._args import FLOAT_DTYPES
-from ._lib import INT64_MAX, Descriptors
+from ._capi import INT64_MAX
+from ._lib import Descriptors
 from ._registry import LengthsLike, op, run, tensors
 
 
@@ -55,7 +56,7 @@ def _indexer_grad_op(
             bool(deterministic),
             *desc.each(((d_query, "d_query"), (d_key, "d_key"), (d_weights, "d_weights"))),
         )
-        run(_lib.lig_indexer_grad_get_workspace_size, _lib.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
+        run(_capi.lig_indexer_grad_get_workspace_size, _capi.lig_indexer_grad, args, "lig_indexer_grad", desc.device)
     return d_query, d_key, d_weights
 
 
@@ -101,6 +102,12 @@ def indexer_grad(
 
     ``deterministic=True`` (the default) makes the results bitwise reproducible, across runs and
     thread counts; ``deterministic=False`` lets d_key's sums run in any order (last-bit differences).
+
+    Devices: CPU tensors; CUDA tensors too when the library was built with the CUDA backend
+    (``-DLIG_CUDA=ON``, docs/cuda.md; without it they raise :class:`LigValueError`), all on one device,
+    sequence lengths on the CPU. A CUDA call runs on ``torch.cuda.current_stream()``, puts its outputs
+    on that device, and its checks of tensor contents, made on the device, raise later: at the next lig
+    call on a CUDA device or in :func:`check_errors`.
     """
     _args.optional_dtype_choice(d_weights_dtype, FLOAT_DTYPES, "d_weights_dtype")
     return tuple(

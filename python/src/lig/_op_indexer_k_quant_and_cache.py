@@ -106,6 +106,9 @@ def indexer_k_quant_and_cache(
 
     A slot ``>= num_blocks * block_size`` or a slot given twice raises ``LigValueError`` naming
     ``slot_mapping`` and the position, before anything is written. Returns None.
+
+    Devices: CPU or CUDA tensors, all on one device, in any build: this is torch code (it calls no C),
+    so it runs where its tensors are.
     """
     k, kv_cache, slot_mapping = tensors((k, "k"), (kv_cache, "kv_cache"), (slot_mapping, "slot_mapping"))
     torch.ops.lig.indexer_k_quant_and_cache(k, kv_cache, slot_mapping,

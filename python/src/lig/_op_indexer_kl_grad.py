@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _lib
+from . import _args, _capi
 from ._args import FLOAT_DTYPES
 from ._lib import Descriptors
 from ._registry import op, optional_tensor, run, tensor
@@ -32,7 +32,7 @@ def _indexer_kl_grad_op(
     with Descriptors() as desc:
         args = desc.each(((sparse_values, "sparse_values"), (sparse_indices, "sparse_indices"), (target, "target"),
                           (loss, "loss"), (dy, "dy")))
-        run(_lib.lig_indexer_kl_grad_get_workspace_size, _lib.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
+        run(_capi.lig_indexer_kl_grad_get_workspace_size, _capi.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
              desc.device)
     return loss, dy
 
@@ -113,6 +113,12 @@ def indexer_kl_grad(
     Both outputs are differentiable with respect to ``sparse_values``: the gradient of ``loss`` is
     ``dy``, and a gradient flowing into ``dy`` is carried back through its softmax. The target is a
     constant: if it requires grad, the backward raises instead of giving it no gradient.
+
+    Devices: CPU tensors; CUDA tensors too when the library was built with the CUDA backend
+    (``-DLIG_CUDA=ON``, docs/cuda.md; without it they raise :class:`LigValueError`), all on one device.
+    A CUDA call runs on ``torch.cuda.current_stream()``, puts its outputs on that device, and its checks
+    of tensor contents, made on the device, raise later: at the next lig call on a CUDA device or in
+    :func:`check_errors`.
     """
     _args.optional_dtype_choice(dy_dtype, FLOAT_DTYPES, "dy_dtype")
     return tuple(torch.ops.lig.indexer_kl_grad(
@@ -124,5 +130,11 @@ def indexer_kl_grad(
 
 
 def indexer_kl_loss(sparse_values: Tensor, target: Tensor, sparse_indices: Optional[Tensor] = None) -> Tensor:
-    """``sum_t KL(p_t || softmax(I_t))`` as a differentiable float32 scalar (see :func:`indexer_kl_grad`)."""
+    """``sum_t KL(p_t || softmax(I_t))`` as a differentiable float32 scalar (see :func:`indexer_kl_grad`).
+
+    Devices: CPU tensors; CUDA tensors too when the library was built with the CUDA backend
+    (``-DLIG_CUDA=ON``, docs/cuda.md; without it they raise :class:`LigValueError`), all on one device.
+    A CUDA call runs on ``torch.cuda.current_stream()``, puts its outputs on that device, and its checks
+    of tensor contents, made on the device, raise later: at the next lig call on a CUDA device or in
+    :func:`check_errors`."""
     return indexer_kl_grad(sparse_values, target, sparse_indices)[0]

@@ -8,8 +8,8 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from . import _args, _forward, _lib
-from ._lib import INT64_MAX
+from . import _args, _capi, _forward
+from ._capi import INT64_MAX
 from ._registry import LengthsLike, op, tensors
 
 
@@ -47,7 +47,7 @@ def _indexer_paged_op(
                                        values_dtype)
     inputs = ((query, "query"), (key_cache, "key_cache"), (block_table, "block_table"), (weights, "weights"),
               (actual_seq_lengths_query, "actual_seq_lengths_query"), (actual_seq_lengths_key, "actual_seq_lengths_key"))
-    _forward.run(_lib.lig_indexer_paged_get_workspace_size, "lig_indexer_paged", inputs, layout, sparse_count,
+    _forward.run(_capi.lig_indexer_paged_get_workspace_size, "lig_indexer_paged", inputs, layout, sparse_count,
                  sparse_mode, pre_tokens, next_tokens, indices, values)
     return indices, values
 
@@ -151,6 +151,9 @@ def indexer_paged(
     hands to unused outputs, gets its exact answer: zeros). Use :func:`lightning_indexer` on
     contiguous keys to train through the scores. There is no ``deterministic`` argument: it
     concerns only a backward.
+
+    Devices: CPU tensors only. The CUDA backend has no paged forward yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     _forward.check_output_dtypes(index_dtype, values_dtype)
     return tuple(

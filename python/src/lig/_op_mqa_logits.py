@@ -8,26 +8,15 @@ raises. FP8 e4m3 (``torch.float8_e4m3fn``) and INT8 (``torch.int8``) queries and
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _args, _lib, _registry
+from . import _args, _capi, _lib, _registry
 from ._fused_cache import cache_views
 from ._lib import Descriptors
 from ._registry import op, tensor
-
-_p = ctypes.c_void_p
-_get_workspace_size = _lib._sig(
-    "lig_quant_logits_get_workspace_size",
-    ctypes.c_int,
-    [_p] * 8 + [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_bool, ctypes.c_bool, _p, ctypes.c_int64, _p, _p, _p,
-                ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_void_p)],
-)
-_run = _lib._sig("lig_quant_logits", ctypes.c_int, [_p, ctypes.c_uint64, _p, _p])
-_schedule = _lib._sig("lig_quant_logits_schedule", ctypes.c_int, [_p, ctypes.c_int64, ctypes.c_int64, _p])
 
 CODE_DTYPES = (torch.float8_e4m3fn, torch.int8)
 RANGE_DTYPES = (torch.int32, torch.int64)
@@ -41,7 +30,8 @@ def _codes(q: Tensor, k: Tensor, names: Tuple[str, str]) -> None:
 def _logits(get_args) -> None:
     """Phase 1 with the descriptors get_args(desc) makes, then lig_quant_logits."""
     with Descriptors() as desc:
-        _registry.run(_get_workspace_size, _run, get_args(desc), "lig_quant_logits")
+        _registry.run(_capi.lig_quant_logits_get_workspace_size, _capi.lig_quant_logits, get_args(desc),
+                      "lig_quant_logits")
 
 
 # ---- fp8_mqa_logits: one sequence, absolute key ranges ----------------------------------------
@@ -87,7 +77,10 @@ def fp8_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_l
     ``[M,N]`` fp32 with ``logits[m,n] = sum_h weights[m,h] * ReLU((q[m,h] . k[n]) * k_scale[n])`` for
     ``start[m] <= n < end[m]``. ``clean_logits``: ``-inf`` at the other columns (else they are left
     as torch.empty made them). ``max_seqlen_k > 0``: the compressed ``[M, max_seqlen_k]`` form,
-    column ``j`` the key ``start[m] + j``. q and k are ``torch.float8_e4m3fn`` or ``torch.int8``."""
+    column ``j`` the key ``start[m] + j``. q and k are ``torch.float8_e4m3fn`` or ``torch.int8``.
+
+    Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no FP8 /
+    INT8 operator yet): CUDA tensors raise :class:`LigValueError`, in any build."""
     if not isinstance(kv, (tuple, list)) or len(kv) != 2:
         raise TypeError(f"lig: kv: expected a pair (k [N,D], k_scale [N]), got {type(kv).__name__}")
     k, k_scale = kv
@@ -161,7 +154,10 @@ def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedu
     max_context_len]`` fp32. ``clean_logits``: ``-inf`` at the keys a row does not see (else those
     columns are left as torch.empty made them). The schedule splits the work over lig's threads; the
     logits are the same bytes with or without it. q's dtype (``torch.float8_e4m3fn`` or ``torch.int8``)
-    says how the cache's codes are read."""
+    says how the cache's codes are read.
+
+    Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no FP8 /
+    INT8 operator yet): CUDA tensors raise :class:`LigValueError`, in any build."""
     return torch.ops.lig.fp8_paged_mqa_logits(
         *_registry.tensors((q, "q"), (kv_cache, "kv_cache"), (weights, "weights"), (context_lens, "context_lens"),
                            (block_table, "block_table")),
@@ -178,8 +174,8 @@ def _metadata_op(context_lens: Tensor, block_kv: int, num_sms: int) -> Tensor:
     out = torch.empty((num_sms + 1, 2), dtype=torch.int32)
     ends = context_lens.unsqueeze(1) if context_lens.dim() == 1 else context_lens  # batch b's longest: its last row
     with Descriptors() as desc:
-        _lib.check(_schedule(desc(ends, "context_lens"), block_kv, num_sms, desc(out, "schedule")),
-                   "lig_quant_logits_schedule")
+        status = _capi.lig_quant_logits_schedule(desc(ends, "context_lens"), block_kv, num_sms, desc(out, "schedule"))
+        _lib.check(status, "lig_quant_logits_schedule")
     return out
 
 
@@ -195,7 +191,10 @@ def get_paged_mqa_logits_metadata(context_lens, block_kv: int, num_sms: int) -> 
     """DeepGEMM's ``get_paged_mqa_logits_metadata``: ``[num_sms + 1, 2]`` int32, entry ``w`` the
     (batch, block of ``block_kv`` keys) where worker ``w``'s piece of the blocks starts (balanced:
     equal numbers of blocks, the blocks of batch ``b`` covering its longest context), entry
-    ``num_sms`` = ``(B, 0)``. lig runs each piece as one unit of work over its threads."""
+    ``num_sms`` = ``(B, 0)``. lig runs each piece as one unit of work over its threads.
+
+    Devices: CPU tensors only (lig_quant_logits_schedule reads and writes host memory): a CUDA
+    ``context_lens`` raises :class:`LigValueError`, in any build."""
     return torch.ops.lig.get_paged_mqa_logits_metadata(tensor(context_lens, "context_lens"),
                                                        _args.integer(block_kv, "block_kv", minimum=1),
                                                        _args.integer(num_sms, "num_sms", minimum=1))

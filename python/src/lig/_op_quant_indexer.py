@@ -9,9 +9,10 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import Tensor
 
-from . import _args, _forward, _lib, _registry
+from . import _args, _capi, _forward, _registry
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
-from ._lib import INT64_MAX, LIG_ERR_PARAM_NULLPTR, Descriptors, LigValueError
+from ._capi import INT64_MAX, LIG_ERR_PARAM_NULLPTR
+from ._lib import Descriptors, LigValueError
 from ._registry import LengthsLike, op, optional_tensor, tensors
 
 CODE_DTYPES = (torch.float8_e4m3fn, torch.int8)  # query and key (both the same)
@@ -73,7 +74,7 @@ def run_quant_indexer(named_inputs, query_quant_mode: int, key_quant_mode: int, 
         args = (*desc.each(named_inputs), query_quant_mode, key_quant_mode, layout_query.encode(), layout_key.encode(),
                 sparse_count, sparse_mode, pre_tokens, next_tokens, desc(indices, "sparse_indices"),
                 desc(values, "sparse_values"))
-        _registry.run(_lib.lig_quant_indexer_get_workspace_size, _lib.lig_quant_indexer, args, "lig_quant_indexer",
+        _registry.run(_capi.lig_quant_indexer_get_workspace_size, _capi.lig_quant_indexer, args, "lig_quant_indexer",
                       desc.device)
 
 
@@ -187,6 +188,9 @@ def quant_lightning_indexer(
     ``None``, lig splits the work itself; ``cmp_ratio`` must be 1. Unlike Ascend, lig takes any
     ``D``, ``N1``, ``N2`` dividing ``N1``, ``sparse_count`` and block size, and the token band.
     ``values_dtype`` is lig's own. Not differentiable.
+
+    Devices: CPU tensors only. The CUDA backend has no FP8 / INT8 forward yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     query, key, weights = tensors((query, "query"), (key, "key"), (weights, "weights"))
     _ascend_only(query_dtype, key_dtype, query, key, metadata, cmp_ratio)

@@ -9,9 +9,10 @@ from typing import Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from . import _args, _lib
+from . import _args, _capi
 from ._args import FLOAT_DTYPES
-from ._lib import INT64_MAX, LIG_ERR_PARAM_NULLPTR, Descriptors, LigValueError
+from ._capi import INT64_MAX, KL_TARGETS, LIG_ERR_PARAM_NULLPTR
+from ._lib import Descriptors, LigValueError
 from ._registry import LengthsLike, op, optional_tensor, run, tensors
 
 # The main attention's tensors: inputs of the loss, never differentiated (contract 2.5).
@@ -51,7 +52,7 @@ def _check(query_index, key_index, weights, sparse_indices, query, key, softmax_
     _args.layout(layout, query_index, key_index, names=("query_index", "key_index"))
     _check_indexer(query_index, key_index, weights, layout)
     _args.string(target, "target")
-    if target not in _lib.LIG_KL_TARGETS:
+    if target not in KL_TARGETS:
         raise _args.invalid(f'target: expected "head_mean" or "l1", got "{target}"')
 
 
@@ -127,12 +128,12 @@ def _sparse_indexer_kl_loss_op(  # the C operator's (CANN's) argument order
             sparse_mode,
             pre_tokens,
             next_tokens,
-            _lib.LIG_KL_TARGETS[target],
+            KL_TARGETS[target],
             bool(deterministic),
             *desc.each(((d_query_index, "d_query_index"), (d_key_index, "d_key_index"), (d_weights, "d_weights"),
                         (loss, "loss"))),
         )
-        run(_lib.lig_sparse_indexer_kl_loss_get_workspace_size, _lib.lig_sparse_indexer_kl_loss, args,
+        run(_capi.lig_sparse_indexer_kl_loss_get_workspace_size, _capi.lig_sparse_indexer_kl_loss, args,
             "lig_sparse_indexer_kl_loss", desc.device)
     return loss, d_query_index, d_key_index, d_weights
 
@@ -270,6 +271,9 @@ def sparse_indexer_kl_loss(
     its tensors requires grad (with grad mode on), this raises ``RuntimeError`` naming them.
     ``deterministic=True`` (the default) makes d_key_index bitwise reproducible across runs and
     thread counts; the loss and the other gradients always are. The contract is docs/contract.md.
+
+    Devices: CPU tensors only. The CUDA backend has no form of this loss yet: CUDA tensors raise
+    :class:`LigValueError`, in any build.
     """
     named = ((query_index, "query_index"), (key_index, "key_index"), (weights, "weights"),
              (sparse_indices, "sparse_indices"), (query, "query"), (key, "key"))

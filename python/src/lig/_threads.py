@@ -14,7 +14,7 @@ import threading
 
 import torch
 
-from . import _lib
+from . import _capi
 
 _lock = threading.Lock()
 _chosen = 0  # lig.set_num_threads(n > 0); 0 = follow the environment or torch
@@ -30,11 +30,11 @@ def apply() -> None:
     """Hands the library the count its next call should use."""
     with _lock:
         if _chosen > 0:
-            _lib.lig_set_num_threads(_chosen)
+            _capi.lig_set_num_threads(_chosen)
         elif _environment_sets_count():
-            _lib.lig_set_num_threads(0)
+            _capi.lig_set_num_threads(0)
         else:
-            _lib.lig_set_num_threads(max(1, torch.get_num_threads()))
+            _capi.lig_set_num_threads(max(1, torch.get_num_threads()))
 
 
 def choose(n: int) -> None:
@@ -46,4 +46,4 @@ def choose(n: int) -> None:
 
 def current() -> int:
     apply()
-    return int(_lib.lig_get_num_threads())
+    return int(_capi.lig_get_num_threads())
