@@ -234,7 +234,7 @@ _MUTATIONS = [  # (what, old text of lig.h, new text, a name the report must giv
      "bool compressed, const lig_tensor *logits /* may be NULL */, bool sparse_count",
      "lig_quant_logits_get_workspace_size"),
     ("double for float", "double scale, const char *layout", "float scale, const char *layout",
-     "lig_sparse_indexer_kl_loss_get_workspace_size"),
+     "lig_sparse_indexer_grad_kl_loss_get_workspace_size"),
     ("a return type", "LIG_API int lig_get_num_threads(void);", "LIG_API int64_t lig_get_num_threads(void);",
      "lig_get_num_threads"),
     ("a string return", "LIG_API const char *lig_version(void);", "LIG_API lig_status lig_version(void);",

@@ -627,4 +627,4 @@ def test_library_errors_are_named_and_nothing_is_returned():
             result = lig.sparse_indexer_kl_loss(**_edit(p, **changes))
         assert result is None
         assert e.value.status == lig.LIG_ERR_PARAM_INVALID, (pattern, str(e.value))
-        assert "lig_sparse_indexer_kl_loss" in str(e.value)
+        assert "lig_sparse_indexer_grad_kl_loss" in str(e.value)

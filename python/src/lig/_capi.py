@@ -168,14 +168,14 @@ lig_quant_logits_get_workspace_size = _bind(
 lig_quant_logits = _bind("lig_quant_logits", _enum, *_PHASE2)
 lig_quant_logits_schedule = _bind("lig_quant_logits_schedule", _enum, _handle, _i64, _i64, _handle)
 
-lig_indexer_kl_grad_get_workspace_size = _bind(
-    "lig_indexer_kl_grad_get_workspace_size", _enum,
+lig_kl_loss_and_dy_get_workspace_size = _bind(
+    "lig_kl_loss_and_dy_get_workspace_size", _enum,
     *[_handle] * 5,  # sparse_values, sparse_indices, target, loss, dy
     _size_out, _executor_out)
-lig_indexer_kl_grad = _bind("lig_indexer_kl_grad", _enum, *_PHASE2)
+lig_kl_loss_and_dy = _bind("lig_kl_loss_and_dy", _enum, *_PHASE2)
 
-lig_sparse_indexer_kl_loss_get_workspace_size = _bind(
-    "lig_sparse_indexer_kl_loss_get_workspace_size", _enum,
+lig_sparse_indexer_grad_kl_loss_get_workspace_size = _bind(
+    "lig_sparse_indexer_grad_kl_loss_get_workspace_size", _enum,
     # query, key, query_index, key_index, weights, sparse_indices, softmax_max / _sum / _lse,
     # query_rope, key_rope, actual_seq_lengths_query / _key
     *[_handle] * 13,
@@ -183,7 +183,7 @@ lig_sparse_indexer_kl_loss_get_workspace_size = _bind(
     _enum, ctypes.c_bool,  # target (lig_kl_target), deterministic
     *[_handle] * 4,  # d_query_index, d_key_index, d_weights, loss
     _size_out, _executor_out)
-lig_sparse_indexer_kl_loss = _bind("lig_sparse_indexer_kl_loss", _enum, *_PHASE2)
+lig_sparse_indexer_grad_kl_loss = _bind("lig_sparse_indexer_grad_kl_loss", _enum, *_PHASE2)
 
 lig_workspace_status_from_copy = _bind("lig_workspace_status_from_copy", _enum, _enum, _address, _address)
 lig_destroy_executor = _bind("lig_destroy_executor", _enum, _handle)

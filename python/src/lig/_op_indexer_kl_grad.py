@@ -32,7 +32,7 @@ def _indexer_kl_grad_op(
     with Descriptors() as desc:
         args = desc.each(((sparse_values, "sparse_values"), (sparse_indices, "sparse_indices"), (target, "target"),
                           (loss, "loss"), (dy, "dy")))
-        run(_capi.lig_indexer_kl_grad_get_workspace_size, _capi.lig_indexer_kl_grad, args, "lig_indexer_kl_grad",
+        run(_capi.lig_kl_loss_and_dy_get_workspace_size, _capi.lig_kl_loss_and_dy, args, "lig_kl_loss_and_dy",
              desc.device)
     return loss, dy
 

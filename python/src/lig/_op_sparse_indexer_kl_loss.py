@@ -133,8 +133,8 @@ def _sparse_indexer_kl_loss_op(  # the C operator's (CANN's) argument order
             *desc.each(((d_query_index, "d_query_index"), (d_key_index, "d_key_index"), (d_weights, "d_weights"),
                         (loss, "loss"))),
         )
-        run(_capi.lig_sparse_indexer_kl_loss_get_workspace_size, _capi.lig_sparse_indexer_kl_loss, args,
-            "lig_sparse_indexer_kl_loss", desc.device)
+        run(_capi.lig_sparse_indexer_grad_kl_loss_get_workspace_size, _capi.lig_sparse_indexer_grad_kl_loss, args,
+            "lig_sparse_indexer_grad_kl_loss", desc.device)
     return loss, d_query_index, d_key_index, d_weights
 
 
