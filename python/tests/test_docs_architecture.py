@@ -34,7 +34,7 @@ class Tree(NamedTuple):
 
 TREES = (
     Tree("python/src/lig", "src/lig", ("python/src/lig/",)),
-    Tree("src", None, ("src/api/", "src/core/", "src/testing/", "src/backends/")),
+    Tree("src", "csrc/src", ("src/api/", "src/core/", "src/testing/", "src/backends/")),
 )
 
 # Made by builds and interpreters, never written by hand.
