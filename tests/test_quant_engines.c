@@ -156,7 +156,7 @@ LIG_TEST(quant_engines_int8_same_as_portable) {
                 const int64_t nb = nbs[b];
                 float *a = malloc(sizeof(float) * (size_t)(rows * nb)), *p = malloc(sizeof(float) * (size_t)(rows * nb));
                 engine_scores(&lig_fwd_engine_i8, c, rows, q, w, has_sq ? sq : NULL, nb, key, ksc, a);
-                engine_scores(&lig_fwd_engine_quant, c, rows, q, w, has_sq ? sq : NULL, nb, key, ksc, p);
+                engine_scores(&lig_fwd_engine_quant_portable, c, rows, q, w, has_sq ? sq : NULL, nb, key, ksc, p);
                 for (int64_t i = 0; i < rows * nb; i++) {
                     if (!same_float(a[i], p[i]) && bad++ < 5) {
                         CHECK(0, "set %s, D %lld G %lld rows %lld nb %lld: score %lld is %a, the portable engine's %a",

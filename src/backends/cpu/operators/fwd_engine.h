@@ -53,8 +53,8 @@ extern const lig_fwd_engine lig_fwd_engine_f32;
 /* bf16 inputs on a set with bf16 kernels (fwd_engine_bf16.c). */
 extern const lig_fwd_engine lig_fwd_engine_bf16;
 /* FLOAT8_E4M3FN / INT8 inputs on any set: converted exactly to fp32 once per pass (queries) and
- * per block (keys), the set's fp32 GEMM, portable scores (fwd_engine_quant.c). */
-extern const lig_fwd_engine lig_fwd_engine_quant;
+ * per block (keys), the set's fp32 GEMM, portable scores (fwd_engine_quant_portable.c). */
+extern const lig_fwd_engine lig_fwd_engine_quant_portable;
 /* INT8 inputs on the set's int8 GEMM, exact int32 dot products (fwd_engine_i8.c). */
 extern const lig_fwd_engine lig_fwd_engine_i8;
 /* FLOAT8_E4M3FN inputs on a set with bf16 units, converted once into its bf16 GEMM (fwd_engine_fp8.c). */
@@ -86,7 +86,7 @@ static inline int64_t lig_fwd_quant_rows_for(int64_t G) {
 }
 
 
-/* The scratch of the engines that feed the set's fp32 GEMM (fwd_engine_f32.c, fwd_engine_quant.c):
+/* The scratch of the engines that feed the set's fp32 GEMM (fwd_engine_f32.c, fwd_engine_quant_portable.c):
  * the pass's query heads transposed, their weights (and query scales), the block's key rows (and
  * key scales), the block's per-head scores; `acc_bytes` more for an engine's own accumulator. */
 typedef struct lig_fwd_f32_layout {

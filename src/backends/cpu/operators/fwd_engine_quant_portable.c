@@ -98,12 +98,12 @@ static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32->name;
 
 static void configure(lig_fwd_ctx *c) { c->block = c->ks->f32->fwd_block; }
 
-const lig_fwd_engine lig_fwd_engine_quant = {
+const lig_fwd_engine lig_fwd_engine_quant_portable = {
     .kernels_name = kernels_name, .configure = configure, .scratch_bytes = scratch_bytes, .begin_rows = begin_rows,
     .score_block = score_block};
 
 const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D) {
     if (dtype == LIG_INT8 && D <= ks->i8->gemm.max_k) return &lig_fwd_engine_i8;
     if (dtype == LIG_FLOAT8_E4M3FN && ks->bf16 != NULL) return &lig_fwd_engine_fp8;
-    return &lig_fwd_engine_quant;
+    return &lig_fwd_engine_quant_portable;
 }
