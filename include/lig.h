@@ -375,26 +375,13 @@ LIG_API const char *lig_status_string(lig_status status);
 LIG_API const char *lig_version(void);
 
 /*
- * Names before 0.2, kept so that programs written against them still build and link (deprecated;
- * docs/contract.md "Renamed operators"). Each forwards to the operator named for what it returns:
- *   lig_indexer_kl_grad         -> lig_kl_loss_and_dy              (returns the loss and dy)
- *   lig_sparse_indexer_kl_loss  -> lig_sparse_indexer_grad_kl_loss (returns the gradients and the loss)
+ * Names before 0.2 (deprecated; docs/contract.md "Renamed operators"): programs written against them
+ * still build, each name standing for the operator now named for what it returns.
  */
-LIG_API lig_status lig_indexer_kl_grad_get_workspace_size(
-    const lig_tensor *sparse_values, const lig_tensor *sparse_indices, const lig_tensor *target,
-    const lig_tensor *loss, const lig_tensor *dy, uint64_t *workspace_size, lig_executor **executor);
-LIG_API lig_status lig_indexer_kl_grad(void *workspace, uint64_t workspace_size, lig_executor *executor,
-                                       void *stream);
-LIG_API lig_status lig_sparse_indexer_kl_loss_get_workspace_size(
-    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
-    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
-    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
-    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
-    double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
-    lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
-    const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor);
-LIG_API lig_status lig_sparse_indexer_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
-                                              void *stream);
+#define lig_indexer_kl_grad_get_workspace_size lig_kl_loss_and_dy_get_workspace_size /* the loss and dy */
+#define lig_indexer_kl_grad lig_kl_loss_and_dy
+#define lig_sparse_indexer_kl_loss_get_workspace_size lig_sparse_indexer_grad_kl_loss_get_workspace_size
+#define lig_sparse_indexer_kl_loss lig_sparse_indexer_grad_kl_loss /* the gradients and the loss */
 
 #ifdef __cplusplus
 }
