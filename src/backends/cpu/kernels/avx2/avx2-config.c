@@ -1,6 +1,8 @@
 /* The avx2 set: AVX2 + FMA + F16C, fp32 FMA on ymm and int8 by vpmaddwd. */
 #include "backends/cpu/kernels/avx2/avx2.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/runtime/cpu_features.h"
 
 static bool has_avx2(void) { return lig_cpu_features_get()->avx2_fma_f16c; }
@@ -15,13 +17,7 @@ const lig_f32_kernels lig_avx2_f32 = {
              .narrow_mr = 12, .narrow_nr = 8, .narrow_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
-    .grad_gate = lig_grad_gate__avx2,
-    .fwd_scores = lig_fwd_scores__avx2,
-    .quant_scores = lig_quant_scores__avx2,
-    .quant_scores_i32 = lig_quant_scores_i32__avx2,
-    .load_row = lig_load_row__avx2,
-    .store_row = lig_store_row__avx2,
-    .axpy_row = lig_axpy_row__avx2,
+    LIG_F32_ROW_KERNELS(avx2),
 };
 
 /* int8 by sign-extension to int16 and vpmaddwd: 6 x 16, B pairs pre-widened to int16 */
@@ -32,7 +28,7 @@ static const lig_i8_kernels avx2_i8 = {
              .pack_b = lig_i8_pack_b_6x16__avx2, .ukernel = lig_i8_gemm_ukernel_6x16__avx2},
 };
 
-const lig_fp8_kernels lig_avx2_fp8 = {.to_bf16 = lig_fp8_to_bf16__avx2, .to_f32 = lig_fp8_to_f32__avx2};
+const lig_fp8_kernels lig_avx2_fp8 = {LIG_FP8_KERNELS(avx2)};
 
 const lig_kernel_set lig_kernel_set_avx2 = {
     .name = "avx2", .features = "AVX2, FMA and F16C", .cpu_supports = has_avx2, .f32 = &lig_avx2_f32,

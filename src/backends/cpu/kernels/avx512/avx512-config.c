@@ -1,6 +1,8 @@
 /* The avx512 set: AVX-512 F, BW, DQ, VL, fp32 FMA on zmm and int8 by 512-bit vpmaddwd. */
 #include "backends/cpu/kernels/avx512/avx512.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/kernels/avx2/avx2.h"
 #include "backends/cpu/runtime/cpu_features.h"
 
@@ -17,13 +19,7 @@ const lig_f32_kernels lig_avx512_f32 = {
              .narrowest_mr = 12, .narrowest_nr = 8, .narrowest_ukernel = lig_f32_gemm_ukernel_12x8__avx2},
     .grad_block = 48,
     .fwd_block = 48,
-    .grad_gate = lig_grad_gate__avx512,
-    .fwd_scores = lig_fwd_scores__avx512,
-    .quant_scores = lig_quant_scores__avx512,
-    .quant_scores_i32 = lig_quant_scores_i32__avx512,
-    .load_row = lig_load_row__avx512,
-    .store_row = lig_store_row__avx512,
-    .axpy_row = lig_axpy_row__avx512,
+    LIG_F32_ROW_KERNELS(avx512),
 };
 
 /* int8 by 512-bit vpmaddwd: 12 x 32 (24 zmm accumulators), B pairs pre-widened to int16 */
@@ -34,7 +30,7 @@ static const lig_i8_kernels avx512_i8 = {
              .pack_b = lig_i8_pack_b_12x32__avx512, .ukernel = lig_i8_gemm_ukernel_12x32__avx512},
 };
 
-const lig_fp8_kernels lig_avx512_fp8 = {.to_bf16 = lig_fp8_to_bf16__avx512, .to_f32 = lig_fp8_to_f32__avx512};
+const lig_fp8_kernels lig_avx512_fp8 = {LIG_FP8_KERNELS(avx512)};
 
 const lig_kernel_set lig_kernel_set_avx512 = {
     .name = "avx512", .features = "AVX-512 F, BW, DQ and VL", .cpu_supports = has_avx512, .f32 = &lig_avx512_f32,

@@ -2,6 +2,8 @@
  * every other dtype runs the avx512 fp32 kernels. */
 #include "backends/cpu/kernels/avx512bf16/avx512bf16.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/kernels/avx512/avx512.h"
 #include "backends/cpu/kernels/avx512vnni/avx512vnni.h"
 #include "backends/cpu/runtime/cpu_features.h"
@@ -25,9 +27,7 @@ static const lig_bf16_kernels avx512bf16_bf16 = {
     .k_pad = 32,
     .row_pad = 32,
     .min_group = 16,
-    .pack_pairs = lig_bf16_pack_pairs__avx512bf16,
-    .gate = lig_bf16_gate__avx512bf16,
-    .dq_operand = lig_bf16_dq_operand__avx512bf16,
+    LIG_BF16_OPERAND_KERNELS(avx512bf16),
 };
 
 const lig_kernel_set lig_kernel_set_avx512bf16 = {

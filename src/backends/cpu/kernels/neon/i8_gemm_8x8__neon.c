@@ -59,8 +59,9 @@ static inline __attribute__((always_inline)) void step(const int mr, const bool 
 }
 
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t kc, const int8_t *a,
-                                                       int64_t lda, const int16_t *b, int32_t *c, int64_t ldc,
+                                                       int64_t lda, const void *b_panel, int32_t *c, int64_t ldc,
                                                        bool accumulate) {
+    const int16_t *b = b_panel;
     int32x4_t acc[MR][2];
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = vdupq_n_s32(0);
@@ -74,17 +75,9 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr,
     }
 }
 
+#include "backends/cpu/kernels/i8_gemm_rows.h"
+
 void lig_i8_gemm_ukernel_8x8__neon(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda,
                                    const void *b_panel, int32_t *c, int64_t ldc, bool accumulate) {
-    const int16_t *b = b_panel;
-    switch (mr) {
-    case 8: tile(8, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    case 7: tile(7, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    case 6: tile(6, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    case 5: tile(5, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    case 4: tile(4, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    case 3: tile(3, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    case 2: tile(2, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    default: tile(1, nr, kc, a, lda, b, c, ldc, accumulate); break;
-    }
+    tile_rows(mr, nr, kc, a, lda, b_panel, c, ldc, accumulate);
 }

@@ -2,6 +2,8 @@
  * conversions. Plain C tables (no intrinsics here). */
 #include "backends/cpu/kernels/neon/neon.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/runtime/cpu_features.h"
 
 static bool has_asimd(void) { return lig_cpu_features_get()->asimd; }
@@ -16,13 +18,7 @@ const lig_f32_kernels lig_neon_f32 = {
              .narrow_mr = 12, .narrow_nr = 8, .narrow_ukernel = lig_f32_gemm_ukernel_12x8__neon},
     .grad_block = 48,
     .fwd_block = 48,
-    .grad_gate = lig_grad_gate__neon,
-    .fwd_scores = lig_fwd_scores__neon,
-    .quant_scores = lig_quant_scores__neon,
-    .quant_scores_i32 = lig_quant_scores_i32__neon,
-    .load_row = lig_load_row__neon,
-    .store_row = lig_store_row__neon,
-    .axpy_row = lig_axpy_row__neon,
+    LIG_F32_ROW_KERNELS(neon),
 };
 
 /* int8 by sign-extension to int16 and SMLAL by element: 8 x 8, B pre-widened to int16, kr = 8 */
@@ -33,7 +29,7 @@ const lig_i8_kernels lig_neon_i8 = {
              .pack_b = lig_i8_pack_b_8x8__neon, .ukernel = lig_i8_gemm_ukernel_8x8__neon},
 };
 
-const lig_fp8_kernels lig_neon_fp8 = {.to_bf16 = lig_fp8_to_bf16__neon, .to_f32 = lig_fp8_to_f32__neon};
+const lig_fp8_kernels lig_neon_fp8 = {LIG_FP8_KERNELS(neon)};
 
 const lig_kernel_set lig_kernel_set_neon = {
     .name = "neon", .features = "Advanced SIMD (ASIMD)", .cpu_supports = has_asimd, .f32 = &lig_neon_f32,

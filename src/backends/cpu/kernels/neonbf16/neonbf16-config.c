@@ -3,6 +3,8 @@
  * ARMv8.6-A), so the set extends neon-i8mm. Plain C tables (no intrinsics here). */
 #include "backends/cpu/kernels/neonbf16/neonbf16.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/kernels/neon/neon.h"
 #include "backends/cpu/kernels/neoni8mm/neoni8mm.h"
 #include "backends/cpu/runtime/cpu_features.h"
@@ -24,9 +26,7 @@ const lig_bf16_kernels lig_neonbf16_bf16 = {
     .k_pad = 32,
     .row_pad = 32,
     .min_group = 16,
-    .pack_pairs = lig_bf16_pack_pairs__neonbf16,
-    .gate = lig_bf16_gate__neonbf16,
-    .dq_operand = lig_bf16_dq_operand__neonbf16,
+    LIG_BF16_OPERAND_KERNELS(neonbf16),
 };
 
 const lig_kernel_set lig_kernel_set_neonbf16 = {

@@ -3,6 +3,8 @@
  * on any CPU. */
 #include "backends/cpu/kernels/scalar/scalar.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 static bool always(void) { return true; }
 
 const lig_f32_kernels lig_scalar_f32 = {
@@ -11,13 +13,7 @@ const lig_f32_kernels lig_scalar_f32 = {
     .gemm = {.mr = 4, .nr = 4, .ukernel = lig_f32_gemm_ukernel_4x4__scalar},
     .grad_block = 48,
     .fwd_block = 48,
-    .grad_gate = lig_grad_gate__scalar,
-    .fwd_scores = lig_fwd_scores__scalar,
-    .quant_scores = lig_quant_scores__scalar,
-    .quant_scores_i32 = lig_quant_scores_i32__scalar,
-    .load_row = lig_load_row__scalar,
-    .store_row = lig_store_row__scalar,
-    .axpy_row = lig_axpy_row__scalar,
+    LIG_F32_ROW_KERNELS(scalar),
 };
 
 /* int8: panels of 4 int8 columns, kr = 1 (the reference layout) */
@@ -28,7 +24,7 @@ const lig_i8_kernels lig_scalar_i8 = {
              .pack_b = lig_i8_pack_b_4x4__scalar, .ukernel = lig_i8_gemm_ukernel_4x4__scalar},
 };
 
-const lig_fp8_kernels lig_scalar_fp8 = {.to_bf16 = lig_fp8_to_bf16__scalar, .to_f32 = lig_fp8_to_f32__scalar};
+const lig_fp8_kernels lig_scalar_fp8 = {LIG_FP8_KERNELS(scalar)};
 
 const lig_kernel_set lig_kernel_set_scalar = {
     .name = "scalar", .features = "nothing", .cpu_supports = always, .f32 = &lig_scalar_f32,
