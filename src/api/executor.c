@@ -42,30 +42,19 @@ static lig_op run_entry_of(lig_op op) { return op == LIG_OP_INDEXER_PAGED ? LIG_
 /* Calls the backend's slot for `op` on `problem` (of the slot's type), or leaves *has false when the
  * slot is NULL. The only place that maps an operator to its slot. */
 static lig_status call_slot(lig_op op, const lig_backend *b, const void *problem, lig_backend_plan *plan, bool *has) {
+    /* one case per slot, since each slot takes its own problem type */
+#define CALL_SLOT(slot) return (*has = b->slot != NULL) ? b->slot(problem, plan) : LIG_ERR_INNER
     *has = false;
     switch (op) {
-    case LIG_OP_INDEXER_GRAD:
-        if ((*has = b->plan_indexer_grad != NULL)) return b->plan_indexer_grad(problem, plan);
-        break;
-    case LIG_OP_INDEXER:
-        if ((*has = b->plan_indexer != NULL)) return b->plan_indexer(problem, plan);
-        break;
-    case LIG_OP_INDEXER_PAGED:
-        if ((*has = b->plan_indexer_paged != NULL)) return b->plan_indexer_paged(problem, plan);
-        break;
-    case LIG_OP_QUANT_INDEXER:
-        if ((*has = b->plan_quant_indexer != NULL)) return b->plan_quant_indexer(problem, plan);
-        break;
-    case LIG_OP_QUANT_LOGITS:
-        if ((*has = b->plan_quant_logits != NULL)) return b->plan_quant_logits(problem, plan);
-        break;
-    case LIG_OP_KL_LOSS_AND_DY:
-        if ((*has = b->plan_kl_loss_and_dy != NULL)) return b->plan_kl_loss_and_dy(problem, plan);
-        break;
-    case LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS:
-        if ((*has = b->plan_sparse_indexer_grad_kl_loss != NULL)) return b->plan_sparse_indexer_grad_kl_loss(problem, plan);
-        break;
+    case LIG_OP_INDEXER_GRAD: CALL_SLOT(plan_indexer_grad);
+    case LIG_OP_INDEXER: CALL_SLOT(plan_indexer);
+    case LIG_OP_INDEXER_PAGED: CALL_SLOT(plan_indexer_paged);
+    case LIG_OP_QUANT_INDEXER: CALL_SLOT(plan_quant_indexer);
+    case LIG_OP_QUANT_LOGITS: CALL_SLOT(plan_quant_logits);
+    case LIG_OP_KL_LOSS_AND_DY: CALL_SLOT(plan_kl_loss_and_dy);
+    case LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS: CALL_SLOT(plan_sparse_indexer_grad_kl_loss);
     }
+#undef CALL_SLOT
     return LIG_ERR_INNER;
 }
 
