@@ -3,7 +3,7 @@
 A PyTorch program sizes its CPU parallelism with ``torch.set_num_threads`` (or OMP_NUM_THREADS);
 lig follows it, so that lig's pool and torch's do not each claim every core. A count chosen for
 lig itself wins: ``lig.set_num_threads(n)`` with n > 0, else the LIG_NUM_THREADS environment
-variable (read by the library). The library keeps one process-wide count, so it is re-applied
+variable, read here before each call (the library reads it once per process). The library keeps one process-wide count, so it is re-applied
 before every call: torch's count may have changed since the last one.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from . import _capi
 
 _lock = threading.Lock()
 _chosen = 0  # lig.set_num_threads(n > 0); 0 = follow the environment or torch
+_MAX_THREADS = 1024  # the library's cap on LIG_NUM_THREADS (core/tuning.h)
 
 
 def _environment_sets_count() -> bool:
@@ -32,7 +33,9 @@ def apply() -> None:
         if _chosen > 0:
             _capi.lig_set_num_threads(_chosen)
         elif _environment_sets_count():
-            _capi.lig_set_num_threads(0)
+            # the library reads its environment once per process (contract 8.1); a program that
+            # sets LIG_NUM_THREADS later still gets it, through the call
+            _capi.lig_set_num_threads(min(int(os.environ["LIG_NUM_THREADS"]), _MAX_THREADS))
         else:
             _capi.lig_set_num_threads(max(1, torch.get_num_threads()))
 
