@@ -363,6 +363,58 @@ LIG_API uint16_t lig_float_to_bfloat16(float value);
  */
 LIG_API float lig_float8_e4m3fn_to_float(uint8_t bits);
 LIG_API uint8_t lig_float_to_float8_e4m3fn(float value);
+/*
+ * MXFP4's formats (OCP Microscaling v1.0) as bit patterns (docs/contract.md section 5, "MXFP4").
+ * FLOAT4_E2M1: a code in the low nibble of `bits` (the high nibble is ignored), S.EE.M, magnitudes
+ * 0, 0.5, 1, 1.5, 2, 3, 4, 6; decoding is exact. Encoding rounds to nearest even, saturates every
+ * magnitude above 6 (infinities included) to +-6, keeps the sign of a value that rounds to zero
+ * (0x8 is -0) and maps NaN, which has no code, to 0x7 (+6); the result's high nibble is 0.
+ * FLOAT8_E8M0FNU (the ue8m0 block scale): byte E is 2^(E-127) exactly (E = 0 is 2^-127), 0xFF NaN.
+ */
+LIG_API float lig_float4_e2m1_to_float(uint8_t bits);
+LIG_API uint8_t lig_float_to_float4_e2m1(float value);
+LIG_API float lig_float8_e8m0fnu_to_float(uint8_t bits);
+
+/* How a block scale and the codes are chosen (the sources differ; docs/inference.md):
+ *   LIG_MXFP4_RECIPE_ENGINE          the engines' kernels (vLLM, SGLang, DeepSeek-V4's inference
+ *                                    code): a = max(amax, 6 * 2^-126), scale = the smallest power of
+ *                                    two >= fp32(a * fp32(1/6)), codes by lig_float_to_float4_e2m1
+ *   LIG_MXFP4_RECIPE_DEEPGEMM_TEST   DeepGEMM's per_token_cast_to_fp4 (its tests' reference):
+ *                                    a = max(amax, fp32(1e-4)), scale = the smallest power of two
+ *                                    >= fp32(a / 6), codes rounded with every tie towards zero and
+ *                                    no negative zero */
+typedef enum lig_mxfp4_recipe {
+    LIG_MXFP4_RECIPE_ENGINE = 0,
+    LIG_MXFP4_RECIPE_DEEPGEMM_TEST = 1
+} lig_mxfp4_recipe;
+
+/*
+ * MXFP4 quantization of the rows of a host tensor (contract 5, "MXFP4"), as DeepGEMM's fp8_fp4_*
+ * functions take queries and keys:
+ *   x       [rows, cols], FLOAT32, FLOAT16 or BFLOAT16, cols even, any strides
+ *   codes   [rows, cols/2], UINT8 or INT8 (DeepGEMM's packed FP4 is int8): byte j holds element 2j
+ *           in its low nibble and element 2j+1 in its high nibble
+ *   scales  the e8m0 byte of each block of 32 values (the last block of a row may be shorter),
+ *           padded with 127 (2^0) to whole words: UINT8 [rows, 4*ceil(ceil(cols/32)/4)], or INT32
+ *           [rows, ceil(ceil(cols/32)/4)] with word j holding blocks 4j..4j+3 in bits 0-7, 8-15,
+ *           16-23, 24-31 (DeepGEMM's packed ue8m0, one int32 per token for D <= 128)
+ * Element i of a block with scale byte E is code(x_i * 2^(127-E)); a block holding a NaN or an
+ * infinity gets scale byte 0xFF (NaN) and codes 0. Nothing is written on failure.
+ */
+LIG_API lig_status lig_mxfp4_quantize(const lig_tensor *x, lig_mxfp4_recipe recipe, const lig_tensor *codes,
+                                      const lig_tensor *scales);
+/*
+ * Writes keys into DeepGEMM's fused FP4 paged cache (the layout fp8_fp4_paged_mqa_logits reads):
+ *   k             [T, D] host tensor, as x of lig_mxfp4_quantize
+ *   slot_mapping  [T], INT32 or INT64: token t goes to block slot / block_size, offset slot % block_size;
+ *                 a negative slot skips the token; slots must be < num_blocks * block_size and distinct
+ *   kv_cache      UINT8 [num_blocks, block_size, 1, D/2 + S] or [num_blocks, block_size, D/2 + S],
+ *                 S = 4*ceil(ceil(D/32)/4) (4 for D <= 128); each block's bytes contiguous (any block
+ *                 stride): block_size * D/2 code bytes, token-major, then block_size * S scale bytes
+ * Each token's codes and scales are lig_mxfp4_quantize's row for it. Nothing is written on failure.
+ */
+LIG_API lig_status lig_mxfp4_cache_write(const lig_tensor *k, const lig_tensor *slot_mapping, lig_mxfp4_recipe recipe,
+                                         const lig_tensor *kv_cache);
 
 /* This thread's last failure message, "" if none. */
 LIG_API const char *lig_get_last_error(void);
