@@ -125,11 +125,8 @@ LIG_TEST(fp4_encode_midpoints_and_specials)
                   (double)m, sign | (c + 1), lig_float_to_float4_e2m1(above));
         }
     }
-    static const struct {
-        float in;
-        unsigned out;
-        const char *what;
-    } cases[] = {
+    /* (input, code, what it shows) */
+    static const struct { float in; unsigned out; const char *what; } cases[] = {
         {0.0f, 0x0, "+0"}, {-0.0f, 0x8, "-0 keeps its sign"}, {0x1p-149f, 0x0, "an fp32 subnormal"},
         {-0x1p-149f, 0x8, "a negative fp32 subnormal rounds to -0"}, {0.25f, 0x0, "0.25 ties to 0"},
         {0.75f, 0x2, "0.75 ties to 1 (even code 2)"}, {6.0f, 0x7, "the largest"}, {7.0f, 0x7, "7 saturates"},
@@ -146,30 +143,33 @@ LIG_TEST(fp4_encode_midpoints_and_specials)
           "NaN (either sign, quiet or signalling): expected 0x7");
 }
 
+static void check_encoding(float f, int64_t *bad)
+{
+    const unsigned want = e2m1_nearest(f, TIES_TO_EVEN), got = lig_float_to_float4_e2m1(f);
+    if (got != want && (*bad)++ < 5) {
+        CHECK(0, "%a: expected 0x%x, got 0x%x", (double)f, want, got);
+    }
+}
+
 LIG_TEST(fp4_encode_brute_force)
 {
-    th_rng r = th_rng_make(0xe2a1u);
     int64_t n = 0, bad = 0;
-    for (uint32_t e = 110; e <= 135; e++) {
-        for (uint32_t hi = 0; hi < 4096; hi++) {
-            const uint32_t bits = (e << 23) | (hi << 11) | (uint32_t)th_rng_range(&r, 0, 2047);
-            for (int s = 0; s < 2; s++) {
-                const float f = bits_f32(bits | (s ? 0x80000000u : 0));
-                const unsigned want = e2m1_nearest(f, TIES_TO_EVEN), got = lig_float_to_float4_e2m1(f);
-                if (got != want && bad++ < 5) {
-                    CHECK(0, "%a: expected 0x%x, got 0x%x", (double)f, want, got);
-                }
-                n++;
-            }
-        }
+    /* every 4099th bit pattern: every exponent, both signs, subnormals, infinities and NaNs */
+    for (uint64_t u = 0; u <= 0xffffffffu; u += 4099, n++) {
+        check_encoding(bits_f32((uint32_t)u), &bad);
     }
-    for (int i = 0; i < 200000; i++) {
-        const float f = bits_f32((uint32_t)th_rng_next(&r));
-        const unsigned want = e2m1_nearest(f, TIES_TO_EVEN), got = lig_float_to_float4_e2m1(f);
-        if (got != want && bad++ < 5) {
-            CHECK(0, "%a: expected 0x%x, got 0x%x", (double)f, want, got);
+    /* the 64 floats either side of every decision point, in both signs */
+    static const float points[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f};
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+        float lo = points[i], hi = points[i];
+        for (int j = 0; j < 64; j++, n += 4) {
+            lo = nextafterf(lo, 0.0f);
+            hi = nextafterf(hi, INFINITY);
+            check_encoding(lo, &bad);
+            check_encoding(hi, &bad);
+            check_encoding(-lo, &bad);
+            check_encoding(-hi, &bad);
         }
-        n++;
     }
     CHECK(bad == 0, "%lld of %lld encodings differ from the nearest code", (long long)bad, (long long)n);
 }
