@@ -40,6 +40,8 @@ from ._op_quant_indexer import quant_lightning_indexer
 from ._op_fp8_paged_mqa_topk import fp8_paged_mqa_topk
 from ._op_indexer_k_quant_and_cache import indexer_k_quant_and_cache
 from ._act_quant import act_quant
+from ._fp4_act_quant import fp4_act_quant
+from ._op_indexer_k_mxfp4_quant_and_cache import indexer_k_mxfp4_quant_and_cache
 from ._op_mqa_logits import fp8_mqa_logits, fp8_paged_mqa_logits, get_paged_mqa_logits_metadata
 
 __version__ = _version()
@@ -70,6 +72,8 @@ __all__ = [
     "fp8_paged_mqa_topk",
     "indexer_k_quant_and_cache",
     "act_quant",
+    "fp4_act_quant",
+    "indexer_k_mxfp4_quant_and_cache",
     "fp8_mqa_logits",
     "fp8_paged_mqa_logits",
     "get_paged_mqa_logits_metadata",

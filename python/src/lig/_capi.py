@@ -52,6 +52,10 @@ LIG_KL_TARGET_HEAD_MEAN = 0
 LIG_KL_TARGET_L1 = 1
 LIG_KL_TARGET_CANN = 2
 
+# lig_mxfp4_recipe
+LIG_MXFP4_RECIPE_ENGINE = 0
+LIG_MXFP4_RECIPE_DEEPGEMM_TEST = 1
+
 LIG_MAX_DIMS = 8  # a tensor's most dimensions
 LIG_WORKSPACE_STATUS_BYTES = 192  # the head of a device workspace that holds its status
 
@@ -103,7 +107,7 @@ lib = ctypes.CDLL(_library_path())
 
 _handle = ctypes.c_void_p  # const lig_tensor *, lig_executor * (opaque)
 _address = ctypes.c_void_p  # void *: data, workspace, stream, copy
-_enum = ctypes.c_int  # lig_status, lig_dtype, lig_device, lig_kl_target
+_enum = ctypes.c_int  # lig_status, lig_dtype, lig_device, lig_kl_target, lig_mxfp4_recipe
 _i64 = ctypes.c_int64
 _u64 = ctypes.c_uint64
 _text = ctypes.c_char_p  # const char *
@@ -195,6 +199,9 @@ lig_kernel_sets = _bind("lig_kernel_sets", _text)
 lig_set_kernel_set = _bind("lig_set_kernel_set", _enum, _text)
 lig_get_kernel_set = _bind("lig_get_kernel_set", _text)
 lig_executor_kernel_set = _bind("lig_executor_kernel_set", _text, _handle)
+
+lig_mxfp4_quantize = _bind("lig_mxfp4_quantize", _enum, _handle, _enum, _handle, _handle)  # x, recipe, codes, scales
+lig_mxfp4_cache_write = _bind("lig_mxfp4_cache_write", _enum, _handle, _handle, _enum, _handle)  # k, slots, recipe, cache
 
 lig_get_last_error = _bind("lig_get_last_error", _text)
 lig_status_string = _bind("lig_status_string", _text, _enum)
