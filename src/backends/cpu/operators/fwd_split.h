@@ -26,7 +26,7 @@ enum { LIG_FWD_MAX_GROUPS = 64 };
 enum { LIG_FWD_SPLIT_UNITS = 64 };
 /* A chunk holds at least this many keys and at least 4 K, so that it keeps at most a quarter of what
  * it scores: its top-k's cut-backs and the merge then cost a few percent of the scores at
- * DeepSeek's shape (G = 64, D = 128), measured (BENCHMARKS.md, "Decode"). The default chunk length. */
+ * DeepSeek's shape (G = 64, D = 128), measured (bench/results/history.md, "Decode"). The default chunk length. */
 enum { LIG_FWD_SPLIT_MIN_KEYS = 4096 };
 /* The results region: room for the kept candidates of at most LIG_FWD_SPLIT_SLOTS (row, chunk)
  * pairs, heap_cap candidates each, and never more than LIG_FWD_SPLIT_BUDGET bytes. Its size
