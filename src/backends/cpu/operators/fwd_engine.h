@@ -21,7 +21,8 @@ typedef struct lig_fwd_ctx {
     lig_dtype dtype;         /* q and k (and w, except in the quantized forward) */
     int64_t q_head, q_dim;   /* element strides */
     int64_t w_head, k_dim;
-    /* the quantized forward (contract 2.4): w's own dtype, the scales' dtypes and sq's head stride */
+    /* w's own dtype (the query's, or FLOAT32: the quantized forward, the dense lse), the
+     * quantized forward's scales' dtypes and sq's head stride (contract 2.4) */
     lig_dtype w_dtype;
     bool has_sq;             /* false: every sq is 1 */
     lig_dtype sq_dtype, sk_dtype;

@@ -11,6 +11,7 @@
 #include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/fwd_engine.h"
 #include "core/dtype_convert.h"
+#include "core/tensor.h"
 #include "core/workspace.h"
 
 #define NB LIG_FWD_BF16_BLOCK
@@ -35,7 +36,7 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
         if (j < cols) {
             const int64_t r = j / G, h = j % G;
             lig_bf16_copy_row(qrow + j * dp, q[r] + 2 * h * c->q_head, c->q_dim, c->D, dp);
-            wf[j] = lig_load_float(LIG_BFLOAT16, w[r] + 2 * h * c->w_head);
+            wf[j] = lig_load_float(c->w_dtype, w[r] + (int64_t)lig_dtype_size(c->w_dtype) * h * c->w_head);
         } else {
             memset(qrow + j * dp, 0, sizeof(uint16_t) * (size_t)dp);
             wf[j] = 0.0f;
