@@ -111,14 +111,21 @@ static const struct {
     {"softmax_lse over weights", lse_overlaps_weights, LIG_ERR_PARAM_INVALID, "softmax_lse"},
 };
 
+/* Phase 1 with the arguments as they are. */
+static lig_status plan(call_args *a, uint64_t *ws, lig_executor **e) {
+    *e = NULL;
+    return lig_dense_indexer_softmax_lse_get_workspace_size(a->q.t, a->k.t, a->w.t, a->aq.t, a->ak.t, a->res.t,
+                                                            a->layout, a->mask_mode, a->ratio, a->lse.t,
+                                                            a->no_ws_size ? NULL : ws, a->no_executor ? NULL : e);
+}
+
 LIG_TEST(dense_lse_errors) {
     /* the valid call first: the table's failures are the edits' */
     call_args a;
     make_valid(&a);
     uint64_t ws = 0;
     lig_executor *e = NULL;
-    lig_status st = lig_dense_indexer_softmax_lse_get_workspace_size(a.q.t, a.k.t, a.w.t, a.aq.t, a.ak.t, a.res.t,
-                                                                     a.layout, a.mask_mode, a.ratio, a.lse.t, &ws, &e);
+    lig_status st = plan(&a, &ws, &e);
     CHECK(st == LIG_SUCCESS, "valid call: %s", lig_get_last_error());
     lig_destroy_executor(e);
     free_args(&a);
@@ -127,10 +134,7 @@ LIG_TEST(dense_lse_errors) {
         cases[i].edit(&a);
         if (a.lse.base) tbuf_snapshot(&a.lse);
         tbuf_snapshot(&a.w);
-        e = NULL;
-        st = lig_dense_indexer_softmax_lse_get_workspace_size(a.q.t, a.k.t, a.w.t, a.aq.t, a.ak.t, a.res.t, a.layout,
-                                                             a.mask_mode, a.ratio, a.lse.t, a.no_ws_size ? NULL : &ws,
-                                                             a.no_executor ? NULL : &e);
+        st = plan(&a, &ws, &e);
         const char *msg = lig_get_last_error();
         CHECK(st == cases[i].want, "%s: status %d, want %d (%s)", cases[i].name, (int)st, (int)cases[i].want, msg);
         CHECK(strstr(msg, cases[i].names) != NULL && strstr(msg, "expected") != NULL,
@@ -149,8 +153,7 @@ LIG_TEST(dense_lse_phase2_errors) {
     make_valid(&a);
     uint64_t ws = 0;
     lig_executor *e = NULL;
-    lig_status st = lig_dense_indexer_softmax_lse_get_workspace_size(a.q.t, a.k.t, a.w.t, a.aq.t, a.ak.t, a.res.t,
-                                                                     a.layout, a.mask_mode, a.ratio, a.lse.t, &ws, &e);
+    lig_status st = plan(&a, &ws, &e);
     if (CHECK(st == LIG_SUCCESS, "plan: %s", lig_get_last_error())) {
         tbuf_snapshot(&a.lse);
         if (ws > 0) {
@@ -161,8 +164,7 @@ LIG_TEST(dense_lse_phase2_errors) {
         } else
             lig_destroy_executor(e);
     }
-    st = lig_dense_indexer_softmax_lse_get_workspace_size(a.q.t, a.k.t, a.w.t, a.aq.t, a.ak.t, a.res.t, a.layout,
-                                                         a.mask_mode, a.ratio, a.lse.t, &ws, &e);
+    st = plan(&a, &ws, &e);
     if (CHECK(st == LIG_SUCCESS, "plan: %s", lig_get_last_error())) {
         st = lig_kl_loss_and_dy(NULL, ws, e, NULL);
         CHECK(st == LIG_ERR_PARAM_INVALID && strstr(lig_get_last_error(), "lig_dense_indexer_softmax_lse_get_workspace_size"),
