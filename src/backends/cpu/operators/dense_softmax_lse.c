@@ -141,7 +141,7 @@ static void passes_task(void *ctx, int tid, int nthreads) {
     lse_run *r = ctx;
     (void)nthreads;
     const lig_cpu_dense_lse_plan *p = r->p;
-    char *s = r->ws + (uint64_t)tid * p->scratch;
+    char *s = r->ws ? r->ws + (uint64_t)tid * p->scratch : NULL; /* the trivial walk has no workspace */
     const bool engine = !p->trivial;
     if (engine && p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
     for (;;) {
