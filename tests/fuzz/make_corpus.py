@@ -159,6 +159,8 @@ def main():
     write("fuzz-lig-lse", "bsnd-f16-nomask-r16-permuted", lse(4 | 32, 2, 6, 9, 2, 2, 5, F16, 0, 6, 2))
     write("fuzz-lig-lse", "bsnd-f32-causal-r128-long", lse(4 | 8, 1, 260, 3, 1, 1, 4, F32, 1, 7, 0, long_rows=True))
     write("fuzz-lig-lse", "defect-residual", lse(4 | 8, 2, 5, 5, 1, 1, 4, F32, 0, 3, 0, defect=203))
+    # D = 0 (every score 0, no workspace): the trivial walk once offset the absent workspace (UBSan)
+    write("fuzz-lig-lse", "regress-lse-d0-no-workspace", lse(8, 2, 5, 5, 1, 1, 0, F32, 0, 0, 0))
 
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,
