@@ -3,7 +3,7 @@
  * forms DeepGEMM's fp8_mqa_logits / fp8_paged_mqa_logits take. Phase 1 is the forwards'
  * (api/forward_build.h): the ranges replace the lengths and the mask, the problem gains the ranges
  * and logits parts, and an optional schedule (DeepGEMM's get_paged_mqa_logits_metadata form,
- * api/quant_logits_schedule.c) makes its pieces the operator's units. Phase 2 is its own entry,
+ * api/quant_logits_schedule.c) makes its pieces the walk's jobs. Phase 2 is its own entry,
  * lig_quant_logits. */
 #include "api/forward_build.h"
 

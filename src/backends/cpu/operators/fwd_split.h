@@ -3,9 +3,9 @@
  * would leave every thread but a few idle. Phase 1 then lists the stripes explicitly (the rows of
  * one batch and key head, so that the next_n rows of a decode step share each key block) and cuts
  * each stripe's keys into slices: whole numbers of the engine's key blocks, counted from the
- * stripe's first visible key, so every block, and so every score, is the one the unsliced walk
+ * stripe's first visible key, so every block, and so every score, is the one the unsplit walk
  * computes. Each (stripe, slice) is a job with its own top-k; a merge then offers the slices' kept
- * candidates in slice (= key) order to one top-k per row, which is the unsliced result bit for bit
+ * candidates in slice (= key) order to one top-k per row, which is the unsplit result bit for bit
  * (topk.h keeps exactly the best `cap` under "higher rank first, ties to the lower key" whatever
  * the offers' grouping).
  *

@@ -247,7 +247,7 @@ static void run_piece(const fwd_run *r, char *s, int64_t v) {
 }
 
 /* Job v of the merge: row v of the sliced stripes (in stripe order) takes the best of its slices'
- * candidates, offered slice after slice, i.e. in increasing key order, as the unsliced walk offers
+ * candidates, offered slice after slice, i.e. in increasing key order, as the unsplit walk offers
  * them. */
 static void run_merge(const fwd_run *r, char *s, int64_t v) {
     const lig_cpu_fwd_plan *p = r->p;
