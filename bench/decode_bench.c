@@ -296,7 +296,7 @@ static int run_once(problem *p, form f, int64_t keys, timing *t, int record) {
     return 1;
 }
 
-/* reps rounds (after a warm-up) of each of the n slice-length settings in turn, then (stream != NULL) the
+/* reps rounds (after a warm-up) of each of the n slice length settings in turn, then (stream != NULL) the
  * read of the step's key bytes, so that all share the machine's state; returns 0 on a failure. */
 static int time_rounds(problem *p, form f, int threads, int reps, const int64_t *keys, int n, timing *t, timing *stream) {
     lig_set_num_threads(threads);

@@ -27,7 +27,7 @@
 static const int split_threads[] = {1, 2, 3, 5};
 enum { N_THREADS = sizeof split_threads / sizeof split_threads[0] };
 
-/* The plan's jobs after phase 1 (the stripes' slices in all, or -1 for the stripes walk of many rows). */
+/* The plan's jobs after phase 1 (the stripes' slices in all; -1: the stripes walk of many rows). */
 static int64_t plan_jobs(const lig_executor *e) {
     const lig_cpu_fwd_plan *p = e->plan.plan;
     return p->split.n > 0 ? p->split.jobs : -1;
@@ -167,7 +167,7 @@ static void decode_tcase(tcase *tc, th_rng *r, int tnd, lig_dtype dtype, int64_t
     fwd_gen_data(r, tc, &o);
 }
 
-/* The plan's jobs of the case's forward with the slice length in effect (lig_testing_set_fwd_split_keys). */
+/* The plan's jobs of the case's forward at the slice length in effect (lig_testing_set_fwd_split_keys). */
 static int64_t forward_jobs(suite_case *sc, int64_t *stripes) {
     inst in;
     suite_forward.setup(sc, &in);

@@ -20,7 +20,7 @@ lig_status lig_quant_logits_get_workspace_size(
                       .sparse_values = sparse_values, .layout = layout_query, .layout_key = layout_key,
                       .sparse_count = sparse_count, .clean_logits = clean_logits, .compressed = compressed,
                       .workspace_size = workspace_size, .executor = executor};
-    return lig_fwd_phase1(&c, workspace_size, executor);
+    return lig_fwd_phase1(&c);
 }
 
 lig_status lig_quant_logits(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

@@ -1,7 +1,7 @@
 /* The forward's block engines: the index scores of blocks of keys for a stripe (a few query rows
- * of one key head, docs/architecture.md "Words for work"), on a kernel set. The operator (indexer.c) walks the keys the rows see and keeps
- * each row's best; the engine owns the formats, the packing and its part of the thread's
- * scratch. Several rows share each block of keys so that a small head group still gives the
+ * of one key head, docs/architecture.md "Words for work"), on a kernel set. The operator
+ * (indexer.c) walks the keys the rows see and keeps each row's best; the engine owns the formats,
+ * the packing and its part of the thread's scratch. Several rows share each block of keys so that a small head group still gives the
  * multiply units wide products (rows x heads columns). */
 #ifndef LIG_CPU_OPERATORS_FWD_ENGINE_H
 #define LIG_CPU_OPERATORS_FWD_ENGINE_H

@@ -73,7 +73,7 @@ int64_t lig_fwd_split_slots(int64_t heap_cap);
 
 /* Cuts the listed stripes' keys into slices of `block`-multiples (split_keys: the slice length
  * asked for, 0 = never split, < 0 = the default) whose (row, slice) pairs fit `slots`. */
-void lig_fwd_split_stripes(lig_fwd_stripes *gs, int64_t K, int64_t block, int64_t split_keys, int64_t slots);
+void lig_fwd_split_stripes(lig_fwd_stripes *sp, int64_t K, int64_t block, int64_t split_keys, int64_t slots);
 
 /* The slice length asked for: the tuning's fwd_split_keys (LIG_FWD_SPLIT_KEYS, core/tuning.h;
  * 0 = never split, < 0 = the default). */

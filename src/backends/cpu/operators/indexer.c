@@ -113,10 +113,10 @@ static void gather_keys(const lig_fwd_problem *pb, const lig_view4 *v, int64_t b
 }
 
 /* A stripe: up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)), over
- * the keys k0 .. k1 (the first block starts at k0): the keys any of them sees go through the engine once per
- * block, and each row offers the scores of the keys it sees to its own top-k. */
+ * the keys k0 .. k1 (the first block starts at k0): the keys any of them sees go through the engine
+ * once per block, and each row offers the scores of the keys it sees to its own top-k. */
 static void run_stripe(const fwd_run *r, char *s, const lig_unit *x, int64_t m, int64_t k0, int64_t k1,
-                     const slice_out *out) {
+                       const slice_out *out) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
