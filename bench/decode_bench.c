@@ -20,7 +20,7 @@
  * changes: cpuxT1 = T x the 1-thread CPU time / the T-thread CPU time is the speedup T threads would
  * give on T free cores. Each round runs the decode step split along the keys (the default plan), the
  * same step forced unsplit (a slice length of 0, set through the test-only src/testing/lig_testing.h:
- * one unit per row group, as before the split;
+ * one job per stripe, as before the split;
  * unless --no-unsplit) and the stream: a plain read of the bytes the step's keys occupy (codes and
  * scales, or the bf16 keys; stream_read.c) on the same threads, so that all share the machine's
  * state. --prefill S adds the S x S causal forward (no split: many rows) of the same form. Rates:
