@@ -1,5 +1,5 @@
 /* The indexer's dense softmax log-sum-exp on the CPU (docs/contract.md 2.7): the forward's walk
- * over passes of a few rows of one key head (indexer.c), each pass scoring blocks of keys with the
+ * over stripes (a few rows of one key head, indexer.c), each stripe scoring blocks of keys with the
  * forward's engine, so that every score is the forward's to the bit; where the forward offers a
  * block to each row's top-k, this folds it into the row's online log-sum-exp. A row reads the
  * blocks of its own visible prefix, from key 0 in key order, the block length fixed by the
@@ -64,7 +64,7 @@ static float lse_finish(const lse_acc *a) {
 typedef struct lse_run {
     const lig_cpu_dense_lse_plan *p;
     char *ws;
-    int64_t pass_rows, passes;
+    int64_t stripe_rows, jobs;
     atomic_llong next;
 } lse_run;
 
@@ -72,9 +72,9 @@ static void store_lse(const lig_dense_lse_problem *pb, const lig_unit *x, float 
     *(float *)(void *)lig_q_row_ptr(&pb->lse, &pb->pr, x->b, x->t, x->g) = value;
 }
 
-/* Up to ctx.rows rows of one key head in consecutive rows of one batch (x[0 .. m)), seeing n[i]
- * entries each: the keys any of them sees go through the engine once per block. */
-static void run_rows(const lig_cpu_dense_lse_plan *p, char *s, const lig_unit *x, const int64_t *n, int64_t m) {
+/* A stripe: up to ctx.rows rows of one key head in consecutive rows of one batch (x[0 .. m)),
+ * seeing n[i] entries each: the keys any of them sees go through the engine once per block. */
+static void run_stripe(const lig_cpu_dense_lse_plan *p, char *s, const lig_unit *x, const int64_t *n, int64_t m) {
     const lig_dense_lse_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     const char **key = (const char **)(void *)(s + p->key_at);
@@ -114,12 +114,12 @@ static void run_trivial_rows(const lig_cpu_dense_lse_plan *p, const lig_unit *x,
     }
 }
 
-/* Pass v: the valid rows [v / N2 * R, ...) of key head v % N2, cut where a batch ends. */
-static void run_pass(const lse_run *r, char *s, int64_t v) {
+/* Job v: the valid rows [v / N2 * R, ...) of key head v % N2, one stripe per batch they reach. */
+static void run_job(const lse_run *r, char *s, int64_t v) {
     const lig_cpu_dense_lse_plan *p = r->p;
     const lig_dense_lse_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
-    const int64_t R = r->pass_rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
+    const int64_t R = r->stripe_rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
     const int64_t r1 = r0 + R < rows_total ? r0 + R : rows_total;
     lig_unit x[LIG_FWD_MAX_ROWS];
     int64_t n[LIG_FWD_MAX_ROWS], m = 0;
@@ -127,7 +127,7 @@ static void run_pass(const lse_run *r, char *s, int64_t v) {
         const lig_unit u = row < r1 ? lig_unit_decode(pr, row * pr->N2 + g) : (lig_unit){0};
         if (m > 0 && (row == r1 || u.b != x[0].b)) {
             if (p->trivial) run_trivial_rows(p, x, n, m);
-            else run_rows(p, s, x, n, m);
+            else run_stripe(p, s, x, n, m);
             m = 0;
         }
         if (row < r1) {
@@ -137,7 +137,7 @@ static void run_pass(const lse_run *r, char *s, int64_t v) {
     }
 }
 
-static void passes_task(void *ctx, int tid, int nthreads) {
+static void jobs_task(void *ctx, int tid, int nthreads) {
     lse_run *r = ctx;
     (void)nthreads;
     const lig_cpu_dense_lse_plan *p = r->p;
@@ -146,8 +146,8 @@ static void passes_task(void *ctx, int tid, int nthreads) {
     if (engine && p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
     for (;;) {
         const int64_t v = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
-        if (v >= r->passes) break;
-        run_pass(r, s, v);
+        if (v >= r->jobs) break;
+        run_job(r, s, v);
     }
     if (engine && p->engine->thread_end) p->engine->thread_end(&p->ctx);
 }
@@ -157,17 +157,17 @@ static lig_status run_lse(void *plan, void *workspace, void *stream) {
     const lig_dense_lse_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     (void)stream;
-    /* rows that no pass writes: past each batch's valid length (BSND) or the last end (TND) */
+    /* rows that no stripe writes: past each batch's valid length (BSND) or the last end (TND) */
     lig_fill_query_rows(pr, &pb->lse, pr->N2, 1, -INFINITY, false);
     if (pr->units == 0) return LIG_SUCCESS;
-    lse_run r = {.p = p, .ws = p->workspace_size ? lig_ws_base(workspace) : NULL, .pass_rows = p->ctx.rows};
-    r.passes = (pr->units / pr->N2 + r.pass_rows - 1) / r.pass_rows * pr->N2;
+    lse_run r = {.p = p, .ws = p->workspace_size ? lig_ws_base(workspace) : NULL, .stripe_rows = p->ctx.rows};
+    r.jobs = (pr->units / pr->N2 + r.stripe_rows - 1) / r.stripe_rows * pr->N2;
     atomic_init(&r.next, 0);
     double flops = 0; /* the scores of the visible keys, as the forward counts them */
     for (int64_t b = 0; b < pr->B; b++) flops += (double)pr->bt.lq[b] * (double)pr->bt.lk[b];
     flops *= 2.0 * (double)pr->N1 * (double)pr->D;
     const int threads = p->trivial ? 1 : lig_threads_for(flops, p->threads);
-    (!p->trivial && p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, passes_task, &r);
+    (!p->trivial && p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, jobs_task, &r);
     return LIG_SUCCESS;
 }
 
@@ -184,7 +184,7 @@ lig_status lig_cpu_plan_dense_indexer_softmax_lse(const lig_dense_lse_problem *p
     if (!p) return st;
     p->pb = pb;
     const lig_problem *pr = &pb->pr;
-    /* the forward's pass: about 32 columns (rows x heads), bf16 on the set's bf16 kernels when
+    /* the forward's stripe: about 32 columns (rows x heads), bf16 on the set's bf16 kernels when
      * the columns are wide enough (indexer_plan.c), fp32 otherwise */
     const int64_t rows = lig_fwd_rows_for(pr->G);
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&

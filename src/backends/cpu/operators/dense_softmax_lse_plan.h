@@ -18,7 +18,7 @@ typedef struct lig_cpu_dense_lse_plan {
     bool own_threads; /* the engine keeps per-thread unit state (tiles): run on lig's threads only */
     bool trivial;     /* D == 0: every visible score is exactly 0, no engine */
     int threads;      /* thread count the scratch was sized for */
-    /* byte offsets in one thread's scratch: the block's key rows, the pass's query rows and
+    /* byte offsets in one thread's scratch: the block's key rows, the stripe's query rows and
      * weights, the block's scores per row, the engine's part */
     uint64_t key_at, q_at, score_at, engine_at, scratch;
     uint64_t workspace_size;

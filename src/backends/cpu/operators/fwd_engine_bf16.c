@@ -1,5 +1,5 @@
 /* The forward's bf16 engine (see fwd_engine.h), for bf16 inputs on a set with bf16 kernels
- * (vdpbf16ps pairs or AMX tiles): per pass the query heads of a few rows are packed as Q^T
+ * (vdpbf16ps pairs or AMX tiles): per stripe the query heads of a few rows are packed as Q^T
  * pairs (pairs along D, one column per row and head) once; per block of 64 keys the key rows
  * are copied and S^T = K Q^T runs on the set's bf16 micro-kernels (exact products, fp32 sums),
  * then the set's score kernel sums w_h ReLU(S) over each row's heads. Columns, D and a block's

@@ -1,4 +1,4 @@
-/* The forward's fp32 engine (see fwd_engine.h): per pass the query heads of a few rows are
+/* The forward's fp32 engine (see fwd_engine.h): per stripe the query heads of a few rows are
  * converted to fp32 and transposed (one column per row and head); per block the key rows are
  * converted, S^T = K Q^T goes through the set's GEMM micro-kernels and the set's score kernel
  * sums w_h ReLU(S) over each row's heads. */
