@@ -172,3 +172,31 @@ LIG_TEST(dense_lse_phase2_errors) {
     }
     free_args(&a);
 }
+
+/* CUDA tensors: a build with the CUDA backend refuses the operator by name in phase 1 (its slot is
+ * NULL: no CUDA form yet); a build without refuses the device. Phase 1 reads no tensor data, so
+ * host memory described as CUDA memory is enough. The lengths stay on the host. */
+LIG_TEST(devices_dense_lse_refused_on_cuda) {
+    call_args a;
+    make_valid(&a);
+    tbuf *on_device[] = {&a.q, &a.k, &a.w, &a.lse};
+    for (size_t i = 0; i < sizeof on_device / sizeof on_device[0]; i++) {
+        tbuf *b = on_device[i];
+        lig_destroy_tensor(b->t);
+        b->t = lig_create_tensor_on(b->base, b->dtype, b->ndim, b->shape, NULL, LIG_DEVICE_CUDA, 0);
+    }
+    tbuf_snapshot(&a.lse);
+    uint64_t ws = 0;
+    lig_executor *e = NULL;
+    const lig_status st = plan(&a, &ws, &e);
+    CHECK(st == LIG_ERR_PARAM_INVALID && e == NULL, "CUDA tensors: status %d, expected LIG_ERR_PARAM_INVALID", (int)st);
+#ifdef LIG_TEST_HAVE_CUDA
+    const char *want = "lig_dense_indexer_softmax_lse has no CUDA form yet";
+#else
+    const char *want = "this build of lig has no CUDA backend";
+#endif
+    CHECK(strstr(lig_get_last_error(), want) != NULL && strstr(lig_get_last_error(), "query") != NULL,
+          "message \"%s\" lacks \"query\" and \"%s\"", lig_get_last_error(), want);
+    CHECK(tbuf_unchanged(&a.lse), "CUDA tensors: softmax_lse was written");
+    free_args(&a);
+}
