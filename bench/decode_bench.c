@@ -19,8 +19,8 @@
  * CPU time (all threads; idle pool threads sleep), which a shared machine's other load hardly
  * changes: cpuxT1 = T x the 1-thread CPU time / the T-thread CPU time is the speedup T threads would
  * give on T free cores. Each round runs the decode step split along the keys (the default plan), the
- * same step forced unsplit (a chunk length of 0, set through the test-only src/testing/lig_testing.h:
- * one unit per row group, as before the split;
+ * same step forced unsplit (a slice length of 0, set through the test-only src/testing/lig_testing.h:
+ * one job per stripe, as before the split;
  * unless --no-unsplit) and the stream: a plain read of the bytes the step's keys occupy (codes and
  * scales, or the bf16 keys; stream_read.c) on the same threads, so that all share the machine's
  * state. --prefill S adds the S x S causal forward (no split: many rows) of the same form. Rates:
@@ -251,7 +251,7 @@ typedef struct timing {
     char kernels[32];
 } timing;
 
-/* The forward's chunk length for the plans made from now on: keys >= 0 fixes it (0: unsplit), < 0 is
+/* The forward's slice length for the plans made from now on: keys >= 0 fixes it (0: unsplit), < 0 is
  * the library's own choice (LIG_FWD_SPLIT_KEYS when set, else the default). */
 static void split_keys(int64_t keys) {
     if (keys < 0)
@@ -260,7 +260,7 @@ static void split_keys(int64_t keys) {
         lig_testing_set_fwd_split_keys(keys);
 }
 
-/* One phase 1 + phase 2 with the chunk length at `keys`, timed (phase 2 only) into *t unless warm-up. */
+/* One phase 1 + phase 2 with the slice length at `keys`, timed (phase 2 only) into *t unless warm-up. */
 static int run_once(problem *p, form f, int64_t keys, timing *t, int record) {
     split_keys(keys);
     uint64_t size = 0;
@@ -296,7 +296,7 @@ static int run_once(problem *p, form f, int64_t keys, timing *t, int record) {
     return 1;
 }
 
-/* reps rounds (after a warm-up) of each of the n chunk-length settings in turn, then (stream != NULL) the
+/* reps rounds (after a warm-up) of each of the n slice length settings in turn, then (stream != NULL) the
  * read of the step's key bytes, so that all share the machine's state; returns 0 on a failure. */
 static int time_rounds(problem *p, form f, int threads, int reps, const int64_t *keys, int n, timing *t, timing *stream) {
     lig_set_num_threads(threads);

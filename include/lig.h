@@ -251,6 +251,33 @@ LIG_API lig_status lig_kl_loss_and_dy_get_workspace_size(
 LIG_API lig_status lig_kl_loss_and_dy(void *workspace, uint64_t workspace_size,
                                        lig_executor *executor, void *stream);
 
+/*
+ * The indexer's softmax log-sum-exp over every visible compressed key (DeepSeek-V4's dense
+ * warm-up; CANN's aclnnDenseLightningIndexerSoftmaxLse(V2)), phase 1. docs/contract.md 2.7.
+ *   query    [B,S1,N1,D] | [T1,N1,D]   FLOAT32, FLOAT16 or BFLOAT16
+ *   key      [B,S2,N2,D] | [T2,N2,D]   the query's dtype: S2 (T2) compressed entries
+ *   weights  [B,S1,N1]   | [T1,N1]     the query's dtype or FLOAT32
+ *   actual_seq_lengths_query / _key    as for lig_indexer (INT32 or INT64, host): the key
+ *            lengths count compressed entries
+ *   cmp_residual_k  [B], INT32 or INT64 (host), may be NULL (all 0): each batch's original
+ *            tokens past its last whole block, 0 .. cmp_ratio-1
+ *   mask_mode 0 (every entry) or 3 (right-down causal over the original positions), cmp_ratio
+ *            1..128: row t sees the entries of contract 4.1
+ * Output:
+ *   softmax_lse FLOAT32 [B,N2,S1] | [N2,T1]: log(sum_j exp(I[t,g,j])) over the visible entries,
+ *            I = sum_h w_h ReLU(q_h . k_j) as the forward scores it; -inf for a row that sees no
+ *            entry or is past its batch's valid length. Every element is written.
+ */
+LIG_API lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    const lig_tensor *cmp_residual_k /* may be NULL */, const char *layout, int64_t mask_mode,
+    int64_t cmp_ratio, const lig_tensor *softmax_lse, uint64_t *workspace_size, lig_executor **executor);
+
+/* The indexer's softmax log-sum-exp, phase 2. */
+LIG_API lig_status lig_dense_indexer_softmax_lse(void *workspace, uint64_t workspace_size,
+                                                 lig_executor *executor, void *stream);
+
 /* The target distribution p of lig_sparse_indexer_grad_kl_loss (docs/contract.md 2.5), from the main
  * attention's probabilities P[h,j] at the counted slots of a row:
  *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel's target)

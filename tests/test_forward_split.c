@@ -2,8 +2,8 @@
  * The forward's key split for few rows (decode; src/backends/cpu/operators/fwd_split.h):
  * decode shapes (B = 1 and 3, next_n = 1..4 rows per sequence at the end of a few thousand keys,
  * BSND, TND and paged keys, bands, K above and below the visible range) through lig_indexer and
- * lig_quant_indexer. The unsplit run (a chunk length of 0, set through testing/lig_testing.h) is checked
- * against the float64 reference; every split run (several chunk lengths, default included) with 1,
+ * lig_quant_indexer. The unsplit run (a slice length of 0, set through testing/lig_testing.h) is checked
+ * against the float64 reference; every split run (several slice lengths, default included) with 1,
  * 2, 3 and 5 threads must write the unsplit run's bytes exactly, and the plan must really have
  * split (white-box: the executor's plan is read after phase 1). Then ties among ReLU zeros and NaN
  * scores, whose order the contract fixes, checked on the outputs themselves.
@@ -27,15 +27,15 @@
 static const int split_threads[] = {1, 2, 3, 5};
 enum { N_THREADS = sizeof split_threads / sizeof split_threads[0] };
 
-/* The plan's units after phase 1 (the groups' chunks in all, or -1 for the passes of many rows). */
-static int64_t plan_units(const lig_executor *e) {
+/* The plan's jobs after phase 1 (the stripes' slices in all; -1: the stripes walk of many rows). */
+static int64_t plan_jobs(const lig_executor *e) {
     const lig_cpu_fwd_plan *p = e->plan.plan;
-    return p->groups.n > 0 ? p->groups.units : -1;
+    return p->split.n > 0 ? p->split.jobs : -1;
 }
 
-static int64_t plan_groups(const lig_executor *e) {
+static int64_t plan_stripes(const lig_executor *e) {
     const lig_cpu_fwd_plan *p = e->plan.plan;
-    return p->groups.n;
+    return p->split.n;
 }
 
 /* ---- the planner alone --------------------------------------------------------------- */
@@ -65,70 +65,70 @@ static void fake_decode(fake_problem *f, int64_t B, int64_t lq, const int64_t *l
     p->units = B * lq;
 }
 
-/* Every group's chunks are whole blocks from its first key and cover its keys; the slots fit. */
-static void check_chunks(const lig_fwd_groups *gs, int64_t block, int64_t slots, const char *label) {
-    int64_t used = 0, units = 0;
-    for (int64_t i = 0; i < gs->n; i++) {
-        const lig_fwd_group *G = &gs->group[i];
-        const int64_t keys = G->hi >= G->lo ? G->hi - G->lo + 1 : 0;
-        CHECK(G->chunk_keys % block == 0, "%s: group %lld: chunk of %lld keys, not whole blocks of %lld", label,
-              (long long)i, (long long)G->chunk_keys, (long long)block);
-        CHECK(G->chunks >= 1 && (G->chunks - 1) * G->chunk_keys < (keys > 0 ? keys : 1) &&
-                  G->chunks * G->chunk_keys >= keys,
-              "%s: group %lld: %lld chunks of %lld do not tile %lld keys", label, (long long)i, (long long)G->chunks,
-              (long long)G->chunk_keys, (long long)keys);
-        CHECK(G->first_unit == units, "%s: group %lld starts at unit %lld, expected %lld", label, (long long)i,
-              (long long)G->first_unit, (long long)units);
-        units += G->chunks;
-        if (G->chunks > 1) used += G->chunks * G->m;
+/* Every stripe's slices are whole blocks from its first key and cover its keys; the slots fit. */
+static void check_slices(const lig_fwd_stripes *sp, int64_t block, int64_t slots, const char *label) {
+    int64_t used = 0, jobs = 0;
+    for (int64_t i = 0; i < sp->n; i++) {
+        const lig_fwd_stripe *st = &sp->stripe[i];
+        const int64_t keys = st->hi >= st->lo ? st->hi - st->lo + 1 : 0;
+        CHECK(st->slice_keys % block == 0, "%s: stripe %lld: slice of %lld keys, not whole blocks of %lld", label,
+              (long long)i, (long long)st->slice_keys, (long long)block);
+        CHECK(st->slices >= 1 && (st->slices - 1) * st->slice_keys < (keys > 0 ? keys : 1) &&
+                  st->slices * st->slice_keys >= keys,
+              "%s: stripe %lld: %lld slices of %lld do not tile %lld keys", label, (long long)i, (long long)st->slices,
+              (long long)st->slice_keys, (long long)keys);
+        CHECK(st->first_job == jobs, "%s: stripe %lld starts at job %lld, expected %lld", label, (long long)i,
+              (long long)st->first_job, (long long)jobs);
+        jobs += st->slices;
+        if (st->slices > 1) used += st->slices * st->m;
     }
-    CHECK(units == gs->units, "%s: %lld units listed, %lld counted", label, (long long)gs->units, (long long)units);
-    CHECK(used <= slots, "%s: %lld (row, chunk) pairs for %lld slots", label, (long long)used, (long long)slots);
+    CHECK(jobs == sp->jobs, "%s: %lld jobs listed, %lld counted", label, (long long)sp->jobs, (long long)jobs);
+    CHECK(used <= slots, "%s: %lld (row, slice) pairs for %lld slots", label, (long long)used, (long long)slots);
 }
 
 LIG_TEST(fwd_split_plan) {
     const int64_t block = 64, K = 2048;
     const int64_t slots = lig_fwd_split_slots(K);
-    CHECK(slots >= 16, "K = 2048: %lld slots, expected room for 16 chunks at least", (long long)slots);
+    CHECK(slots >= 16, "K = 2048: %lld slots, expected room for 16 slices at least", (long long)slots);
     CHECK(lig_fwd_split_slots(INT64_C(1) << 40) == 0, "a huge K must not split (%lld slots)",
           (long long)lig_fwd_split_slots(INT64_C(1) << 40));
-    /* decode B = 1, next_n = 1 against 64K keys, G = 64: one group, 8 chunks of 8192 (4 K) */
+    /* decode B = 1, next_n = 1 against 64K keys, G = 64: one stripe, 8 slices of 8192 (4 K) */
     fake_problem f;
     const int64_t lk64[1] = {65536};
     fake_decode(&f, 1, 1, lk64, 64);
-    const int64_t rows = lig_fwd_group_rows(64, 1);
-    CHECK(rows == 4, "G = 64: %lld rows per group, expected 4 (256 columns)", (long long)rows);
-    lig_fwd_groups gs;
-    CHECK(lig_fwd_list_groups(&f.pr, rows, &gs) && gs.n == 1, "64K decode: %lld groups, expected 1", (long long)gs.n);
-    CHECK(gs.group[0].lo == 0 && gs.group[0].hi == 65535, "64K decode: keys %lld..%lld", (long long)gs.group[0].lo,
-          (long long)gs.group[0].hi);
-    lig_fwd_split_groups(&gs, K, block, -1, slots);
-    CHECK(gs.group[0].chunks == 8 && gs.group[0].chunk_keys == 8192, "64K decode: %lld chunks of %lld, expected 8 of 8192",
-          (long long)gs.group[0].chunks, (long long)gs.group[0].chunk_keys);
-    check_chunks(&gs, block, slots, "64K decode");
-    lig_fwd_split_groups(&gs, K, block, 0, slots);
-    CHECK(gs.units == 1, "split_keys = 0: %lld units, expected 1", (long long)gs.units);
-    /* B = 3, next_n = 4, G = 64, odd contexts and chunk lengths: whole blocks, slots respected */
+    const int64_t rows = lig_fwd_split_stripe_rows(64, 1);
+    CHECK(rows == 4, "G = 64: %lld rows per stripe, expected 4 (256 columns)", (long long)rows);
+    lig_fwd_stripes sp;
+    CHECK(lig_fwd_list_stripes(&f.pr, rows, &sp) && sp.n == 1, "64K decode: %lld stripes, expected 1", (long long)sp.n);
+    CHECK(sp.stripe[0].lo == 0 && sp.stripe[0].hi == 65535, "64K decode: keys %lld..%lld", (long long)sp.stripe[0].lo,
+          (long long)sp.stripe[0].hi);
+    lig_fwd_split_stripes(&sp, K, block, -1, slots);
+    CHECK(sp.stripe[0].slices == 8 && sp.stripe[0].slice_keys == 8192, "64K decode: %lld slices of %lld, expected 8 of 8192",
+          (long long)sp.stripe[0].slices, (long long)sp.stripe[0].slice_keys);
+    check_slices(&sp, block, slots, "64K decode");
+    lig_fwd_split_stripes(&sp, K, block, 0, slots);
+    CHECK(sp.jobs == 1, "split_keys = 0: %lld jobs, expected 1", (long long)sp.jobs);
+    /* B = 3, next_n = 4, G = 64, odd contexts and slice lengths: whole blocks, slots respected */
     const int64_t lk3[3] = {70001, 129, 100000};
     fake_decode(&f, 3, 4, lk3, 64);
-    CHECK(lig_fwd_list_groups(&f.pr, rows, &gs) && gs.n == 3, "B = 3 next_n = 4: %lld groups, expected 3", (long long)gs.n);
+    CHECK(lig_fwd_list_stripes(&f.pr, rows, &sp) && sp.n == 3, "B = 3 next_n = 4: %lld stripes, expected 3", (long long)sp.n);
     for (int64_t i = 0; i < 3; i++)
-        CHECK(gs.group[i].m == 4 && gs.group[i].lo == 0 && gs.group[i].hi == lk3[i] - 1,
-              "B = 3: group %lld has %lld rows, keys %lld..%lld", (long long)i, (long long)gs.group[i].m,
-              (long long)gs.group[i].lo, (long long)gs.group[i].hi);
+        CHECK(sp.stripe[i].m == 4 && sp.stripe[i].lo == 0 && sp.stripe[i].hi == lk3[i] - 1,
+              "B = 3: stripe %lld has %lld rows, keys %lld..%lld", (long long)i, (long long)sp.stripe[i].m,
+              (long long)sp.stripe[i].lo, (long long)sp.stripe[i].hi);
     static const int64_t asked[] = {-1, 1, 100, 4096, 9999};
     for (size_t a = 0; a < sizeof asked / sizeof asked[0]; a++) {
-        lig_fwd_split_groups(&gs, K, block, asked[a], slots);
+        lig_fwd_split_stripes(&sp, K, block, asked[a], slots);
         char label[64];
         snprintf(label, sizeof label, "B = 3, split_keys %lld", (long long)asked[a]);
-        check_chunks(&gs, block, slots, label);
-        CHECK(gs.group[1].chunks == 1 || asked[a] < 129, "%s: 129 keys cut into %lld chunks", label,
-              (long long)gs.group[1].chunks);
-        CHECK(gs.units > 3, "%s: no group was split (%lld units)", label, (long long)gs.units);
+        check_slices(&sp, block, slots, label);
+        CHECK(sp.stripe[1].slices == 1 || asked[a] < 129, "%s: 129 keys cut into %lld slices", label,
+              (long long)sp.stripe[1].slices);
+        CHECK(sp.jobs > 3, "%s: no stripe was split (%lld jobs)", label, (long long)sp.jobs);
     }
-    /* many rows keep the passes */
+    /* many rows keep the stripes walk */
     fake_decode(&f, 8, 40, (const int64_t[8]){100, 100, 100, 100, 100, 100, 100, 100}, 64);
-    CHECK(!lig_fwd_list_groups(&f.pr, rows, &gs), "320 rows of G = 64 must keep the passes (%lld groups)", (long long)gs.n);
+    CHECK(!lig_fwd_list_stripes(&f.pr, rows, &sp), "320 rows of G = 64 must keep the stripes walk (%lld stripes)", (long long)sp.n);
 }
 
 /* ---- lig_indexer -------------------------------------------------------------------- */
@@ -167,20 +167,20 @@ static void decode_tcase(tcase *tc, th_rng *r, int tnd, lig_dtype dtype, int64_t
     fwd_gen_data(r, tc, &o);
 }
 
-/* The plan's units of the case's forward with the chunk length in effect (lig_testing_set_fwd_split_keys). */
-static int64_t forward_units(suite_case *sc, int64_t *groups) {
+/* The plan's jobs of the case's forward at the slice length in effect (lig_testing_set_fwd_split_keys). */
+static int64_t forward_jobs(suite_case *sc, int64_t *stripes) {
     inst in;
     suite_forward.setup(sc, &in);
-    int64_t units = -2;
-    *groups = 0;
+    int64_t jobs = -2;
+    *stripes = 0;
     if (CHECK(inst_phase1(&in) == LIG_SUCCESS, "phase 1: %s", in.message)) {
-        units = plan_units(in.executor);
-        *groups = plan_groups(in.executor);
+        jobs = plan_jobs(in.executor);
+        *stripes = plan_stripes(in.executor);
         lig_destroy_executor(in.executor);
         in.executor = NULL;
     }
     inst_teardown(&in);
-    return units;
+    return jobs;
 }
 
 static int same_raw(const inst_result *a, const inst_result *b) {
@@ -191,7 +191,7 @@ static int same_raw(const inst_result *a, const inst_result *b) {
 }
 
 /* The unsplit run, checked against the reference, then every split setting x thread count bitwise;
- * the first setting (the shortest chunks) must split. */
+ * the first setting (the shortest slices) must split. */
 static void forward_split_case(suite_case *sc, const int64_t *keys, int n_keys, const char *label) {
     lig_testing_set_fwd_split_keys(0);
     lig_set_num_threads(1);
@@ -203,22 +203,22 @@ static void forward_split_case(suite_case *sc, const int64_t *keys, int n_keys, 
         return;
     }
     suite_forward.check_result(sc, &ref, label);
-    int64_t groups;
-    const int64_t unsplit_units = forward_units(sc, &groups);
-    CHECK(groups > 0 && unsplit_units == groups, "%s: unsplit plan has %lld units for %lld groups", label,
-          (long long)unsplit_units, (long long)groups);
+    int64_t stripes;
+    const int64_t unsplit_jobs = forward_jobs(sc, &stripes);
+    CHECK(stripes > 0 && unsplit_jobs == stripes, "%s: unsplit plan has %lld jobs for %lld stripes", label,
+          (long long)unsplit_jobs, (long long)stripes);
     for (int ki = 0; ki < n_keys; ki++) {
         lig_testing_set_fwd_split_keys(keys[ki]);
-        const int64_t units = forward_units(sc, &groups);
-        CHECK(ki > 0 || units > groups, "%s, chunks of %lld keys: the plan did not split (%lld units, %lld groups)", label,
-              (long long)keys[ki], (long long)units, (long long)groups);
+        const int64_t jobs = forward_jobs(sc, &stripes);
+        CHECK(ki > 0 || jobs > stripes, "%s, slices of %lld keys: the plan did not split (%lld jobs, %lld stripes)", label,
+              (long long)keys[ki], (long long)jobs, (long long)stripes);
         for (int ti = 0; ti < N_THREADS; ti++) {
             lig_set_num_threads(split_threads[ti]);
             inst_result res;
             suite_forward.run(sc, &res);
             if (CHECK(res.st1 == LIG_SUCCESS && res.st2 == LIG_SUCCESS, "%s: %s", label, res.message))
-                CHECK(same_raw(&res, &ref), "%s: chunks of %lld keys (%lld units), %d threads: other bytes than unsplit",
-                      label, (long long)keys[ki], (long long)units, split_threads[ti]);
+                CHECK(same_raw(&res, &ref), "%s: slices of %lld keys (%lld jobs), %d threads: other bytes than unsplit",
+                      label, (long long)keys[ki], (long long)jobs, split_threads[ti]);
             inst_result_free(&res);
         }
     }
@@ -252,7 +252,7 @@ LIG_TEST(fwd_split_decode) {
         tc_free(&tc);
         cases++;
     }
-    /* the default chunk length (4096 keys or 4 K): a longer context */
+    /* the default slice length (4096 keys or 4 K): a longer context */
     {
         th_rng r = th_rng_make(0x5799u);
         const int64_t ctx[1] = {20000};
@@ -261,11 +261,11 @@ LIG_TEST(fwd_split_decode) {
         suite_case sc = {.tc = &tc, .with_values = 1, .val_dtype = LIG_FLOAT32};
         const int64_t dflt[] = {-1};
         lig_testing_set_fwd_split_keys(-1); /* the default length, whatever LIG_FWD_SPLIT_KEYS says */
-        int64_t groups;
-        const int64_t units = forward_units(&sc, &groups);
-        CHECK(units == 4, "20000 keys, K = 512, default chunks: %lld units, expected 4 (of 5000 keys, rounded to blocks)",
-              (long long)units);
-        forward_split_case(&sc, dflt, 1, "decode bf16 20000 keys, default chunks");
+        int64_t stripes;
+        const int64_t jobs = forward_jobs(&sc, &stripes);
+        CHECK(jobs == 4, "20000 keys, K = 512, default slices: %lld jobs, expected 4 (of 5000 keys, rounded to blocks)",
+              (long long)jobs);
+        forward_split_case(&sc, dflt, 1, "decode bf16 20000 keys, default slices");
         tc_free(&tc);
         cases++;
     }
@@ -277,7 +277,7 @@ LIG_TEST(fwd_split_decode) {
 
 /* One row against 3000 keys, most scoring exactly 0 (ReLU of a negative dot), every 7th a positive
  * grid value; with nan = 1 every 11th other key holds +inf, whose two heads (weights +1 and -1)
- * give +inf - inf = NaN. Split (chunks of 64 keys, 1 to 5 threads) must write the unsplit bytes,
+ * give +inf - inf = NaN. Split (slices of 64 keys, 1 to 5 threads) must write the unsplit bytes,
  * and the order must be the contract's: positives descending (equal ones by key), then the zeros
  * by key, then (a NaN ranks as -inf) the NaN scores by key, with their NaN values. */
 static void ties_case(int nan, int64_t K) {
@@ -391,10 +391,10 @@ LIG_TEST(quant_fwd_split_decode) {
                 qcall_make(&c, &call);
                 uint64_t ws;
                 lig_executor *e = NULL;
-                int64_t units = -2, groups = 0;
+                int64_t jobs = -2, stripes = 0;
                 if (CHECK(qcall_phase1(&call, &ws, &e) == LIG_SUCCESS, "%s: phase 1: %s", label, lig_get_last_error())) {
-                    units = plan_units(e);
-                    groups = plan_groups(e);
+                    jobs = plan_jobs(e);
+                    stripes = plan_stripes(e);
                     lig_destroy_executor(e);
                 }
                 qcall_free(&call);
@@ -402,15 +402,15 @@ LIG_TEST(quant_fwd_split_decode) {
                  * length may not split with the others either */
                 const int must = s.layout == REF_BSND && s.B == 1 && s.pre_tokens == INT64_MAX &&
                                  (keys[ki] > 0 ? c.lk[0] >= 2 * keys[ki] : v == 11 && c.lk[0] >= 8192);
-                CHECK(!must || units > groups, "%s, chunks of %lld: the plan did not split (%lld units, %lld groups)",
-                      label, (long long)keys[ki], (long long)units, (long long)groups);
+                CHECK(!must || jobs > stripes, "%s, slices of %lld: the plan did not split (%lld jobs, %lld stripes)",
+                      label, (long long)keys[ki], (long long)jobs, (long long)stripes);
                 for (int ti = 0; ti < N_THREADS; ti++) {
                     unsigned char *raw = NULL;
                     size_t bytes = 0;
                     st = qcase_run(&c, split_threads[ti], idx, val, &ok_inputs, &raw, &bytes);
                     CHECK(st == LIG_SUCCESS && ok_inputs && bytes == first_bytes && memcmp(raw, first, bytes) == 0,
-                          "%s: chunks of %lld keys (%lld units), %d threads: other bytes than unsplit", label,
-                          (long long)keys[ki], (long long)units, split_threads[ti]);
+                          "%s: slices of %lld keys (%lld jobs), %d threads: other bytes than unsplit", label,
+                          (long long)keys[ki], (long long)jobs, split_threads[ti]);
                     free(raw);
                 }
             }

@@ -122,7 +122,7 @@ static void build_parts(const lig_fwd_call *c, fwd_storage *s) {
     if (s->schedule.start) pb->schedule = &s->schedule;
 }
 
-lig_status lig_fwd_phase1(lig_fwd_call *c, uint64_t *workspace_size, lig_executor **executor) {
+lig_status lig_fwd_phase1(lig_fwd_call *c) {
     lig_status st = lig_fwd_check_arguments(c);
     if (st != LIG_SUCCESS) return st;
     fwd_storage *s = calloc(1, sizeof *s);
@@ -142,5 +142,5 @@ lig_status lig_fwd_phase1(lig_fwd_call *c, uint64_t *workspace_size, lig_executo
         return st;
     }
     build_parts(c, s);
-    return lig_executor_plan(c->op, c->placed, &s->pb, free_storage, workspace_size, executor);
+    return lig_executor_plan(c->op, c->placed, &s->pb, free_storage, c->workspace_size, c->executor);
 }

@@ -6,6 +6,7 @@
 
 #include "api/forward_checks.h"
 
-lig_status lig_fwd_phase1(lig_fwd_call *c, uint64_t *workspace_size, lig_executor **executor);
+/* Phase 1 of the call: reports through c->workspace_size and c->executor. */
+lig_status lig_fwd_phase1(lig_fwd_call *c);
 
 #endif

@@ -18,56 +18,44 @@ typedef struct arg_spec {
 } arg_spec;
 
 #define ARG(field, name, role) {offsetof(lig_fwd_call, field), name, role}
+/* Rows that several tables hold, each spliced where its table lists it: a table's order is the
+ * order of its messages (the first failure wins), so every table still reads in its own order. */
+#define QKW_ARGS(key_name) ARG(query, "query", LIG_ARG_INPUT), ARG(key, key_name, LIG_ARG_INPUT), \
+                           ARG(weights, "weights", LIG_ARG_INPUT)
+#define LENGTH_ARGS ARG(actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS), \
+                    ARG(actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS)
+#define SCALE_ARGS ARG(query_dequant_scale, "query_dequant_scale", LIG_ARG_OPTIONAL_INPUT), \
+                   ARG(key_dequant_scale, "key_dequant_scale", LIG_ARG_INPUT)
+#define TOPK_ARGS(indices_role) ARG(sparse_indices, "sparse_indices", indices_role), \
+                                ARG(sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT)
 
 /* Every optional tensor may be NULL; the indexers' sequence lengths and the logits' key ranges and
  * schedule are read by phase 1 on the host. */
 static const arg_spec indexer_args[] = {
-    ARG(query, "query", LIG_ARG_INPUT),
-    ARG(key, "key", LIG_ARG_INPUT),
-    ARG(weights, "weights", LIG_ARG_INPUT),
-    ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT),
-    ARG(actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS),
-    ARG(actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS),
-    ARG(sparse_indices, "sparse_indices", LIG_ARG_OUTPUT),
-    ARG(sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT),
+    QKW_ARGS("key"), ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT), LENGTH_ARGS, TOPK_ARGS(LIG_ARG_OUTPUT),
 };
 static const arg_spec indexer_paged_args[] = {
-    ARG(query, "query", LIG_ARG_INPUT),
-    ARG(key, "key_cache", LIG_ARG_INPUT),
-    ARG(weights, "weights", LIG_ARG_INPUT),
-    ARG(block_table, "block_table", LIG_ARG_INPUT),
-    ARG(actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS),
-    ARG(actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS),
-    ARG(sparse_indices, "sparse_indices", LIG_ARG_OUTPUT),
-    ARG(sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT),
+    QKW_ARGS("key_cache"), ARG(block_table, "block_table", LIG_ARG_INPUT), LENGTH_ARGS, TOPK_ARGS(LIG_ARG_OUTPUT),
 };
-/* block_table's presence depends on layout_key: check_key_layout checks it */
+/* block_table's presence depends on layout_key: check_quant_layouts checks it */
 static const arg_spec quant_indexer_args[] = {
-    ARG(query, "query", LIG_ARG_INPUT),
-    ARG(key, "key", LIG_ARG_INPUT),
-    ARG(weights, "weights", LIG_ARG_INPUT),
-    ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT),
-    ARG(actual_seq_lengths_query, "actual_seq_lengths_query", LIG_ARG_HOST_LENGTHS),
-    ARG(actual_seq_lengths_key, "actual_seq_lengths_key", LIG_ARG_HOST_LENGTHS),
-    ARG(query_dequant_scale, "query_dequant_scale", LIG_ARG_OPTIONAL_INPUT),
-    ARG(key_dequant_scale, "key_dequant_scale", LIG_ARG_INPUT),
-    ARG(sparse_indices, "sparse_indices", LIG_ARG_OUTPUT),
-    ARG(sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT),
+    QKW_ARGS("key"), ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT), LENGTH_ARGS, SCALE_ARGS,
+    TOPK_ARGS(LIG_ARG_OUTPUT),
 };
 static const arg_spec quant_logits_args[] = {
-    ARG(query, "query", LIG_ARG_INPUT),
-    ARG(key, "key", LIG_ARG_INPUT),
-    ARG(weights, "weights", LIG_ARG_INPUT),
-    ARG(query_dequant_scale, "query_dequant_scale", LIG_ARG_OPTIONAL_INPUT),
-    ARG(key_dequant_scale, "key_dequant_scale", LIG_ARG_INPUT),
+    QKW_ARGS("key"),
+    SCALE_ARGS,
     ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT),
     ARG(key_start, "key_start", LIG_ARG_HOST_LENGTHS),
     ARG(key_end, "key_end", LIG_ARG_HOST_LENGTHS),
     ARG(schedule, "schedule", LIG_ARG_HOST_LENGTHS),
     ARG(logits, "logits", LIG_ARG_OPTIONAL_OUTPUT),
-    ARG(sparse_indices, "sparse_indices", LIG_ARG_OPTIONAL_OUTPUT),
-    ARG(sparse_values, "sparse_values", LIG_ARG_OPTIONAL_OUTPUT),
+    TOPK_ARGS(LIG_ARG_OPTIONAL_OUTPUT),
 };
+#undef TOPK_ARGS
+#undef SCALE_ARGS
+#undef LENGTH_ARGS
+#undef QKW_ARGS
 #undef ARG
 
 /* ---- the checks ------------------------------------------------------------------------- */

@@ -31,8 +31,8 @@ typedef struct lig_fwd_call {
     int64_t query_quant_mode, key_quant_mode;
     int64_t sparse_count, sparse_mode, pre_tokens, next_tokens;
     bool clean_logits, compressed;
-    const uint64_t *workspace_size;
-    lig_executor *const *executor;
+    uint64_t *workspace_size;  /* where phase 1 reports (lig_fwd_phase1) */
+    lig_executor **executor;
 
     /* found by the checks */
     lig_argument list[LIG_FWD_MAX_ARGUMENTS];

@@ -16,7 +16,7 @@ lig_status lig_indexer_get_workspace_size(const lig_tensor *query, const lig_ten
                       .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
                       .sparse_indices = sparse_indices, .sparse_values = sparse_values,
                       .workspace_size = workspace_size, .executor = executor};
-    return lig_fwd_phase1(&c, workspace_size, executor);
+    return lig_fwd_phase1(&c);
 }
 
 lig_status lig_indexer_paged_get_workspace_size(
@@ -31,7 +31,7 @@ lig_status lig_indexer_paged_get_workspace_size(
                       .sparse_mode = sparse_mode, .pre_tokens = pre_tokens, .next_tokens = next_tokens,
                       .sparse_indices = sparse_indices, .sparse_values = sparse_values,
                       .workspace_size = workspace_size, .executor = executor};
-    return lig_fwd_phase1(&c, workspace_size, executor);
+    return lig_fwd_phase1(&c);
 }
 
 lig_status lig_indexer(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

@@ -20,7 +20,7 @@ lig_status lig_quant_indexer_get_workspace_size(
                       .sparse_count = sparse_count, .sparse_mode = sparse_mode, .pre_tokens = pre_tokens,
                       .next_tokens = next_tokens, .sparse_indices = sparse_indices, .sparse_values = sparse_values,
                       .workspace_size = workspace_size, .executor = executor};
-    return lig_fwd_phase1(&c, workspace_size, executor);
+    return lig_fwd_phase1(&c);
 }
 
 lig_status lig_quant_indexer(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

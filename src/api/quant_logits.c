@@ -3,7 +3,7 @@
  * forms DeepGEMM's fp8_mqa_logits / fp8_paged_mqa_logits take. Phase 1 is the forwards'
  * (api/forward_build.h): the ranges replace the lengths and the mask, the problem gains the ranges
  * and logits parts, and an optional schedule (DeepGEMM's get_paged_mqa_logits_metadata form,
- * api/quant_logits_schedule.c) makes its pieces the operator's units. Phase 2 is its own entry,
+ * api/quant_logits_schedule.c) makes its pieces the walk's jobs. Phase 2 is its own entry,
  * lig_quant_logits. */
 #include "api/forward_build.h"
 
@@ -20,7 +20,7 @@ lig_status lig_quant_logits_get_workspace_size(
                       .sparse_values = sparse_values, .layout = layout_query, .layout_key = layout_key,
                       .sparse_count = sparse_count, .clean_logits = clean_logits, .compressed = compressed,
                       .workspace_size = workspace_size, .executor = executor};
-    return lig_fwd_phase1(&c, workspace_size, executor);
+    return lig_fwd_phase1(&c);
 }
 
 lig_status lig_quant_logits(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream) {

@@ -2,7 +2,7 @@
  * form, an INT32 [W+1, 2] host tensor whose entry w = (batch, key block) is where worker w's piece
  * starts in the order (batch, block of block_size keys of that batch's longest key_end), entry W =
  * (B, 0). lig_quant_logits_schedule computes a balanced one; the operator checks one it is given
- * and runs its pieces as units. */
+ * and runs its pieces as jobs. */
 #ifndef LIG_API_QUANT_LOGITS_SCHEDULE_H
 #define LIG_API_QUANT_LOGITS_SCHEDULE_H
 

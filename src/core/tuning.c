@@ -85,7 +85,7 @@ int lig_tuning_parse(lig_tuning *t, lig_tuning_lookup lookup, char *warnings, si
         else {
             warn(warnings, cap,
                  "LIG_FWD_SPLIT_KEYS: expected a whole number of keys >= 0 (0: never split), got \"%.40s\"; ignored (the "
-                 "default chunk length)",
+                 "default slice length)",
                  v);
             ignored++;
         }

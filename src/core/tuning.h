@@ -26,7 +26,7 @@ typedef struct lig_tuning {
      * point operations of work; a finite number >= 0 (0: every thread, however small the work).
      * Default 4e6: waking a thread costs tens of microseconds. */
     double min_flops_per_thread;
-    /* LIG_FWD_SPLIT_KEYS: the CPU forward's chunk length, in keys, when it splits the keys of a
+    /* LIG_FWD_SPLIT_KEYS: the CPU forward's slice length, in keys, when it splits the keys of a
      * problem with few rows (decode); a whole number >= 0, 0 = never split. Default (-1): at least
      * 4096 keys and 4 K (fwd_split.h). */
     int64_t fwd_split_keys;

@@ -13,12 +13,12 @@
 
 /* Every knob from *t for the plans made from now on (and the phase 2 thread counts read from
  * now on); NULL: the environment's values again. Values out of range are brought into it (a
- * negative fwd_split_keys is the default chunk length, a negative grad_ring_chunks automatic).
+ * negative fwd_split_keys is the default slice length, a negative grad_ring_chunks automatic).
  * `isa` is the exception: the kernel set is chosen from the environment's once per process;
  * force one with lig_set_kernel_set. */
 void lig_testing_set_tuning(const lig_tuning *t);
 
-/* The chunk length of the CPU forward's key split: n >= 0 fixes it (0: never split), n < 0 is the
+/* The slice length of the CPU forward's key split: n >= 0 fixes it (0: never split), n < 0 is the
  * default length; the other knobs stay as they are. */
 static inline void lig_testing_set_fwd_split_keys(int64_t n) {
     lig_tuning t = lig_tuning_current();

@@ -35,7 +35,7 @@ enum { LIG_FWD_BF16_BLOCK = 64 };
 typedef struct lig_fwd_bf16_layout {
     int64_t gp, dp; /* columns (rows x heads) and D, padded to the family's col_pad and k_pad */
     uint64_t qrow;  /* bf16[gp][dp] */
-    uint64_t qt;    /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout (of the pass's padded columns) */
+    uint64_t qt;    /* bf16 pairs [dp/2][gp]: Q^T in the VNNI layout (of the stripe's padded columns) */
     uint64_t wf;    /* float[gp] */
     uint64_t sq;    /* float[gp] (with_scales and has_sq) */
     uint64_t kb;    /* bf16[block rounded up to row_pad][dp] */

@@ -1,7 +1,7 @@
-/* The forward's block engines: the index scores of blocks of keys for a few query rows of one
- * key head, on a kernel set. The operator (indexer.c) walks the keys the rows see and keeps
- * each row's best; the engine owns the formats, the packing and its part of the thread's
- * scratch. Several rows share each block of keys so that a small head group still gives the
+/* The forward's block engines: the index scores of blocks of keys for a stripe (a few query rows
+ * of one key head, docs/architecture.md "Words for work"), on a kernel set. The operator
+ * (indexer.c) walks the keys the rows see and keeps each row's best; the engine owns the formats,
+ * the packing and its part of the thread's scratch. Several rows share each block of keys so that a small head group still gives the
  * multiply units wide products (rows x heads columns). */
 #ifndef LIG_CPU_OPERATORS_FWD_ENGINE_H
 #define LIG_CPU_OPERATORS_FWD_ENGINE_H
@@ -17,11 +17,12 @@ typedef struct lig_fwd_ctx {
     const lig_kernel_set *ks;
     int64_t G, D;
     int64_t block;           /* keys per block */
-    int64_t rows;            /* query rows per pass, at most (the plan's choice, see lig_fwd_rows_for) */
+    int64_t rows;            /* query rows per stripe, at most (the plan's choice, see lig_fwd_rows_for) */
     lig_dtype dtype;         /* q and k (and w, except in the quantized forward) */
     int64_t q_head, q_dim;   /* element strides */
     int64_t w_head, k_dim;
-    /* the quantized forward (contract 2.4): w's own dtype, the scales' dtypes and sq's head stride */
+    /* w's own dtype (the query's, or FLOAT32: the quantized forward, the dense lse), the
+     * quantized forward's scales' dtypes and sq's head stride (contract 2.4) */
     lig_dtype w_dtype;
     bool has_sq;             /* false: every sq is 1 */
     lig_dtype sq_dtype, sk_dtype;
@@ -52,7 +53,7 @@ typedef struct lig_fwd_engine {
 extern const lig_fwd_engine lig_fwd_engine_f32;
 /* bf16 inputs on a set with bf16 kernels (fwd_engine_bf16.c). */
 extern const lig_fwd_engine lig_fwd_engine_bf16;
-/* FLOAT8_E4M3FN / INT8 inputs on any set: converted exactly to fp32 once per pass (queries) and
+/* FLOAT8_E4M3FN / INT8 inputs on any set: converted exactly to fp32 once per stripe (queries) and
  * per block (keys), the set's fp32 GEMM, portable scores (fwd_engine_quant_portable.c). */
 extern const lig_fwd_engine lig_fwd_engine_quant_portable;
 /* INT8 inputs on the set's int8 GEMM, exact int32 dot products (fwd_engine_i8.c). */
@@ -65,20 +66,20 @@ extern const lig_fwd_engine lig_fwd_engine_fp8;
 const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D);
 
 enum { LIG_FWD_MAX_ROWS = 8 };
-/* Bytes of top-k scratch per thread beyond which a pass takes fewer rows (one row's own is never
+/* Bytes of top-k scratch per thread beyond which a stripe takes fewer rows (one row's own is never
  * cut): 2 MiB is about 12 rows at K = 2048. */
 #define LIG_FWD_TOPK_BUDGET ((uint64_t)2 << 20)
 
-/* Query rows per pass for a group of G heads: about 32 columns (rows x heads), at most
+/* Query rows per stripe for a group of G heads: about 32 columns (rows x heads), at most
  * LIG_FWD_MAX_ROWS. */
 static inline int64_t lig_fwd_rows_for(int64_t G) {
     const int64_t r = G > 0 ? 32 / G : 1;
     return r < 1 ? 1 : r > LIG_FWD_MAX_ROWS ? LIG_FWD_MAX_ROWS : r;
 }
 
-/* Query rows per pass of the quantized forward's engines: about 128 columns, at most
- * LIG_FWD_MAX_ROWS. Each key block is converted (FP8) or read (INT8) once for all the pass's rows,
- * so wider passes pay less of it per row: with 64 heads, 2 rows measured best on Zen 5 of 1, 2,
+/* Query rows per stripe of the quantized forward's engines: about 128 columns, at most
+ * LIG_FWD_MAX_ROWS. Each key block is converted (FP8) or read (INT8) once for all the stripe's rows,
+ * so wider stripes pay less of it per row: with 64 heads, 2 rows measured best on Zen 5 of 1, 2,
  * 3, 4 and 8 (the FP8 engine 10-20% faster than 1 row; INT8 within the noise). */
 static inline int64_t lig_fwd_quant_rows_for(int64_t G) {
     const int64_t r = G > 0 ? 128 / G : 1;
@@ -87,10 +88,10 @@ static inline int64_t lig_fwd_quant_rows_for(int64_t G) {
 
 
 /* The scratch of the engines that feed the set's fp32 GEMM (fwd_engine_f32.c, fwd_engine_quant_portable.c):
- * the pass's query heads transposed, their weights (and query scales), the block's key rows (and
+ * the stripe's query heads transposed, their weights (and query scales), the block's key rows (and
  * key scales), the block's per-head scores; `acc_bytes` more for an engine's own accumulator. */
 typedef struct lig_fwd_f32_layout {
-    uint64_t qt;  /* float[D][rows*G]: the pass's query heads in fp32, transposed */
+    uint64_t qt;  /* float[D][rows*G]: the stripe's query heads in fp32, transposed */
     uint64_t w;   /* float[rows*G] */
     uint64_t sq;  /* float[rows*G] (with_scales and has_sq) */
     uint64_t kp;  /* float[block*D]: the block's key rows in fp32 */

@@ -1,5 +1,5 @@
 /* The forward's bf16 engine (see fwd_engine.h), for bf16 inputs on a set with bf16 kernels
- * (vdpbf16ps pairs or AMX tiles): per pass the query heads of a few rows are packed as Q^T
+ * (vdpbf16ps pairs or AMX tiles): per stripe the query heads of a few rows are packed as Q^T
  * pairs (pairs along D, one column per row and head) once; per block of 64 keys the key rows
  * are copied and S^T = K Q^T runs on the set's bf16 micro-kernels (exact products, fp32 sums),
  * then the set's score kernel sums w_h ReLU(S) over each row's heads. Columns, D and a block's
@@ -11,6 +11,7 @@
 #include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/fwd_engine.h"
 #include "core/dtype_convert.h"
+#include "core/tensor.h"
 #include "core/workspace.h"
 
 #define NB LIG_FWD_BF16_BLOCK
@@ -35,7 +36,7 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
         if (j < cols) {
             const int64_t r = j / G, h = j % G;
             lig_bf16_copy_row(qrow + j * dp, q[r] + 2 * h * c->q_head, c->q_dim, c->D, dp);
-            wf[j] = lig_load_float(LIG_BFLOAT16, w[r] + 2 * h * c->w_head);
+            wf[j] = lig_load_float(c->w_dtype, w[r] + (int64_t)lig_dtype_size(c->w_dtype) * h * c->w_head);
         } else {
             memset(qrow + j * dp, 0, sizeof(uint16_t) * (size_t)dp);
             wf[j] = 0.0f;

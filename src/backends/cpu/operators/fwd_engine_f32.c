@@ -1,4 +1,4 @@
-/* The forward's fp32 engine (see fwd_engine.h): per pass the query heads of a few rows are
+/* The forward's fp32 engine (see fwd_engine.h): per stripe the query heads of a few rows are
  * converted to fp32 and transposed (one column per row and head); per block the key rows are
  * converted, S^T = K Q^T goes through the set's GEMM micro-kernels and the set's score kernel
  * sums w_h ReLU(S) over each row's heads. */
@@ -17,13 +17,14 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
     (void)sq; /* unquantized: no scales */
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D, cols = rows * G, esize = (int64_t)(c->dtype == LIG_FLOAT32 ? 4 : 2);
+    const int64_t wsize = (int64_t)(c->w_dtype == LIG_FLOAT32 ? 4 : 2);
     float *qt = (float *)(void *)(s + L.qt), *wf = (float *)(void *)(s + L.w);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t h = 0; h < G; h++) {
             /* a transposed load: the head's row becomes column r*G + h of qt */
             const char *qp = q[r] + h * c->q_head * esize;
             for (int64_t d = 0; d < D; d++) qt[d * cols + r * G + h] = lig_load_float(c->dtype, qp + d * c->q_dim * esize);
-            wf[r * G + h] = lig_load_float(c->dtype, w[r] + h * c->w_head * esize);
+            wf[r * G + h] = lig_load_float(c->w_dtype, w[r] + h * c->w_head * wsize);
         }
 }
 

@@ -1,9 +1,9 @@
 /* The quantized forward's FP8 engine on a set with bf16 units (see fwd_engine.h; docs/contract.md
  * 2.4): FP8 e4m3 values are exact in bf16 and their products exact in fp32, so the set's bf16
- * product (vdpbf16ps pairs, AMX tiles) computes the dot products with fp32 sums. Per pass the
- * query heads of the pass's rows are converted once with the set's FP8 converter and laid out as
+ * product (vdpbf16ps pairs, AMX tiles) computes the dot products with fp32 sums. Per stripe the
+ * query heads of the stripe's rows are converted once with the set's FP8 converter and laid out as
  * Q^T pairs (one column per row and head, padded to the set's bf16 col_pad with zeros); per block of 64 keys the key
- * rows are converted once for all the pass's rows (one converter call when they lie evenly
+ * rows are converted once for all the stripe's rows (one converter call when they lie evenly
  * spaced), S^T = K Q^T runs on the set's bf16 GEMM and the set's score kernel applies the scales,
  * the ReLU and the head sum in the contract's order.
  *
@@ -62,7 +62,7 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
     }
     lig_bf16_transpose_pairs(qrow, gp, dp, (uint32_t *)(void *)(s + L.qt));
     lig_quant_load_weights(c, rows, w, sq, (float *)(void *)(s + L.wf), (float *)(void *)(s + L.sq), gp);
-    /* the key rows' padding past D is never written by the converter: zero it once per pass */
+    /* the key rows' padding past D is never written by the converter: zero it once per stripe */
     if (dp > D)
         for (int64_t n = 0; n < NB; n++) memset(kb + n * dp + D, 0, sizeof(uint16_t) * (size_t)(dp - D));
 }

@@ -1,6 +1,6 @@
 /* The quantized forward's INT8 engine (see fwd_engine.h; docs/contract.md 2.4) on the kernel
- * set's int8 GEMM (vpmaddwd pairs, vpdpbusd quads, or the portable 4x4): per pass the query
- * heads of the pass's rows (one column per row and head) are gathered and packed once as the
+ * set's int8 GEMM (vpmaddwd pairs, vpdpbusd quads, or the portable 4x4): per stripe the query
+ * heads of the stripe's rows (one column per row and head) are gathered and packed once as the
  * GEMM's B operand in the layout the set's configuration states (pack_b, sized by
  * lig_i8_packed_b_bytes: this file never reads the layout); per block of keys the key rows are the
  * A operand, read in place when they lie evenly spaced (one copy otherwise), and one GEMM gives
@@ -22,7 +22,7 @@
 #define BLOCK_KEYS 96
 
 typedef struct layout {
-    uint64_t qb; /* int8[rows*G][D]: the pass's query heads, contiguous along D */
+    uint64_t qb; /* int8[rows*G][D]: the stripe's query heads, contiguous along D */
     uint64_t bp; /* the packed B operand (the set's layout) */
     uint64_t w;  /* float[rows*G] */
     uint64_t sq; /* float[rows*G] (has_sq) */

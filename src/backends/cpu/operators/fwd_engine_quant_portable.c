@@ -1,8 +1,8 @@
 /* The quantized forward's portable engine (see fwd_engine.h; docs/contract.md 2.4), for
- * FLOAT8_E4M3FN or INT8 queries and keys on every kernel set: per pass the query heads of a few
+ * FLOAT8_E4M3FN or INT8 queries and keys on every kernel set: per stripe the query heads of a few
  * rows are converted to fp32 (exact: every FP8 and INT8 value is an fp32 value) and transposed,
  * one column per row and head, with their weights and query scales; per block of keys the key
- * rows and their scales are converted once, for all the pass's rows, and S^T = K Q^T runs on the
+ * rows and their scales are converted once, for all the stripe's rows, and S^T = K Q^T runs on the
  * set's fp32 GEMM, whose every product of two converted values is exact. Then the scales, the
  * ReLU and the weighted head sum (the set's quant_scores, bit for bit lig_quant_scores__scalar's).
  *
@@ -84,7 +84,7 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb,
     const float *qt = (const float *)(void *)(s + L.qt), *w = (const float *)(void *)(s + L.w);
     const float *sqf = c->has_sq ? (const float *)(void *)(s + L.sq) : NULL;
     float *kp = (float *)(void *)(s + L.kp), *sk = (float *)(void *)(s + L.sk), *a = (float *)(void *)(s + L.a);
-    /* the block's keys converted once, for every row of the pass */
+    /* the block's keys converted once, for every row of the stripe */
     load_keys(c, nb, key, kp);
     lig_quant_load_key_scales(c, nb, key_scale, sk);
     if (chunked(c)) int8_chunked_dots(c, &L, s, nb, cols);

@@ -4,7 +4,12 @@
  * I = sum_h w_h * ReLU(q_h . k), and keep the best sparse_count (topk.h). Nothing of size
  * S1 x S2 is ever held; each unit's result is independent of the others, so the output is
  * the same for any thread count. The parts of the problem present (paged keys, scales, key ranges,
- * logits, a schedule) decide where keys are read and results go; the plan picks the walker. */
+ * logits, a schedule) decide where keys are read and results go; the plan picks the walker.
+ *
+ * The pieces of work (docs/architecture.md "Words for work"): a walk hands out jobs through one
+ * shared counter; a job runs one or more stripes (units of one key head in consecutive rows of
+ * one batch, scored together) over their keys, block by block, or over one slice of them (the
+ * split walk), or a merge of one row's slices. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -75,27 +80,27 @@ static void run_trivial_unit(const lig_fwd_problem *pb, int64_t u) {
     }
 }
 
-/* A thread's bound from the chunks of one group it ran before (lower keys, since a thread takes
- * its units in increasing order): has[i] says that K candidates of row i with lower keys rank at
+/* A thread's bound from the slices of one stripe it ran before (lower keys, since a thread takes
+ * its jobs in increasing order): has[i] says that K candidates of row i with lower keys rank at
  * least worst[i], so a later key that does not rank above it cannot be in the row's result (an
  * equal rank loses its tie to the lower keys). It only saves offers: the merge's result is the
- * same with or without it, whatever chunks a thread happened to run. */
-typedef struct chunk_floor {
-    int64_t group; /* -1: none */
+ * same with or without it, whatever slices a thread happened to run. */
+typedef struct slice_floor {
+    int64_t stripe; /* -1: none */
     bool has[LIG_FWD_MAX_ROWS];
     float worst[LIG_FWD_MAX_ROWS];
-} chunk_floor;
-_Static_assert(sizeof(chunk_floor) <= 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS, "indexer_plan.c sizes a chunk_floor");
+} slice_floor;
+_Static_assert(sizeof(slice_floor) <= 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS, "indexer_plan.c sizes a slice_floor");
 
-/* Where a walk's rows leave their top-k: written to the outputs (NULL), or kept, in key order, as
- * one chunk's candidates (cand: row i's at cand + i * kept; count[i]: how many), with the thread's
+/* Where a stripe's rows leave their top-k: written to the outputs (NULL), or kept, in key order, as
+ * one slice's candidates (cand: row i's at cand + i * kept; count[i]: how many), with the thread's
  * floor read and raised. */
-typedef struct chunk_out {
+typedef struct slice_out {
     lig_candidate *cand;
     int64_t *count;
     int64_t kept;
-    chunk_floor *floor;
-} chunk_out;
+    slice_floor *floor;
+} slice_out;
 
 /* Keys s0 .. s0 + n - 1 of batch b, head g, of a key-row view (the keys or their scales): their
  * addresses, contiguous or through the paged cache's table. */
@@ -107,11 +112,11 @@ static void gather_keys(const lig_fwd_problem *pb, const lig_view4 *v, int64_t b
         for (int64_t i = 0; i < n; i++) out[i] = lig_k_row_ptr(v, &pb->pr, b, s0 + i, g);
 }
 
-/* Up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)), over the keys
- * k0 .. k1 (the first block starts at k0): the keys any of them sees go through the engine once per
- * block, and each row offers the scores of the keys it sees to its own top-k. */
-static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, int64_t k0, int64_t k1,
-                     const chunk_out *out) {
+/* A stripe: up to ctx.rows units of one key head in consecutive rows of one batch (x[0 .. m)), over
+ * the keys k0 .. k1 (the first block starts at k0): the keys any of them sees go through the engine
+ * once per block, and each row offers the scores of the keys it sees to its own top-k. */
+static void run_stripe(const fwd_run *r, char *s, const lig_unit *x, int64_t m, int64_t k0, int64_t k1,
+                       const slice_out *out) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_fwd_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
@@ -148,7 +153,7 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
     }
     if (!pb->has_topk) return; /* the logits alone: written above */
     for (int64_t i = 0; i < m; i++) {
-        if (out) { /* the chunk's best, still in key order, for the merge */
+        if (out) { /* the slice's best, still in key order, for the merge */
             lig_topk_cut(&top[i]);
             if (top[i].full && top[i].cap == pr->K) { /* K kept, all above the floor: a higher one */
                 out->floor->has[i] = true;
@@ -163,10 +168,11 @@ static void run_rows(const fwd_run *r, char *s, const lig_unit *x, int64_t m, in
     }
 }
 
-/* Pass v: the rows [v / N2 * rows, ...) of key head v % N2, cut where a batch ends. */
-static void run_pass(const fwd_run *r, char *s, int64_t v) {
+/* Job v of the stripes walk: the rows [v / N2 * stripe_rows, ...) of key head v % N2, one stripe
+ * per batch they reach. */
+static void run_rows_job(const fwd_run *r, char *s, int64_t v) {
     const lig_problem *pr = &r->p->pb->pr;
-    const int64_t R = r->p->pass_rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
+    const int64_t R = r->p->stripe_rows, rows_total = pr->units / pr->N2, g = v % pr->N2, r0 = v / pr->N2 * R;
     const int64_t r1 = r0 + R < rows_total ? r0 + R : rows_total;
     lig_unit x[LIG_FWD_MAX_ROWS];
     int64_t m = 0, lo, hi;
@@ -174,47 +180,48 @@ static void run_pass(const fwd_run *r, char *s, int64_t v) {
         const lig_unit u = row < r1 ? lig_unit_decode(pr, row * pr->N2 + g) : (lig_unit){0};
         if (m > 0 && (row == r1 || u.b != x[0].b)) {
             lig_fwd_rows_span(x, m, &lo, &hi);
-            run_rows(r, s, x, m, lo, hi, NULL);
+            run_stripe(r, s, x, m, lo, hi, NULL);
             m = 0;
         }
         if (row < r1) x[m++] = u;
     }
 }
 
-/* The rows of a group, decoded. */
-static void group_units(const lig_problem *pr, const lig_fwd_group *G, lig_unit *x) {
-    for (int64_t i = 0; i < G->m; i++) x[i] = lig_unit_decode(pr, (G->row0 + i) * pr->N2 + G->g);
+/* The rows of a stripe, decoded. */
+static void stripe_units(const lig_problem *pr, const lig_fwd_stripe *st, lig_unit *x) {
+    for (int64_t i = 0; i < st->m; i++) x[i] = lig_unit_decode(pr, (st->row0 + i) * pr->N2 + st->g);
 }
 
-/* Unit v of the grouped walk: chunk c of its group, written out when the group has one chunk, else
+/* Job v of the split walk: slice c of its stripe, written out when the stripe has one slice, else
  * kept for the merge. */
-static void run_chunk(const fwd_run *r, char *s, int64_t v) {
+static void run_slice(const fwd_run *r, char *s, int64_t v) {
     const lig_cpu_fwd_plan *p = r->p;
-    const lig_fwd_groups *gs = &p->groups;
+    const lig_fwd_stripes *sp = &p->split;
     int64_t i = 0;
-    while (i + 1 < gs->n && gs->group[i + 1].first_unit <= v) i++;
-    const lig_fwd_group *G = &gs->group[i];
+    while (i + 1 < sp->n && sp->stripe[i + 1].first_job <= v) i++;
+    const lig_fwd_stripe *st = &sp->stripe[i];
     lig_unit x[LIG_FWD_MAX_ROWS];
-    group_units(&p->pb->pr, G, x);
-    if (G->chunks == 1) {
-        run_rows(r, s, x, G->m, G->lo, G->hi, NULL);
+    stripe_units(&p->pb->pr, st, x);
+    if (st->slices == 1) {
+        run_stripe(r, s, x, st->m, st->lo, st->hi, NULL);
         return;
     }
-    const int64_t c = v - G->first_unit, k0 = G->lo + c * G->chunk_keys;
-    const int64_t k1 = G->hi - k0 < G->chunk_keys ? G->hi : k0 + G->chunk_keys - 1;
-    const int64_t slot = G->slot + c * G->m;
-    chunk_floor *floor = (chunk_floor *)(void *)(s + p->scratch.floor);
-    if (floor->group != i) *floor = (chunk_floor){.group = i};
-    const chunk_out out = {.cand = (lig_candidate *)(void *)(r->ws + p->scratch.cand) + slot * p->heap_cap,
+    const int64_t c = v - st->first_job, k0 = st->lo + c * st->slice_keys;
+    const int64_t k1 = st->hi - k0 < st->slice_keys ? st->hi : k0 + st->slice_keys - 1;
+    const int64_t slot = st->slot + c * st->m;
+    slice_floor *floor = (slice_floor *)(void *)(s + p->scratch.floor);
+    if (floor->stripe != i) *floor = (slice_floor){.stripe = i};
+    const slice_out out = {.cand = (lig_candidate *)(void *)(r->ws + p->scratch.cand) + slot * p->heap_cap,
                            .count = (int64_t *)(void *)(r->ws + p->scratch.count) + slot,
                            .kept = p->heap_cap,
                            .floor = floor};
-    run_rows(r, s, x, G->m, k0, k1, &out);
+    run_stripe(r, s, x, st->m, k0, k1, &out);
 }
 
-/* Piece v of a schedule (the logits alone): the global key blocks piece_start[v] .. piece_start[v + 1]
- * - 1, i.e. for each batch they reach a range of its keys, which every group of the batch's rows
- * and every key head scores (each row its own part of it) and writes. */
+/* Job v of the pieces walk, piece v of a schedule (the logits alone): the global cache blocks
+ * piece_start[v] .. piece_start[v + 1] - 1, i.e. for each batch they reach a range of its keys,
+ * which every stripe of the batch's rows and every key head scores (each row its own part of it)
+ * and writes. */
 static void run_piece(const fwd_run *r, char *s, int64_t v) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_fwd_problem *pb = p->pb;
@@ -234,66 +241,67 @@ static void run_piece(const fwd_run *r, char *s, int64_t v) {
                 lig_fwd_rows_span(x, m, &lo, &hi);
                 lo = lo > k0 ? lo : k0;
                 hi = hi < k1 ? hi : k1;
-                if (lo <= hi) run_rows(r, s, x, m, lo, hi, NULL);
+                if (lo <= hi) run_stripe(r, s, x, m, lo, hi, NULL);
             }
     }
 }
 
-/* Merge v: row v of the split groups (in group order) takes the best of its chunks' candidates,
- * offered chunk after chunk, i.e. in increasing key order, as the unsplit walk offers them. */
+/* Job v of the merge: row v of the sliced stripes (in stripe order) takes the best of its slices'
+ * candidates, offered slice after slice, i.e. in increasing key order, as the unsplit walk offers
+ * them. */
 static void run_merge(const fwd_run *r, char *s, int64_t v) {
     const lig_cpu_fwd_plan *p = r->p;
     const lig_problem *pr = &p->pb->pr;
-    const lig_fwd_groups *gs = &p->groups;
-    const lig_fwd_group *G = gs->group;
-    for (;; G++) {
-        if (G->chunks > 1 && v < G->m) break;
-        if (G->chunks > 1) v -= G->m;
+    const lig_fwd_stripes *sp = &p->split;
+    const lig_fwd_stripe *st = sp->stripe;
+    for (;; st++) {
+        if (st->slices > 1 && v < st->m) break;
+        if (st->slices > 1) v -= st->m;
     }
     lig_unit x[LIG_FWD_MAX_ROWS];
-    group_units(pr, G, x);
+    stripe_units(pr, st, x);
     const lig_unit *u = &x[v];
     const int64_t visible = u->hi >= u->lo ? u->hi - u->lo + 1 : 0;
     lig_topk top = lig_topk_start(s + p->scratch.topk, p->heap_cap, visible < pr->K ? visible : pr->K);
     const lig_candidate *cand = (const lig_candidate *)(const void *)(r->ws + p->scratch.cand);
     const int64_t *count = (const int64_t *)(const void *)(r->ws + p->scratch.count);
-    for (int64_t c = 0, slot = G->slot + v; c < G->chunks; c++, slot += G->m)
+    for (int64_t c = 0, slot = st->slot + v; c < st->slices; c++, slot += st->m)
         lig_topk_offer_candidates(&top, cand + slot * p->heap_cap, count[slot]);
     lig_topk_finish(&top);
     write_slots(p->pb, u, top.best, top.n);
 }
 
-typedef void (*unit_fn)(const fwd_run *r, char *s, int64_t v);
+typedef void (*job_fn)(const fwd_run *r, char *s, int64_t v);
 
-/* Units 0 .. units - 1 of one kind, taken in turn by the threads. */
-typedef struct unit_walk {
+/* Jobs 0 .. jobs - 1 of one kind, taken in turn by the threads from one counter. */
+typedef struct job_walk {
     fwd_run *r;
-    unit_fn fn;
-    int64_t units;
+    job_fn fn;
+    int64_t jobs;
     bool engine; /* the engine's per-thread setup around them */
     atomic_llong next;
-} unit_walk;
+} job_walk;
 
-static void units_task(void *ctx, int tid, int n) {
-    unit_walk *wk = ctx;
+static void jobs_task(void *ctx, int tid, int n) {
+    job_walk *wk = ctx;
     (void)n;
     const lig_cpu_fwd_plan *p = wk->r->p;
     char *s = wk->r->ws + p->scratch.threads_at + (uint64_t)tid * p->scratch.total;
     if (wk->engine && p->engine->thread_begin) p->engine->thread_begin(&p->ctx);
-    *(chunk_floor *)(void *)(s + p->scratch.floor) = (chunk_floor){.group = -1};
+    *(slice_floor *)(void *)(s + p->scratch.floor) = (slice_floor){.stripe = -1};
     for (;;) {
         const int64_t v = atomic_fetch_add_explicit(&wk->next, 1, memory_order_relaxed);
-        if (v >= wk->units) break;
+        if (v >= wk->jobs) break;
         wk->fn(wk->r, s, v);
     }
     if (wk->engine && p->engine->thread_end) p->engine->thread_end(&p->ctx);
 }
 
-static void run_units(fwd_run *r, unit_fn fn, int64_t units, bool engine, double flops) {
+static void run_jobs(fwd_run *r, job_fn fn, int64_t jobs, bool engine, double flops) {
     const lig_cpu_fwd_plan *p = r->p;
-    unit_walk wk = {.r = r, .fn = fn, .units = units, .engine = engine};
+    job_walk wk = {.r = r, .fn = fn, .jobs = jobs, .engine = engine};
     atomic_init(&wk.next, 0);
-    (engine && p->own_threads ? lig_parallel_own_threads : lig_parallel)(lig_threads_for(flops, p->threads), units_task,
+    (engine && p->own_threads ? lig_parallel_own_threads : lig_parallel)(lig_threads_for(flops, p->threads), jobs_task,
                                                                         &wk);
 }
 
@@ -356,26 +364,26 @@ static void walk_trivial(fwd_run *r) {
     if (pb->logits) lig_logits_zero(pb);
 }
 
-/* A caller's schedule (the logits alone): its pieces are the units. */
-static void walk_pieces(fwd_run *r) { run_units(r, run_piece, r->p->pb->schedule->pieces, true, walk_flops(&r->p->pb->pr)); }
+/* A caller's schedule (the logits alone): its pieces are the jobs. */
+static void walk_pieces(fwd_run *r) { run_jobs(r, run_piece, r->p->pb->schedule->pieces, true, walk_flops(&r->p->pb->pr)); }
 
-static void walk_passes(fwd_run *r) {
+static void walk_stripes(fwd_run *r) {
     const lig_problem *pr = &r->p->pb->pr;
-    const int64_t R = r->p->pass_rows, passes = (pr->units / pr->N2 + R - 1) / R * pr->N2;
-    run_units(r, run_pass, passes, true, walk_flops(pr));
+    const int64_t R = r->p->stripe_rows, jobs = (pr->units / pr->N2 + R - 1) / R * pr->N2;
+    run_jobs(r, run_rows_job, jobs, true, walk_flops(pr));
 }
 
-static void walk_groups(fwd_run *r) {
+static void walk_split(fwd_run *r) {
     const lig_cpu_fwd_plan *p = r->p;
-    const lig_fwd_groups *gs = &p->groups;
-    run_units(r, run_chunk, gs->units, true, walk_flops(&p->pb->pr));
-    /* the merge reads what every chunk kept: after the join above */
-    if (gs->merge_rows > 0 && p->pb->has_topk) run_units(r, run_merge, gs->merge_rows, false, 4e6 * (double)gs->merge_rows);
+    const lig_fwd_stripes *sp = &p->split;
+    run_jobs(r, run_slice, sp->jobs, true, walk_flops(&p->pb->pr));
+    /* the merge reads what every slice kept: after the join above */
+    if (sp->merge_rows > 0 && p->pb->has_topk) run_jobs(r, run_merge, sp->merge_rows, false, 4e6 * (double)sp->merge_rows);
 }
 
 static void (*const walkers[])(fwd_run *r) = {
     [LIG_FWD_WALK_NONE] = walk_none,     [LIG_FWD_WALK_TRIVIAL] = walk_trivial, [LIG_FWD_WALK_PIECES] = walk_pieces,
-    [LIG_FWD_WALK_PASSES] = walk_passes, [LIG_FWD_WALK_GROUPS] = walk_groups,
+    [LIG_FWD_WALK_STRIPES] = walk_stripes, [LIG_FWD_WALK_SPLIT] = walk_split,
 };
 
 static lig_status run_indexer(void *plan, void *workspace, void *stream) {

@@ -1,7 +1,8 @@
 /* LightningIndexerGrad phase 2 on the CPU (docs/contract.md section 2.2).
  *
- * Work is split into units, one per (batch, valid query row, key head), taken by the threads
- * in order from a shared counter. A unit's counted slots go to the plan's engine in blocks;
+ * Work is split into units, one per (batch, valid query row, key head); each unit is a job, taken
+ * by the threads in order from a shared counter (the words: docs/architecture.md "Words for
+ * work"). A unit's counted slots go to the plan's engine in blocks;
  * its dQ and dW belong to it alone and are stored once. dK is a scatter-add across units,
  * accumulated in fp32 in the workspace:
  *   deterministic: every block of a unit is a chunk with a sequence number fixed by the input

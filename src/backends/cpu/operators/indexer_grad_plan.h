@@ -48,7 +48,7 @@ typedef struct lig_cpu_grad_plan {
     lig_grad_ctx ctx;
     const lig_grad_engine *engine;
     bool empty;          /* nothing to multiply: outputs are zeros after the index checks */
-    bool own_threads;    /* the engine keeps per-thread unit state (tiles): run on lig's threads only */
+    bool own_threads;    /* the engine keeps per-thread tile state (AMX): run on lig's threads only */
     int threads;         /* thread count the scratch was sized for */
     int64_t ring_chunks; /* deterministic: chunk buffers in the commit ring */
     /* An operator that computes dy itself (the KL loss) asks for more workspace: a shared region,

@@ -11,7 +11,7 @@
 #include "core/workspace.h"
 
 /* Each thread's scratch and the workspace. The top-k grows with K and the longest key length,
- * the engine's part with the pass's query heads; a size past 2^63 bytes names the operand that
+ * the engine's part with the stripe's query heads; a size past 2^63 bytes names the operand that
  * drives it, and no workspace size is reported. */
 static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t rows) {
     const lig_problem *pr = &p->pb->pr;
@@ -25,7 +25,7 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     if (st == LIG_SUCCESS)
         st = lig_size_check(engine, "query", "the bytes of each thread's scoring scratch", engine_detail);
     if (st != LIG_SUCCESS) return st;
-    /* the shared part: the split groups' kept candidates and their counts */
+    /* the shared part: the sliced stripes' kept candidates and their counts */
     uint64_t at = 0;
     const uint64_t slots = (uint64_t)lig_fwd_split_slots(p->heap_cap);
     p->scratch.cand = lig_ws_take(&at, lig_size_mul3(sizeof(lig_candidate), slots, (uint64_t)p->heap_cap));
@@ -39,7 +39,7 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     p->scratch.topk_bytes = topk_bytes;
     p->scratch.topk = lig_ws_take(&at, topk);
     p->scratch.engine = lig_ws_take(&at, engine);
-    p->scratch.floor = lig_ws_take(&at, 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS); /* a chunk_floor */
+    p->scratch.floor = lig_ws_take(&at, 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS); /* a slice_floor */
     p->scratch.total = at;
     p->workspace_size = lig_ws_total(p->scratch.threads_at, (uint64_t)p->threads, at);
     return lig_size_check(p->workspace_size, topk > engine ? "sparse_count" : "query", "the bytes of the workspace",
@@ -57,18 +57,19 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     for (int64_t b = 0; b < pr->B; b++)
         if (pr->bt.lk[b] > longest) longest = pr->bt.lk[b];
     p->heap_cap = pr->K < longest ? pr->K : longest;
-    /* rows per pass: each keeps its own top-k, so a very large K takes fewer rows at a time */
+    /* rows per stripe: each keeps its own top-k, so a very large K takes fewer rows at a time */
     const uint64_t topk_bytes = lig_topk_scratch_bytes(p->heap_cap);
     const lig_quant_scales none = {0}, *scales = pb->scales ? pb->scales : &none;
     int64_t rows = pb->scales ? lig_fwd_quant_rows_for(pr->G) : lig_fwd_rows_for(pr->G);
     while (rows > 1 && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)rows) rows--;
-    /* few rows (decode): groups of each batch's rows, so that they share every key block, and
-     * perhaps split along the keys (fwd_split.h); the scratch is sized for a group either way */
-    int64_t group_rows = lig_fwd_group_rows(pr->G, rows);
-    while (group_rows > rows && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)group_rows) group_rows--;
-    p->pass_rows = rows;
-    if (lig_fwd_list_groups(pr, group_rows, &p->groups)) rows = group_rows;
-    /* bf16 inputs go to the set's bf16 kernels when it has them and a pass's columns (rows x
+    /* few rows (decode): the split walk's stripes, wider, of each batch's rows, so that they share
+     * every key block, perhaps sliced along the keys (fwd_split.h); the scratch is sized for
+     * such a stripe either way */
+    int64_t split_rows = lig_fwd_split_stripe_rows(pr->G, rows);
+    while (split_rows > rows && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)split_rows) split_rows--;
+    p->stripe_rows = rows;
+    if (lig_fwd_list_stripes(pr, split_rows, &p->split)) rows = split_rows;
+    /* bf16 inputs go to the set's bf16 kernels when it has them and a stripe's columns (rows x
      * heads) are wide enough; everything else is fp32 */
     const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
                       lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
@@ -77,25 +78,25 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
                 : bf16    ? &lig_fwd_engine_bf16
                           : &lig_fwd_engine_f32;
     p->own_threads = (bf16 || p->engine == &lig_fwd_engine_fp8) && ks->bf16->gemm.thread_begin != NULL;
-    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = group_rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
+    p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = split_rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
                            .has_sq = scales->has_sq, .sq_dtype = scales->sq.dtype, .sk_dtype = scales->sk.dtype,
                            .sq_head = scales->sq.head};
     p->engine->configure(&p->ctx);
-    if (p->groups.n > 0)
-        lig_fwd_split_groups(&p->groups, pr->K, p->ctx.block, lig_fwd_split_keys(), lig_fwd_split_slots(p->heap_cap));
+    if (p->split.n > 0)
+        lig_fwd_split_stripes(&p->split, pr->K, p->ctx.block, lig_fwd_split_keys(), lig_fwd_split_slots(p->heap_cap));
     const int threads = lig_settings_threads();
     p->threads = threads < 1 ? 1 : threads;
     /* a paged cache without blocks holds no key: phase 2's table check refuses every batch that
      * has keys, and the others only get -1 / -inf */
     const bool trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pb->paged && pb->paged->num_blocks == 0);
-    p->walk = trivial            ? LIG_FWD_WALK_TRIVIAL
-              : pr->units == 0   ? LIG_FWD_WALK_NONE
-              : pb->schedule     ? LIG_FWD_WALK_PIECES
-              : p->groups.n == 0 ? LIG_FWD_WALK_PASSES
-                                 : LIG_FWD_WALK_GROUPS;
+    p->walk = trivial           ? LIG_FWD_WALK_TRIVIAL
+              : pr->units == 0  ? LIG_FWD_WALK_NONE
+              : pb->schedule    ? LIG_FWD_WALK_PIECES
+              : p->split.n == 0 ? LIG_FWD_WALK_STRIPES
+                                : LIG_FWD_WALK_SPLIT;
     if (p->walk != LIG_FWD_WALK_TRIVIAL && p->walk != LIG_FWD_WALK_NONE) { /* a zero extent takes no scratch (contract 6.4) */
-        if ((st = size_scratch(p, topk_bytes, group_rows)) != LIG_SUCCESS) {
+        if ((st = size_scratch(p, topk_bytes, split_rows)) != LIG_SUCCESS) {
             lig_cpu_plan_free(p);
             return st;
         }

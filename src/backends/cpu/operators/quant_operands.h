@@ -1,5 +1,5 @@
 /* Operand preparation the quantized forward's engines share (fwd_engine_quant_portable.c, fwd_engine_i8.c,
- * fwd_engine_fp8.c): a pass's weights and query scales in fp32, and whether a block's key rows lie
+ * fwd_engine_fp8.c): a stripe's weights and query scales in fp32, and whether a block's key rows lie
  * evenly spaced in memory so that a product can read them in place. */
 #ifndef LIG_CPU_OPERATORS_QUANT_OPERANDS_H
 #define LIG_CPU_OPERATORS_QUANT_OPERANDS_H

@@ -43,10 +43,10 @@ lig_status lig_cpu_plan_sparse_indexer_grad_kl_loss(const lig_grad_kl_loss_probl
     lig_teacher_configure(&p->teacher);
     const lig_grad_problem *g = &pb->g;
     const lig_problem *pr = &g->pr;
-    /* I on the forward's engine, one query row per pass (the unit's row), chosen as the forward does */
+    /* I on the forward's engine, a stripe of one query row (the unit's), chosen as the forward does */
     const bool fwd_bf16 = g->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && pr->G >= ks->bf16->min_group;
     p->fwd = fwd_bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
-    p->fctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = 1, .dtype = g->q.dtype, .q_head = g->q.head,
+    p->fctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = 1, .dtype = g->q.dtype, .w_dtype = g->w.dtype, .q_head = g->q.head,
                             .q_dim = g->q.dim, .w_head = g->w.head, .k_dim = g->k.dim};
     p->fwd->configure(&p->fctx);
     p->scratch = scratch_layout(p);

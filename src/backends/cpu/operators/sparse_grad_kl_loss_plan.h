@@ -28,7 +28,7 @@ typedef struct lig_cpu_grad_kl_loss_plan {
     lig_cpu_grad_plan grad;      /* the walk; its extra shared region holds double[units] unit losses */
     const lig_grad_kl_loss_problem *pb;
     lig_teacher_ctx teacher;
-    const lig_fwd_engine *fwd;   /* I's scores: the forward's engine, one row per pass */
+    const lig_fwd_engine *fwd;   /* I's scores: the forward's engine, one row per stripe */
     lig_fwd_ctx fctx;
     lig_kl_loss_scratch scratch;
 } lig_cpu_grad_kl_loss_plan;

@@ -22,7 +22,7 @@
 #include <string.h>
 
 /* A selection candidate: its fp32 score and its batch-local key index (the result, and what a
- * key-split walk's chunks hand to the merge). */
+ * split walk's slices hand to the merge). */
 typedef struct lig_candidate {
     float score;
     int64_t key;
@@ -50,7 +50,7 @@ lig_topk lig_topk_start(char *scratch, int64_t plan_cap, int64_t cap);
 static inline float lig_topk_rank(float s) { return isnan(s) ? -INFINITY : s; }
 
 /* Cuts the buffer back to the best cap candidates, kept in key order (the offer and the finish
- * call it; a key-split walk calls it to keep a chunk's best for the merge, fwd_split.h). */
+ * call it; the split walk calls it to keep a slice's best for the merge, fwd_split.h). */
 void lig_topk_cut(lig_topk *t);
 
 /* Offers the scores of keys key0, key0 + 1, ... key0 + n - 1 (above every key offered before):
@@ -85,7 +85,7 @@ static inline void lig_topk_offer_run(lig_topk *t, const float *score, int64_t n
 }
 
 /* Rejects from now on every offer that does not rank above `worst`: for a caller that knows cap
- * better candidates with lower keys exist elsewhere (a key split's earlier chunks, fwd_split.h). */
+ * better candidates with lower keys exist elsewhere (the split walk's earlier slices, fwd_split.h). */
 static inline void lig_topk_floor(lig_topk *t, float worst) {
     t->full = true;
     t->worst = worst;
@@ -103,7 +103,7 @@ static inline void lig_topk_offer_candidates(lig_topk *t, const lig_candidate *c
     }
 }
 
-/* The buffer's t->n candidates, in key order, into out (a chunk's kept candidates for the merge). */
+/* The buffer's t->n candidates, in key order, into out (a slice's kept candidates for the merge). */
 static inline void lig_topk_kept(const lig_topk *t, lig_candidate *out) {
     for (int64_t i = 0; i < t->n; i++) out[i] = (lig_candidate){.score = t->score[i], .key = t->key[i]};
 }

@@ -22,16 +22,16 @@ int lig_threads_for(double flops, int cap) {
 }
 
 /* Pool state, guarded by `mu`; `busy` serialises whole parallel regions. Worker w (1-based)
- * runs task w - job_first_worker when w <= job_workers. */
+ * runs task w - call_first_worker when w <= call_workers. */
 static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static int n_workers;
 static unsigned long generation;
-static lig_task_fn job_fn;
-static void *job_ctx;
-static int job_n, job_workers, job_first_worker;
+static lig_task_fn call_fn;
+static void *call_ctx;
+static int call_n, call_workers, call_first_worker;
 static int pending;
 static unsigned long start_generation[MAX_THREADS + 1]; /* generation each worker was created at */
 
@@ -41,14 +41,14 @@ static void *worker_main(void *arg) {
     (void)lig_fp_mode_enter();
     unsigned long seen;
     pthread_mutex_lock(&mu);
-    seen = start_generation[w]; /* not `generation`: a job may have been posted already */
+    seen = start_generation[w]; /* not `generation`: a call may have been posted already */
     for (;;) {
         while (generation == seen) pthread_cond_wait(&work_cv, &mu);
         seen = generation;
-        if (w > job_workers) continue;
-        lig_task_fn fn = job_fn;
-        void *ctx = job_ctx;
-        const int n = job_n, tid = w - job_first_worker;
+        if (w > call_workers) continue;
+        lig_task_fn fn = call_fn;
+        void *ctx = call_ctx;
+        const int n = call_n, tid = w - call_first_worker;
         pthread_mutex_unlock(&mu);
         fn(ctx, tid, n);
         pthread_mutex_lock(&mu);
@@ -75,7 +75,7 @@ static void after_fork_in_child(void) {
     done_cv = fresh_cond;
     n_workers = 0;
     pending = 0;
-    job_workers = 0;
+    call_workers = 0;
 }
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
@@ -91,7 +91,7 @@ static int ensure_workers(int want) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* workers start at the current generation, so they never run an old job */
+        /* workers start at the current generation, so they never run an old call */
         pthread_mutex_lock(&mu);
         start_generation[n_workers + 1] = generation;
         int ok = pthread_create(&th, &attr, worker_main, (void *)(intptr_t)(n_workers + 1)) == 0;
@@ -105,13 +105,13 @@ static int ensure_workers(int want) {
 
 /* Posts tasks [0, n), task t on worker t + first_worker (called with `busy` held), runs
  * task 0 on the caller when first_worker is 0, and waits for the workers. */
-static void run_job(lig_task_fn fn, void *ctx, int n, int first_worker) {
+static void run_call(lig_task_fn fn, void *ctx, int n, int first_worker) {
     pthread_mutex_lock(&mu);
-    job_fn = fn;
-    job_ctx = ctx;
-    job_n = n;
-    job_first_worker = first_worker;
-    job_workers = n - 1 + first_worker;
+    call_fn = fn;
+    call_ctx = ctx;
+    call_n = n;
+    call_first_worker = first_worker;
+    call_workers = n - 1 + first_worker;
     pending = n - 1 + first_worker;
     generation++;
     pthread_cond_broadcast(&work_cv);
@@ -136,7 +136,7 @@ void lig_parallel(int want, lig_task_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    run_job(fn, ctx, n, 0);
+    run_call(fn, ctx, n, 0);
     pthread_mutex_unlock(&busy);
 }
 
@@ -151,7 +151,7 @@ void lig_parallel_own_threads(int want, lig_task_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    run_job(fn, ctx, n, 1);
+    run_call(fn, ctx, n, 1);
     pthread_mutex_unlock(&busy);
 }
 

@@ -189,10 +189,13 @@ LIG_HD bool key_row_decode(const cu_geom &p, int64_t r, int64_t *b, int64_t *s) 
 }
 /* The query-tensor row of a valid (b, t), as the output views address it. */
 LIG_HD int64_t tensor_row(const cu_geom &p, int64_t b, int64_t t) { return p.tnd ? p.q_base(b) + t : t; }
-/* (b, row) of an invalid query-tensor row r, as the output views address it. */
-LIG_HD void invalid_row(const cu_geom &p, int64_t r, int64_t *b, int64_t *row) {
+/* Whether query-tensor row r is one no batch owns validly (past a batch's length, past the last TND
+ * end), and then its (b, row) as the output views address it: the rows the invalid-row kernels fill. */
+LIG_HD bool invalid_row(const cu_geom &p, int64_t r, int64_t *b, int64_t *row) {
+    if (row_decode(p, r, b, row)) return false;
     *b = p.tnd ? 0 : r / p.S1;
     *row = p.tnd ? r : r - *b * p.S1;
+    return true;
 }
 
 LIG_HD int64_t unit_of(const cu_geom &p, int64_t b, int64_t t, int64_t g) { return (p.row_prefix(b) + t) * p.N2 + g; }

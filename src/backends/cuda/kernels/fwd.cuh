@@ -297,8 +297,7 @@ struct k_fwd_invalid_rows {
     LIG_HD void operator()(int64_t i) const {
         const int64_t g = i % a.p.N2, r = i / a.p.N2;
         int64_t b, row;
-        if (row_decode(a.p, r, &b, &row)) return;
-        invalid_row(a.p, r, &b, &row);
+        if (!invalid_row(a.p, r, &b, &row)) return;
         for (int64_t j = 0; j < a.p.K; j++) write_slot(a, b, row, g, j, false, 0.0f, -1);
     }
 };

@@ -59,20 +59,31 @@ struct k_grad_report {
     }
 };
 
+/* Column `col` of the chunk's scores, unit-major over the heads of each unit's group: the unit
+ * (b, t, g), its query head h, and the column's K scores (the unit's head hl, in the chunk's order). */
+struct unit_head {
+    cu_unit x;
+    int64_t h;
+    float *S;
+};
+LIG_HD unit_head unit_head_of(const grad_args &a, int64_t col) {
+    unit_head c;
+    c.x = unit_decode(a.p, a.unit0 + col / a.p.G);
+    c.h = c.x.g * a.p.G + col % a.p.G;
+    c.S = a.score + col * a.p.K;
+    return c;
+}
+
 /* S for one (unit, head of the group, slot): the dot product in fp32, in d order. */
 struct k_grad_scores {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t K = a.p.K, G = a.p.G;
-        const int64_t j = i % K, uh = i / K, hl = uh % G, u = a.unit0 + uh / G;
-        const cu_unit x = unit_decode(a.p, u);
-        const int64_t s = slot_index(a, x, j);
+        const unit_head c = unit_head_of(a, i / a.p.K);
+        const int64_t j = i % a.p.K, s = slot_index(a, c.x, j), b = c.x.b;
         float acc = 0.0f;
-        if (s >= x.lo && s <= x.hi) {
-            const int64_t h = x.g * G + hl;
+        if (s >= c.x.lo && s <= c.x.hi)
             for (int64_t d = 0; d < a.p.D; d++)
-                acc += load_f(a.q.dtype, at_q(a.q, a.p, x.b, x.t, h, d)) * load_f(a.k.dtype, at_k(a.k, a.p, x.b, s, x.g, d));
-        }
+                acc += load_f(a.q.dtype, at_q(a.q, a.p, b, c.x.t, c.h, d)) * load_f(a.k.dtype, at_k(a.k, a.p, b, s, c.x.g, d));
         a.score[i] = acc; /* a slot that does not count keeps 0: its gate stays closed, its dy unread */
     }
 };
@@ -91,17 +102,15 @@ LIG_HD const float *chunk_scores(const grad_args &a, int64_t u, int64_t hl) {
 struct k_grad_dq {
     grad_args a;
     LIG_HD void operator()(int64_t i) const {
-        const int64_t D = a.p.D, G = a.p.G;
-        const int64_t d = i % D, ch = i / D, hl = ch % G, u = a.unit0 + ch / G;
-        const cu_unit x = unit_decode(a.p, u);
-        const int64_t h = x.g * G + hl;
-        const float *S = chunk_scores(a, u, hl);
+        const unit_head c = unit_head_of(a, i / a.p.D);
+        const cu_unit &x = c.x;
+        const int64_t d = i % a.p.D;
         float acc = 0.0f;
         for (int64_t j = 0; j < a.p.K; j++) {
-            if (!(S[j] > 0.0f)) continue; /* gate closed, or a slot that does not count */
-            acc += gate_a(a, x, h, j, S[j]) * load_f(a.k.dtype, at_k(a.k, a.p, x.b, slot_index(a, x, j), x.g, d));
+            if (!(c.S[j] > 0.0f)) continue; /* gate closed, or a slot that does not count */
+            acc += gate_a(a, x, c.h, j, c.S[j]) * load_f(a.k.dtype, at_k(a.k, a.p, x.b, slot_index(a, x, j), x.g, d));
         }
-        char *out = a.dq.data + (x.b * a.dq.batch + tensor_row(a.p, x.b, x.t) * a.dq.row + h * a.dq.head +
+        char *out = a.dq.data + (x.b * a.dq.batch + tensor_row(a.p, x.b, x.t) * a.dq.row + c.h * a.dq.head +
                                  d * a.dq.dim) * (int64_t)a.dq.esize;
         store_f(a.dq.dtype, out, acc);
     }
@@ -130,8 +139,7 @@ struct k_grad_invalid_rows {
     LIG_HD void operator()(int64_t i) const {
         const int64_t h = i % a.p.N1, r = i / a.p.N1;
         int64_t b, row;
-        if (row_decode(a.p, r, &b, &row)) return;
-        invalid_row(a.p, r, &b, &row);
+        if (!invalid_row(a.p, r, &b, &row)) return;
         for (int64_t d = 0; d < a.p.D; d++)
             store_f(a.dq.dtype, a.dq.data + (b * a.dq.batch + row * a.dq.row + h * a.dq.head + d * a.dq.dim) *
                                                 (int64_t)a.dq.esize, 0.0f);

@@ -1,0 +1,110 @@
+/*
+ * libFuzzer target: the indexer's dense softmax log-sum-exp over compressed keys
+ * (lig_dense_indexer_softmax_lse, docs/contract.md 2.7) through the public C API.
+ *
+ * An input decodes to: threads and kernel set; the layout (BSND with or without lengths, TND
+ * cumulative ends with rows past the last end); B 0..3 (TND 1..3), S1 0..12 (up to 300 now and
+ * then, so that ratio 128 sees whole blocks), S2 0..12, N2 1..2, N1 = N2 x 0..3, D 0..17; the
+ * dtype (FLOAT32, FLOAT16, BFLOAT16), the weights' (the query's or FLOAT32) and the lengths'
+ * (INT32, INT64); mask_mode 0 or 3; cmp_ratio 1..128 (small ones and 128 favoured), residuals or
+ * none; the strides (contiguous, padded, permuted); the magnitude (1 or 30, where the running max
+ * matters); then a seed for the data (tests/harness/dense_lse_case.h). With a defect byte, one
+ * argument is broken (mask_mode 1/2/-1, cmp_ratio 0 or 129, a residual at cmp_ratio or -1), and
+ * phase 1 must refuse it with PARAM_INVALID, a message naming it, and nothing written. Success
+ * must match the float64 reference in every element, bytes past the view untouched.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dense_lse_case.h"
+#include "float_formats.h"
+#include "fuzz_case.h"
+#include "fuzz_input.h"
+#include "framework.h"
+
+enum { DEF_NONE, DEF_MASK, DEF_RATIO, DEF_RESIDUAL, DEF_KINDS };
+
+static void decode_desc(fz_in *in, lse_desc *d) {
+    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    static const tc_strides strides[3] = {TC_CONTIGUOUS, TC_PADDED, TC_PERMUTED};
+    static const int64_t ratios[8] = {1, 2, 3, 4, 5, 8, 16, 128};
+    memset(d, 0, sizeof *d);
+    d->label = "fuzz";
+    const uint8_t f = fz_u8(in);
+    d->tnd = f & 1;
+    d->lengths = (f & 2) != 0;
+    d->residual = (f & 4) != 0;
+    d->mask_mode = f & 8 ? 3 : 0;
+    d->len_dtype = f & 16 ? LIG_INT64 : LIG_INT32;
+    d->scale = f & 32 ? 30 : 1;
+    d->B = fz_range(in, d->tnd ? 1 : 0, 3);
+    d->S1 = fz_chance(in, 16) ? fz_range(in, 100, 300) : fz_range(in, 0, 12);
+    d->S2 = fz_range(in, 0, 12);
+    d->N2 = fz_range(in, 1, 2);
+    d->N1 = d->N2 * fz_range(in, 0, 3);
+    d->D = fz_range(in, 0, 17);
+    d->dtype = floats[fz_range(in, 0, 2)];
+    d->w_dtype = fz_u8(in) & 1 ? LIG_FLOAT32 : d->dtype;
+    const uint8_t r = fz_u8(in);
+    d->ratio = r < 192 ? ratios[r % 8] : 1 + r % 128;
+    d->strides = strides[fz_range(in, 0, 2)];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fz_in in;
+    const int before = fz_begin(&in, data, size);
+    char env[96], label[512];
+    fz_decode_env(&in, env, sizeof env);
+    lse_desc d;
+    decode_desc(&in, &d);
+    const uint8_t defect_byte = fz_u8(&in);
+    const int defect = defect_byte < 200 ? DEF_NONE : 1 + defect_byte % (DEF_KINDS - 1);
+    const uint64_t seed = fz_u32(&in);
+    lse_case c;
+    lse_case_make(&c, &d, seed);
+    const char *names = NULL;
+    if (defect == DEF_MASK) {
+        static const int64_t bad[3] = {1, 2, -1};
+        c.d.mask_mode = bad[defect_byte % 3];
+        names = "mask_mode";
+    } else if (defect == DEF_RATIO) {
+        c.d.ratio = defect_byte & 1 ? 0 : 129;
+        names = "cmp_ratio";
+    } else if (defect == DEF_RESIDUAL && d.B > 0) {
+        if (!c.res.base) { /* a residual tensor to break */
+            const int64_t bs[1] = {d.B};
+            tbuf_make(&c.res, d.len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
+            for (int64_t b = 0; b < d.B; b++) tbuf_write_int(&c.res, b, 0);
+        }
+        tbuf_write_int(&c.res, d.B - 1, defect_byte & 1 ? -1 : d.ratio);
+        names = "cmp_residual_k";
+    }
+    snprintf(label, sizeof label, "lse %s B=%lld S1=%lld S2=%lld N1=%lld N2=%lld D=%lld %s w=%s mask=%lld r=%lld%s%s %s defect=%s",
+             d.tnd ? "TND" : d.lengths ? "BSND+lengths" : "BSND", (long long)d.B, (long long)d.S1, (long long)d.S2,
+             (long long)d.N1, (long long)d.N2, (long long)d.D, th_dtype_name(d.dtype), th_dtype_name(d.w_dtype),
+             (long long)c.d.mask_mode, (long long)c.d.ratio, d.residual ? " +res" : "", d.scale > 1 ? " x30" : "", env,
+             names ? names : "none");
+    const lig_status st = lse_case_call(&c);
+    fuzz_stats *stats = fz_stats();
+    stats->iterations++;
+    if (names) {
+        stats->invalid1++;
+        CHECK(st == LIG_ERR_PARAM_INVALID, "%s: status %d, want PARAM_INVALID (%s)", label, (int)st, lig_get_last_error());
+        CHECK(strstr(lig_get_last_error(), names) != NULL, "%s: the message does not name %s: %s", label, names,
+              lig_get_last_error());
+        CHECK(tbuf_unchanged(&c.lse), "%s: softmax_lse written on failure", label);
+    } else if (CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) {
+        stats->successes++;
+        if (fz_perturb() && tbuf_numel(&c.lse) > 0) { /* the check below must notice one changed element */
+            const double v = tbuf_read(&c.lse, 0);
+            tbuf_write(&c.lse, 0, isinf(v) ? 0.0 : v + 1.0);
+        }
+        lse_case_check(&c, label);
+    }
+    lse_case_free(&c);
+    fz_reset_env();
+    fz_verdict(before, label);
+    return 0;
+}

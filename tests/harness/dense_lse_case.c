@@ -1,0 +1,164 @@
+/* The problems of lig_dense_indexer_softmax_lse and their float64 reference (dense_lse_case.h). */
+#include "dense_lse_case.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "framework.h"
+#include "rng.h"
+
+void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    c->d = *d;
+    th_rng r = th_rng_make(seed);
+    const int64_t B = d->B;
+    c->lq = calloc((size_t)B + 1, 8);
+    c->lk = calloc((size_t)B + 1, 8);
+    c->q0 = calloc((size_t)B + 1, 8);
+    c->k0 = calloc((size_t)B + 1, 8);
+    c->resv = calloc((size_t)B + 1, 8);
+    /* lengths: TND splits T1 / T2 into B pieces (some empty); BSND draws them (or takes S) */
+    int64_t qa = 0, ka = 0;
+    for (int64_t b = 0; b < B; b++) {
+        if (d->tnd) {
+            const int64_t lq = b == B - 1 ? d->S1 - qa : th_rng_range(&r, 0, d->S1 - qa);
+            const int64_t lk = b == B - 1 ? d->S2 - ka : th_rng_range(&r, 0, d->S2 - ka);
+            c->q0[b] = qa;
+            c->k0[b] = ka;
+            c->lq[b] = lq;
+            c->lk[b] = lk;
+            qa += lq;
+            ka += lk;
+        } else {
+            c->lq[b] = d->lengths ? th_rng_range(&r, 0, d->S1) : d->S1;
+            c->lk[b] = d->lengths ? th_rng_range(&r, 0, d->S2) : d->S2;
+        }
+        c->resv[b] = d->residual ? th_rng_range(&r, 0, d->ratio - 1) : 0;
+    }
+    const int64_t qs[4] = {B, d->S1, d->N1, d->D}, ks[4] = {B, d->S2, d->N2, d->D}, ws[3] = {B, d->S1, d->N1};
+    const int o = d->tnd ? 1 : 0;
+    tbuf_make(&c->q, d->dtype, 4 - o, qs + o, d->strides, TB_FLOAT_GAP_FILL);
+    tbuf_make(&c->k, d->dtype, 4 - o, ks + o, d->strides, TB_FLOAT_GAP_FILL);
+    tbuf_make(&c->w, d->w_dtype, 3 - o, ws + o, d->strides, TB_FLOAT_GAP_FILL);
+    const int64_t ls[3] = {B, d->N2, d->S1};
+    tbuf_make(&c->lse, LIG_FLOAT32, 3 - o, ls + o, d->strides, TB_OUTPUT_FILL);
+    for (int64_t i = 0; i < tbuf_numel(&c->q); i++) tbuf_write(&c->q, i, d->scale * (2 * th_rng_unit(&r) - 1));
+    for (int64_t i = 0; i < tbuf_numel(&c->k); i++) tbuf_write(&c->k, i, d->scale * (2 * th_rng_unit(&r) - 1));
+    for (int64_t i = 0; i < tbuf_numel(&c->w); i++) tbuf_write(&c->w, i, 2 * th_rng_unit(&r) - 1);
+    const int64_t bs[1] = {B};
+    if (d->tnd || d->lengths) {
+        tbuf_make(&c->aq, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
+        tbuf_make(&c->ak, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
+        for (int64_t b = 0; b < B; b++) {
+            tbuf_write_int(&c->aq, b, d->tnd ? c->q0[b] + c->lq[b] : c->lq[b]);
+            tbuf_write_int(&c->ak, b, d->tnd ? c->k0[b] + c->lk[b] : c->lk[b]);
+        }
+    }
+    if (d->residual) {
+        tbuf_make(&c->res, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
+        for (int64_t b = 0; b < B; b++) tbuf_write_int(&c->res, b, c->resv[b]);
+    }
+    tbuf_snapshot(&c->lse);
+}
+
+void lse_case_free(lse_case *c) {
+    tbuf *all[] = {&c->q, &c->k, &c->w, &c->lse, &c->aq, &c->ak, &c->res};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->base) tbuf_free(all[i]);
+    free(c->lq); free(c->lk); free(c->q0); free(c->k0); free(c->resv);
+}
+
+lig_status lse_case_call(lse_case *c) {
+    uint64_t ws = 0;
+    lig_executor *e = NULL;
+    lig_status st = lig_dense_indexer_softmax_lse_get_workspace_size(
+        c->q.t, c->k.t, c->w.t, c->aq.t, c->ak.t, c->res.t, c->d.tnd ? "TND" : "BSND", c->d.mask_mode, c->d.ratio,
+        c->lse.t, &ws, &e);
+    if (st != LIG_SUCCESS) return st;
+    void *buf = ws ? malloc((size_t)ws) : NULL;
+    st = lig_dense_indexer_softmax_lse(buf, ws, e, NULL);
+    free(buf);
+    return st;
+}
+
+int64_t lse_ref_visible(const lse_case *c, int64_t b, int64_t t) {
+    if (c->d.mask_mode == 0) return c->lk[b];
+    const int64_t r = c->d.ratio, position = c->lk[b] * r + c->resv[b] - c->lq[b] + t;
+    int64_t n = 0;
+    for (int64_t j = 0; j < c->lk[b]; j++)
+        if (j * r + r - 1 <= position) n++;
+    return n;
+}
+
+/* Element index of (b, row, head, d) in a row-major query- or key-shaped tensor. */
+static int64_t at4(const lse_case *c, int64_t b, int64_t row, int64_t rows, int64_t heads, int64_t h, int64_t d) {
+    return ((c->d.tnd ? row : b * rows + row) * heads + h) * c->d.D + d;
+}
+
+int64_t lse_case_index(const lse_case *c, int64_t b, int64_t t, int64_t g) {
+    return c->d.tnd ? g * c->d.S1 + c->q0[b] + t : (b * c->d.N2 + g) * c->d.S1 + t;
+}
+
+/* The float64 lse of (b, t, g) and a bound on what fp32 scores may move it: every score's error
+ * is at most (D + G + 2) eps32 sum_h |w_h| sum_d |q_hd k_d|, and the lse moves no more than the
+ * largest score error; then one rounding. */
+static double ref_lse(const lse_case *c, int64_t b, int64_t t, int64_t g, double *tol) {
+    const lse_desc *d = &c->d;
+    const int64_t n = lse_ref_visible(c, b, t), G = d->N1 / d->N2;
+    const int64_t qrow = c->q0[b] + t;
+    double m = -INFINITY, worst = 0;
+    double *I = malloc(sizeof(double) * (size_t)(n + 1));
+    for (int64_t j = 0; j < n; j++) {
+        double score = 0, mag = 0;
+        for (int64_t h = g * G; h < (g + 1) * G; h++) {
+            double dot = 0, absdot = 0;
+            for (int64_t x = 0; x < d->D; x++) {
+                const double qv = tbuf_read(&c->q, at4(c, b, qrow, d->S1, d->N1, h, x));
+                const double kv = tbuf_read(&c->k, at4(c, b, c->k0[b] + j, d->S2, d->N2, g, x));
+                dot += qv * kv;
+                absdot += fabs(qv * kv);
+            }
+            const double wv = tbuf_read(&c->w, (d->tnd ? qrow : b * d->S1 + qrow) * d->N1 + h);
+            score += wv * (dot > 0 ? dot : 0);
+            mag += fabs(wv) * absdot;
+        }
+        I[j] = score;
+        if (score > m) m = score;
+        if (mag > worst) worst = mag;
+    }
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += exp(I[j] - m);
+    free(I);
+    const double lse = n > 0 ? m + log(s) : -INFINITY;
+    *tol = (double)(d->D + G + 2) * FLT_EPSILON * worst * 2 + 2 * FLT_EPSILON * fabs(lse) + 1e-30;
+    return lse;
+}
+
+void lse_case_check(lse_case *c, const char *label) {
+    const lse_desc *d = &c->d;
+    const int64_t total = tbuf_numel(&c->lse);
+    char *seen = calloc((size_t)total + 1, 1);
+    int bad = 0;
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t t = 0; t < c->lq[b]; t++)
+            for (int64_t g = 0; g < d->N2; g++) {
+                double tol;
+                const double want = ref_lse(c, b, t, g, &tol);
+                const int64_t i = lse_case_index(c, b, t, g);
+                seen[i] = 1;
+                const double got = tbuf_read(&c->lse, i);
+                const bool ok = isinf(want) ? got == want : fabs(got - want) <= tol;
+                if (!ok && bad++ < 5)
+                    CHECK(false, "%s: lse[b=%lld,t=%lld,g=%lld] = %.9g, want %.9g (tolerance %.3g, %lld visible)", label,
+                          (long long)b, (long long)t, (long long)g, got, want, tol, (long long)lse_ref_visible(c, b, t));
+            }
+    for (int64_t i = 0; i < total; i++)
+        if (!seen[i] && tbuf_read(&c->lse, i) != -INFINITY && bad++ < 5)
+            CHECK(false, "%s: element %lld outside the valid rows = %g, want -inf", label, (long long)i, tbuf_read(&c->lse, i));
+    CHECK(bad == 0, "%s: %d elements wrong", label, bad);
+    CHECK(tbuf_gaps_unchanged(&c->lse), "%s: a byte outside softmax_lse's view was written", label);
+    free(seen);
+}
+

@@ -1,0 +1,45 @@
+/* The problems of lig_dense_indexer_softmax_lse (docs/contract.md 2.7) for the C tests and the
+ * libFuzzer target: a description, its tensors and data (lengths, residuals, strides), the call,
+ * and the check of every output element against the float64 reference written here (the scores,
+ * the compressed-key count of contract 4.1 enumerated block by block, the log-sum-exp). */
+#ifndef LIG_TESTS_HARNESS_DENSE_LSE_CASE_H
+#define LIG_TESTS_HARNESS_DENSE_LSE_CASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lig.h"
+#include "tensor_buffers.h"
+
+typedef struct lse_desc {
+    const char *label;
+    bool tnd;
+    int64_t B, S1, S2, N1, N2, D; /* TND: S1 = T1, S2 = T2 */
+    lig_dtype dtype, w_dtype, len_dtype;
+    int64_t mask_mode, ratio;
+    bool residual, lengths;       /* BSND: lengths optional; TND: always */
+    tc_strides strides;
+    double scale;                 /* input magnitude */
+} lse_desc;
+
+typedef struct lse_case {
+    lse_desc d;
+    tbuf q, k, w, lse, aq, ak, res;
+    int64_t *lq, *lk, *q0, *k0, *resv; /* per batch: valid rows, entries, first row, residual */
+} lse_case;
+
+/* The tensors of `d` with data drawn from `seed` (values in [-scale, scale], weights in [-1, 1],
+ * lengths and residuals in range); softmax_lse holds the output sentinel, snapshotted. */
+void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed);
+void lse_case_free(lse_case *c);
+/* Both phases with the case's arguments (mask_mode and cmp_ratio from c->d). */
+lig_status lse_case_call(lse_case *c);
+/* Entries row t of batch b sees, counted block by block from the rule's words (contract 4.1). */
+int64_t lse_ref_visible(const lse_case *c, int64_t b, int64_t t);
+/* Element index of (b, t, g) in softmax_lse, row-major. */
+int64_t lse_case_index(const lse_case *c, int64_t b, int64_t t, int64_t g);
+/* Every element of softmax_lse against the reference (rows outside the valid lengths -inf, bytes
+ * outside the view untouched); failures are CHECKs labelled `label`. */
+void lse_case_check(lse_case *c, const char *label);
+
+#endif /* LIG_TESTS_HARNESS_DENSE_LSE_CASE_H */

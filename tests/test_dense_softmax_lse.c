@@ -1,0 +1,186 @@
+/* lig_dense_indexer_softmax_lse (docs/contract.md 2.7) against a float64 reference written here
+ * (scores, the compressed-key count of contract 4.1 enumerated block by block, log-sum-exp), over
+ * layouts, shapes, key heads, dtypes, strides, lengths, ratios 1/4/128 with residuals and both
+ * mask modes; against the forward's own scores (lig_indexer with every key selected) where the
+ * two coincide; bitwise across thread counts and runs; and its error cases (nothing written on
+ * failure). The suite runs once per kernel set (LIG_ISA). */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "float_formats.h"
+#include "framework.h"
+#include "lig.h"
+#include "rng.h"
+#include "dense_lse_case.h"
+#include "tensor_buffers.h"
+
+static lse_desc base(void) {
+    return (lse_desc){.label = "base", .B = 2, .S1 = 5, .S2 = 9, .N1 = 4, .N2 = 1, .D = 16, .dtype = LIG_FLOAT32,
+                      .w_dtype = LIG_FLOAT32, .len_dtype = LIG_INT64, .mask_mode = 3, .ratio = 1, .scale = 1};
+}
+
+static void run_and_check(const lse_desc *d, uint64_t seed) {
+    lse_case c;
+    lse_case_make(&c, d, seed);
+    char label[160];
+    snprintf(label, sizeof label, "%s (%s, %s B=%lld S1=%lld S2=%lld N1=%lld N2=%lld D=%lld mask=%lld r=%lld%s)", d->label,
+             d->tnd ? "TND" : "BSND", th_dtype_name(d->dtype), (long long)d->B, (long long)d->S1,
+             (long long)d->S2, (long long)d->N1, (long long)d->N2, (long long)d->D, (long long)d->mask_mode,
+             (long long)d->ratio, d->residual ? " +res" : "");
+    const lig_status st = lse_case_call(&c);
+    if (CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) lse_case_check(&c, label);
+    lse_case_free(&c);
+}
+
+LIG_TEST(dense_lse_matrix) {
+    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    const int64_t ratios[3] = {1, 4, 128};
+    int cases = 0;
+    for (int layout = 0; layout < 2; layout++)
+        for (int di = 0; di < 3; di++)
+            for (int ri = 0; ri < 3; ri++)
+                for (int64_t mask = 0; mask <= 3; mask += 3) {
+                    lse_desc d = base();
+                    d.tnd = layout == 1;
+                    d.dtype = dtypes[di];
+                    d.w_dtype = (di + ri) % 2 ? LIG_FLOAT32 : d.dtype; /* both weight dtypes for every dtype */
+                    d.ratio = ratios[ri];
+                    d.mask_mode = mask;
+                    d.residual = ratios[ri] > 1 && (ri + (int)mask) % 2 == 1 ? true : ratios[ri] > 1;
+                    d.lengths = (di + ri) % 2 == 0;
+                    d.len_dtype = ri % 2 ? LIG_INT32 : LIG_INT64;
+                    d.strides = (tc_strides)((di + ri + layout) % 3 == 0 ? TC_PADDED : (di + ri) % 3 == 1 ? TC_PERMUTED : TC_CONTIGUOUS);
+                    /* ratio 128 needs long original timelines: a few entries of many rows */
+                    d.S1 = ratios[ri] == 128 ? 300 : 13;
+                    d.S2 = ratios[ri] == 128 ? 5 : 11;
+                    d.N1 = di == 2 ? 16 : 4; /* wide enough for the bf16 engines, where a set has them */
+                    d.N2 = di == 1 ? 2 : 1;
+                    d.D = di == 0 ? 20 : 32;
+                    d.B = layout ? 3 : 2;
+                    run_and_check(&d, 100 + (uint64_t)cases);
+                    cases++;
+                }
+    th_note("%d cases", cases);
+}
+
+/* Shapes at the edges: no key, no row, D = 0 (every score 0: lse = log(n)), one head, many heads. */
+LIG_TEST(dense_lse_edges) {
+    const struct { const char *label; int64_t B, S1, S2, N1, N2, D; bool tnd; } shapes[] = {
+        {"no keys", 2, 3, 0, 2, 1, 8, false}, {"no rows", 2, 0, 4, 2, 1, 8, false}, {"D = 0", 2, 4, 6, 2, 1, 0, false},
+        {"one head", 1, 7, 40, 1, 1, 4, false}, {"64 heads", 1, 3, 70, 64, 1, 128, false},
+        {"heads per key head 3", 2, 5, 7, 6, 2, 8, true}, {"D = 1", 2, 6, 5, 3, 1, 1, true},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int64_t mask = 0; mask <= 3; mask += 3)
+            for (int64_t ratio = 1; ratio <= 4; ratio += 3) {
+                lse_desc d = base();
+                d.label = shapes[i].label;
+                d.B = shapes[i].B; d.S1 = shapes[i].S1; d.S2 = shapes[i].S2;
+                d.N1 = shapes[i].N1; d.N2 = shapes[i].N2; d.D = shapes[i].D; d.tnd = shapes[i].tnd;
+                d.mask_mode = mask;
+                d.ratio = ratio;
+                d.residual = ratio > 1;
+                run_and_check(&d, 7 + i);
+            }
+    /* large scores: the running max must keep exp from overflowing */
+    lse_desc d = base();
+    d.label = "large scores";
+    d.scale = 30;
+    d.S2 = 300;
+    run_and_check(&d, 99);
+}
+
+/* Every thread count and run gives the same bits. */
+LIG_TEST(dense_lse_threads_bitwise) {
+    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    for (int di = 0; di < 3; di++) {
+        lse_desc d = base();
+        d.label = "threads";
+        d.dtype = d.w_dtype = dtypes[di];
+        d.B = 3; d.S1 = 24; d.S2 = 300; d.N1 = 32; d.D = 64; d.ratio = 4; d.residual = true; d.lengths = true;
+        float *first = NULL;
+        int64_t n = 0;
+        const int threads[4] = {1, 2, 2, 1};
+        for (int run = 0; run < 4; run++) {
+            lig_set_num_threads(threads[run]);
+            lse_case c;
+            lse_case_make(&c, &d, 5);
+            const lig_status st = lse_case_call(&c);
+            if (CHECK(st == LIG_SUCCESS, "threads %d: %s", threads[run], lig_get_last_error())) {
+                n = tbuf_numel(&c.lse);
+                if (!first) {
+                    first = malloc(sizeof(float) * (size_t)n);
+                    for (int64_t i = 0; i < n; i++) first[i] = (float)tbuf_read(&c.lse, i);
+                    if (run == 0) lse_case_check(&c, "threads 1");
+                } else
+                    for (int64_t i = 0; i < n; i++) {
+                        const float v = (float)tbuf_read(&c.lse, i);
+                        if (memcmp(&v, &first[i], sizeof v) != 0) {
+                            CHECK(false, "%s: run %d (%d threads) element %lld: %.9g, first run %.9g",
+                                  th_dtype_name(d.dtype), run, threads[run], (long long)i, v, first[i]);
+                            break;
+                        }
+                    }
+            }
+            lse_case_free(&c);
+        }
+        free(first);
+    }
+    lig_set_num_threads(0);
+}
+
+/* Where the rule coincides with the forward's (ratio 1, no residual, right-down causal, no band),
+ * the lse is the log-sum-exp of the forward's own scores (lig_indexer selecting every key) to
+ * within the last rounding: the scores are the forward's, bit for bit. */
+LIG_TEST(dense_lse_matches_forward_scores) {
+    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    for (int di = 0; di < 3; di++) {
+        lse_desc d = base();
+        d.dtype = d.w_dtype = dtypes[di];
+        d.B = 2; d.S1 = 9; d.S2 = 200; d.N1 = 16; d.D = 32; d.lengths = true;
+        lse_case c;
+        lse_case_make(&c, &d, 31);
+        if (!CHECK(lse_case_call(&c) == LIG_SUCCESS, "lse: %s", lig_get_last_error())) { lse_case_free(&c); continue; }
+        const int64_t K = d.S2, vs[4] = {d.B, d.S1, 1, K};
+        tbuf idx, val;
+        tbuf_make(&idx, LIG_INT64, 4, vs, TC_CONTIGUOUS, TB_OUTPUT_FILL);
+        tbuf_make(&val, LIG_FLOAT32, 4, vs, TC_CONTIGUOUS, TB_OUTPUT_FILL);
+        uint64_t ws = 0;
+        lig_executor *e = NULL;
+        lig_status st = lig_indexer_get_workspace_size(c.q.t, c.k.t, c.w.t, c.aq.t, c.ak.t, "BSND", K, 3, INT64_MAX,
+                                                       INT64_MAX, idx.t, val.t, &ws, &e);
+        void *buf = st == LIG_SUCCESS && ws ? malloc((size_t)ws) : NULL;
+        if (st == LIG_SUCCESS) st = lig_indexer(buf, ws, e, NULL);
+        free(buf);
+        if (CHECK(st == LIG_SUCCESS, "forward: %s", lig_get_last_error())) {
+            int bad = 0, rows = 0;
+            for (int64_t b = 0; b < d.B; b++)
+                for (int64_t t = 0; t < c.lq[b]; t++) {
+                    double m = -INFINITY, s = 0;
+                    for (int64_t j = 0; j < K; j++) {
+                        const double v = tbuf_read(&val, (b * d.S1 + t) * K + j);
+                        if (v > m) m = v;
+                    }
+                    for (int64_t j = 0; j < K; j++) {
+                        const double v = tbuf_read(&val, (b * d.S1 + t) * K + j);
+                        if (v != -INFINITY) s += exp(v - m);
+                    }
+                    const double want = s > 0 ? m + log(s) : -INFINITY;
+                    const float got = (float)tbuf_read(&c.lse, lse_case_index(&c, b, t, 0));
+                    /* the correctly rounded fp32 of want, or a neighbour when want sits on a tie */
+                    const bool ok = isinf(want) ? got == want : fabs((double)got - want) <= 0.5000001 * (nextafterf(fabsf(got), INFINITY) - fabsf(got));
+                    if (!ok && bad++ < 3)
+                        CHECK(false, "%s: row (%lld,%lld): lse %.9g, from the forward's scores %.12g",
+                              th_dtype_name(d.dtype), (long long)b, (long long)t, got, want);
+                    rows++;
+                }
+            CHECK(bad == 0, "%s: %d of %d rows differ from the forward's scores", th_dtype_name(d.dtype), bad, rows);
+        }
+        tbuf_free(&idx);
+        tbuf_free(&val);
+        lse_case_free(&c);
+    }
+}
