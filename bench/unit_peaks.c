@@ -239,7 +239,8 @@ __attribute__((target("avx512f,avx512bf16"))) static float avx512_bf16_loop(int6
 static volatile int operand_i = 0x00030001;
 
 /* acc += madd(acc, y): the product reads the chain it feeds, so neither can be hoisted; the
- * values wrap harmlessly (integers). A step for CHAINED_LOOP, whose second operand it leaves unused. */
+ * values wrap harmlessly (integers). Steps for CHAINED_LOOP, which hands a step two operands: these
+ * take y and leave the other unused. */
 #define I16_STEP_YMM(acc, y, unused) _mm256_add_epi32((acc), _mm256_madd_epi16((acc), (y)))
 #define I16_STEP_ZMM(acc, y, unused) _mm512_add_epi32((acc), _mm512_madd_epi16((acc), (y)))
 
