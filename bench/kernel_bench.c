@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "bench_options.h"
 #include "unit_peaks.h"
 
 static double seconds(void) {
@@ -83,15 +84,15 @@ static double time_fp8(const lig_fp8_kernels *fp8, int to_f32, int64_t rows, int
 int main(int argc, char **argv) {
     int64_t M = 480, N = 128, D = 128;
     int runs = 7;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--m")) M = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--n")) N = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--d")) D = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: %s [--m keys] [--n columns] [--d reduction] [--runs n]\n", argv[0]);
-            return 2;
-        }
+    const bench_option opts[] = {
+        {"--m", &M, NULL, NULL},
+        {"--n", &N, NULL, NULL},
+        {"--d", &D, NULL, NULL},
+        {"--runs", NULL, &runs, NULL},
+    };
+    if (!bench_parse_options(argc, argv, opts, sizeof opts / sizeof opts[0])) {
+        fprintf(stderr, "usage: %s [--m keys] [--n columns] [--d reduction] [--runs n]\n", argv[0]);
+        return 2;
     }
     if (M < 1 || N < 1 || D < 1 || runs < 1) {
         fprintf(stderr, "--m, --n, --d and --runs must be positive\n");

@@ -39,6 +39,7 @@
 
 #include "indexer_data.h"
 #include "lig.h"
+#include "bench_options.h"
 #include "unit_peaks.h"
 
 enum { N1 = 64, D = 128, K = 2048, MAX_RUNS = 32 };
@@ -271,26 +272,28 @@ int main(int argc, char **argv) {
     int runs = 5, warmup = 1, threads = 1;
     const char *only = NULL, *code_list = "int8,fp8", *dump_dir = NULL, *json_path = NULL;
     int peer = 1;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--s")) S = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rows")) rows = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--scalar-rows")) scalar_rows = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--sets")) only = argv[i + 1];
-        else if (!strcmp(argv[i], "--codes")) code_list = argv[i + 1];
-        else if (!strcmp(argv[i], "--peer")) peer = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--dump")) dump_dir = argv[i + 1];
-        else if (!strcmp(argv[i], "--json")) json_path = argv[i + 1];
-        else if (!strcmp(argv[i], "--clock")) use_cpu_time = strcmp(argv[i + 1], "wall") != 0;
-        else {
-            fprintf(stderr, "usage: %s [--s S] [--rows R] [--runs n] [--warmup n] [--threads t] [--sets a,b] [--scalar-rows R]\n"
-                    "       [--clock cpu|wall] [--codes int8,fp8] [--peer 1|0 (the bf16 forward)] [--dump DIR] [--json FILE]\n",
-                    argv[0]);
-            return 2;
-        }
+    const char *clock_name = use_cpu_time ? "cpu" : "wall";
+    const bench_option opts[] = {
+        {"--s", &S, NULL, NULL},
+        {"--rows", &rows, NULL, NULL},
+        {"--scalar-rows", &scalar_rows, NULL, NULL},
+        {"--runs", NULL, &runs, NULL},
+        {"--warmup", NULL, &warmup, NULL},
+        {"--threads", NULL, &threads, NULL},
+        {"--peer", NULL, &peer, NULL},
+        {"--sets", NULL, NULL, &only},
+        {"--codes", NULL, NULL, &code_list},
+        {"--dump", NULL, NULL, &dump_dir},
+        {"--json", NULL, NULL, &json_path},
+        {"--clock", NULL, NULL, &clock_name},
+    };
+    if (!bench_parse_options(argc, argv, opts, sizeof opts / sizeof opts[0])) {
+        fprintf(stderr, "usage: %s [--s S] [--rows R] [--runs n] [--warmup n] [--threads t] [--sets a,b] [--scalar-rows R]\n"
+                "       [--clock cpu|wall] [--codes int8,fp8] [--peer 1|0 (the bf16 forward)] [--dump DIR] [--json FILE]\n",
+                argv[0]);
+        return 2;
     }
+    use_cpu_time = strcmp(clock_name, "wall") != 0;
     if (rows <= 0 || rows > S) rows = S;
     if (S < 1 || runs < 1 || runs > MAX_RUNS || warmup < 0 || threads < 1 || scalar_rows < 1) {
         fprintf(stderr, "--s, --threads and --scalar-rows must be positive, --runs in [1, %d], --warmup >= 0\n", MAX_RUNS);

@@ -71,22 +71,34 @@ const char *bench_unit_instruction(int unit) {
     return unit >= 0 && unit < BENCH_UNIT_COUNT ? instructions[unit] : "portable C, no vector unit";
 }
 
+/* Per kernel-set name (LIG_ISA's, and the int8 kernels' own): the unit its float kernels run on
+ * and the one its int8 kernels run on. */
+static const struct kernel_units {
+    const char *name;
+    int float_unit, int8_unit;
+} kernel_units[] = {
+    {"avx2", BENCH_UNIT_AVX2_FMA, BENCH_UNIT_AVX2_I16},
+    {"avx512", BENCH_UNIT_AVX512_FMA, BENCH_UNIT_AVX512_I16},
+    {"avx512bf16", BENCH_UNIT_AVX512_BF16, BENCH_UNIT_NONE},
+    {"amx-bf16", BENCH_UNIT_AMX_BF16, BENCH_UNIT_NONE},
+    {"avx512vnni", BENCH_UNIT_NONE, BENCH_UNIT_AVX512_VNNI},
+    {"avxvnni", BENCH_UNIT_NONE, BENCH_UNIT_AVX_VNNI},
+};
+
+static const struct kernel_units *kernel_units_named(const char *name) {
+    for (size_t i = 0; name && i < sizeof kernel_units / sizeof kernel_units[0]; i++)
+        if (!strcmp(name, kernel_units[i].name)) return &kernel_units[i];
+    return NULL;
+}
+
 int bench_unit_for_kernel_set(const char *set) {
-    if (!set) return BENCH_UNIT_NONE;
-    if (!strcmp(set, "avx2")) return BENCH_UNIT_AVX2_FMA;
-    if (!strcmp(set, "avx512")) return BENCH_UNIT_AVX512_FMA;
-    if (!strcmp(set, "avx512bf16")) return BENCH_UNIT_AVX512_BF16;
-    if (!strcmp(set, "amx-bf16")) return BENCH_UNIT_AMX_BF16;
-    return BENCH_UNIT_NONE;
+    const struct kernel_units *k = kernel_units_named(set);
+    return k ? k->float_unit : BENCH_UNIT_NONE;
 }
 
 int bench_unit_for_i8_kernels(const char *name) {
-    if (!name) return BENCH_UNIT_NONE;
-    if (!strcmp(name, "avx2")) return BENCH_UNIT_AVX2_I16;
-    if (!strcmp(name, "avx512")) return BENCH_UNIT_AVX512_I16;
-    if (!strcmp(name, "avx512vnni")) return BENCH_UNIT_AVX512_VNNI;
-    if (!strcmp(name, "avxvnni")) return BENCH_UNIT_AVX_VNNI;
-    return BENCH_UNIT_NONE;
+    const struct kernel_units *k = kernel_units_named(name);
+    return k ? k->int8_unit : BENCH_UNIT_NONE;
 }
 
 static volatile float sink;
@@ -227,47 +239,34 @@ __attribute__((target("avx512f,avx512bf16"))) static float avx512_bf16_loop(int6
 static volatile int operand_i = 0x00030001;
 
 /* acc += madd(acc, y): the product reads the chain it feeds, so neither can be hoisted; the
- * values wrap harmlessly (integers). 12 chains of a 3-4 cycle madd + 1 cycle add. */
+ * values wrap harmlessly (integers). Steps for CHAINED_LOOP, which hands a step two operands: these
+ * take y and leave the other unused. */
+#define I16_STEP_YMM(acc, y, unused) _mm256_add_epi32((acc), _mm256_madd_epi16((acc), (y)))
+#define I16_STEP_ZMM(acc, y, unused) _mm512_add_epi32((acc), _mm512_madd_epi16((acc), (y)))
+
+/* 12 chains of a 3-4 cycle madd + 1 cycle add. */
 __attribute__((target("avx2"))) static float avx2_i16_loop(int64_t iters) {
-    enum { CHAINS = 12 };
-    __m256i acc[CHAINS];
     const __m256i y = _mm256_set1_epi32(operand_i);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_epi32(i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(acc[i], y));
-    }
-    __m256i s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm256_add_epi32(s, acc[i]);
+    __m256i s;
+    CHAINED_LOOP(__m256i, 12, 12, _mm256_set1_epi32, _mm256_add_epi32, I16_STEP_YMM, y, y, iters, s);
     return (float)_mm256_extract_epi32(s, 0);
 }
 
+/* Lane 0 of a zmm sum, as the ymm loops return: the lanes' sum overflows int. */
+#define ZMM_LANE0(s) ((float)_mm_cvtsi128_si32(_mm512_castsi512_si128(s)))
+
 __attribute__((target("avx512f,avx512bw"))) static float avx512_i16_loop(int64_t iters) {
-    enum { CHAINS = 20 };
-    __m512i acc[CHAINS];
     const __m512i y = _mm512_set1_epi32(operand_i);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_epi32(i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 20
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_add_epi32(acc[i], _mm512_madd_epi16(acc[i], y));
-    }
-    __m512i s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm512_add_epi32(s, acc[i]);
-    return (float)_mm_cvtsi128_si32(_mm512_castsi512_si128(s)); /* lane 0, as the ymm loop: the lanes' sum overflows int */
+    __m512i s;
+    CHAINED_LOOP(__m512i, 20, 20, _mm512_set1_epi32, _mm512_add_epi32, I16_STEP_ZMM, y, y, iters, s);
+    return ZMM_LANE0(s);
 }
 
 __attribute__((target("avx512f,avx512vnni"))) static float avx512_vnni_loop(int64_t iters) {
-    enum { CHAINS = 16 };
-    __m512i acc[CHAINS];
     const __m512i x = _mm512_set1_epi32(operand_i), y = _mm512_set1_epi32(operand_i ^ 0x5a5a);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_epi32(i);
-    for (int64_t n = 0; n < iters; n++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_dpbusd_epi32(acc[i], x, y);
-    }
-    __m512i s = acc[0];
-    for (int i = 1; i < CHAINS; i++) s = _mm512_add_epi32(s, acc[i]);
-    return (float)_mm_cvtsi128_si32(_mm512_castsi512_si128(s)); /* lane 0, as the ymm loop: the lanes' sum overflows int */
+    __m512i s;
+    CHAINED_LOOP(__m512i, 16, 16, _mm512_set1_epi32, _mm512_add_epi32, _mm512_dpbusd_epi32, x, y, iters, s);
+    return ZMM_LANE0(s);
 }
 
 /* The VEX ymm form (AVX-VNNI), 12 chains as for the ymm int16 pair (2 operands + 12 chains fit the

@@ -452,13 +452,7 @@ static void print_times(const char *label, const char *kernels, const double *t,
 
 /* ---- the command line ---------------------------------------------------------------------- */
 
-typedef struct option {
-    const char *name;
-    size_t offset;
-    char kind; /* 'i' an int64_t >= 1 ('s' >= 0), 'd' a double, '1' / '0' a flag that sets 1 / 0 */
-} option;
-
-static const option options[] = {
+static const demo_option options[] = {
     {"--prompt", offsetof(config, P), 'i'},           {"--steps", offsetof(config, steps), 'i'},
     {"--next-n", offsetof(config, next_n), 'i'},      {"--batch", offsetof(config, B), 'i'},
     {"--heads", offsetof(config, N1), 'i'},           {"--dim", offsetof(config, D), 'i'},
@@ -473,39 +467,11 @@ static const option options[] = {
     {"--no-prefill-select", offsetof(config, prefill_select), '0'},
 };
 
-static void usage(const char *argv0) {
-    fprintf(stderr, "usage: %s", argv0);
-    for (size_t i = 0; i < sizeof options / sizeof *options; i++)
-        fprintf(stderr, "%s[%s%s]", i % 6 == 5 ? "\n         " : " ", options[i].name,
-                options[i].kind == '1' || options[i].kind == '0' ? "" : " x");
-    fprintf(stderr, "\n");
-    exit(2);
-}
-
 static config parse(int argc, char **argv) {
     config c = {.P = 8192, .steps = 64, .next_n = 1, .B = 1, .N1 = 64, .D = 128, .K = 2048, .block_kv = 64,
                 .r = 16, .anchors = 4, .chunk = 2048, .check_rows = 64, .every = 8, .seed = 1, .accept = 0.7,
                 .min_recall = 0.95, .min_recall_int8 = 0.95, .int8 = 1, .prefill_select = 1};
-    for (int i = 1; i < argc; i++) {
-        const option *o = NULL;
-        for (size_t j = 0; j < sizeof options / sizeof *options; j++)
-            if (!strcmp(argv[i], options[j].name)) o = &options[j];
-        if (!o) usage(argv[0]);
-        char *field = (char *)&c + o->offset;
-        if (o->kind == '1' || o->kind == '0') {
-            *(int *)(void *)field = o->kind == '1';
-            continue;
-        }
-        if (i + 1 >= argc) usage(argv[0]);
-        const char *v = argv[++i];
-        if (o->kind == 'd') {
-            *(double *)(void *)field = atof(v);
-            continue;
-        }
-        const long long x = atoll(v);
-        if (x < (o->kind == 's' ? 0 : 1)) usage(argv[0]);
-        *(int64_t *)(void *)field = x;
-    }
+    demo_parse_options(argc, argv, options, sizeof options / sizeof options[0], &c);
     return c;
 }
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static uint64_t rng = 42;
@@ -59,4 +60,36 @@ void demo_workspace_free(void) {
     free(workspace);
     workspace = NULL;
     workspace_cap = 0;
+}
+
+static void usage(const char *argv0, const demo_option *options, size_t n) {
+    fprintf(stderr, "usage: %s", argv0);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%s[%s%s]", i % 6 == 5 ? "\n         " : " ", options[i].name,
+                options[i].kind == '1' || options[i].kind == '0' ? "" : " x");
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+void demo_parse_options(int argc, char **argv, const demo_option *options, size_t n, void *config) {
+    for (int i = 1; i < argc; i++) {
+        const demo_option *o = NULL;
+        for (size_t j = 0; j < n; j++)
+            if (!strcmp(argv[i], options[j].name)) o = &options[j];
+        if (!o) usage(argv[0], options, n);
+        char *field = (char *)config + o->offset;
+        if (o->kind == '1' || o->kind == '0') {
+            *(int *)(void *)field = o->kind == '1';
+            continue;
+        }
+        if (i + 1 >= argc) usage(argv[0], options, n);
+        const char *v = argv[++i];
+        if (o->kind == 'd') {
+            *(double *)(void *)field = atof(v);
+            continue;
+        }
+        const long long x = atoll(v);
+        if (x < (o->kind == 's' ? 0 : 1)) usage(argv[0], options, n);
+        *(int64_t *)(void *)field = x;
+    }
 }

@@ -1,6 +1,7 @@
 /* What the example programs (train_indexer.c, decode_indexer.c) share: a seeded generator, a
- * clock, allocation and lig-status checks that exit on failure, and a workspace that grows to the
- * largest plan. Single-threaded, like the examples' own code around lig's calls. */
+ * clock, allocation and lig-status checks that exit on failure, a workspace that grows to the
+ * largest plan, and the command line read through a table of options. Single-threaded, like the
+ * examples' own code around lig's calls. */
 #ifndef LIG_EXAMPLES_DEMO_COMMON_H
 #define LIG_EXAMPLES_DEMO_COMMON_H
 
@@ -24,5 +25,16 @@ void check(lig_status st, const char *what);
 /* a workspace of at least `need` bytes, reused across calls and grown when a plan needs more */
 void *demo_workspace(uint64_t need);
 void demo_workspace_free(void);
+
+/* One command-line option: `name x` stores x in the field at `offset` of the program's config. */
+typedef struct demo_option {
+    const char *name;
+    size_t offset;
+    char kind; /* 'i' an int64_t >= 1 ('s' >= 0), 'd' a double, '1' / '0' a flag that sets an int to 1 / 0 */
+} demo_option;
+
+/* Reads argv[1 ..] into *config through options[0 .. n); an unknown name, a missing value or an
+ * integer below its kind's minimum prints the usage (every option of the table) and exits with 2. */
+void demo_parse_options(int argc, char **argv, const demo_option *options, size_t n, void *config);
 
 #endif

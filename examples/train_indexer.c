@@ -32,6 +32,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <lig.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,8 @@
 
 typedef struct config {
     int64_t S, Lq, N1, D, K, F, r, N1m, Dm, Dr, steps, warmup, every;
+    int64_t threads, seed;
     double lr, tau, spread;
-    int threads;
-    uint64_t seed;
 } config;
 
 /* y[m][n] = sum_f x[m][f] * W[n][f]   (x: M x F, W: N x F, y: M x N) */
@@ -98,46 +98,30 @@ static int by_prob_desc(const void *a, const void *b) {
 
 /* ---- one training run ------------------------------------------------------------------ */
 
-static void usage(const char *argv0) {
-    fprintf(stderr,
-            "usage: %s [--keys S] [--queries Lq] [--heads N1] [--dim D] [--topk K] [--feat F] [--rank r]\n"
-            "          [--main-heads N1m] [--latent Dm] [--rope Dr] [--steps N] [--warmup W] [--every E]\n"
-            "          [--lr LR] [--threads T] [--seed X]\n",
-            argv0);
-    exit(2);
-}
+static const demo_option options[] = {
+    {"--keys", offsetof(config, S), 'i'},
+    {"--queries", offsetof(config, Lq), 'i'},
+    {"--heads", offsetof(config, N1), 'i'},
+    {"--dim", offsetof(config, D), 'i'},
+    {"--topk", offsetof(config, K), 'i'},
+    {"--feat", offsetof(config, F), 'i'},
+    {"--rank", offsetof(config, r), 'i'},
+    {"--main-heads", offsetof(config, N1m), 'i'},
+    {"--latent", offsetof(config, Dm), 'i'},
+    {"--rope", offsetof(config, Dr), 's'},
+    {"--steps", offsetof(config, steps), 'i'},
+    {"--warmup", offsetof(config, warmup), 's'},
+    {"--every", offsetof(config, every), 'i'},
+    {"--lr", offsetof(config, lr), 'd'},
+    {"--threads", offsetof(config, threads), 'i'},
+    {"--seed", offsetof(config, seed), 'i'},
+};
 
 static config parse(int argc, char **argv) {
     config c = {.S = 4096, .Lq = 128, .N1 = 64, .D = 128, .K = 256, .F = 32, .r = 4, .N1m = 8, .Dm = 48, .Dr = 16,
                 .steps = 200, .warmup = 10, .every = 10, .lr = 3e-3, .tau = 0.5, .spread = 0.5, .threads = 0,
                 .seed = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) usage(argv[0]);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--lr")) {
-            c.lr = atof(v);
-            continue;
-        }
-        long long x = atoll(v);
-        if (x < 0 || (x == 0 && strcmp(a, "--warmup") && strcmp(a, "--rope"))) usage(argv[0]);
-        if (!strcmp(a, "--keys")) c.S = x;
-        else if (!strcmp(a, "--queries")) c.Lq = x;
-        else if (!strcmp(a, "--heads")) c.N1 = x;
-        else if (!strcmp(a, "--dim")) c.D = x;
-        else if (!strcmp(a, "--topk")) c.K = x;
-        else if (!strcmp(a, "--feat")) c.F = x;
-        else if (!strcmp(a, "--rank")) c.r = x;
-        else if (!strcmp(a, "--main-heads")) c.N1m = x;
-        else if (!strcmp(a, "--latent")) c.Dm = x;
-        else if (!strcmp(a, "--rope")) c.Dr = x;
-        else if (!strcmp(a, "--steps")) c.steps = x;
-        else if (!strcmp(a, "--warmup")) c.warmup = x;
-        else if (!strcmp(a, "--every")) c.every = x;
-        else if (!strcmp(a, "--threads")) c.threads = (int)x;
-        else if (!strcmp(a, "--seed")) c.seed = (uint64_t)x;
-        else usage(argv[0]);
-    }
+    demo_parse_options(argc, argv, options, sizeof options / sizeof options[0], &c);
     if (c.Lq > c.S) c.Lq = c.S;
     if (c.warmup > c.steps) c.warmup = c.steps;
     return c;
@@ -147,8 +131,8 @@ int main(int argc, char **argv) {
     const config c = parse(argc, argv);
     const int64_t S = c.S, Lq = c.Lq, N1 = c.N1, D = c.D, K = c.K, F = c.F;
     const int64_t N1m = c.N1m, Dm = c.Dm, Dr = c.Dr, Dk = Dm + Dr;
-    demo_seed(c.seed * 0x2545f4914f6cdd1dull + 7);
-    if (c.threads) lig_set_num_threads(c.threads);
+    demo_seed((uint64_t)c.seed * 0x2545f4914f6cdd1dull + 7);
+    if (c.threads) lig_set_num_threads((int)c.threads);
 
     /* the main attention, fixed */
     mla_attention main_attn;

@@ -21,28 +21,35 @@ typedef struct contended_problem {
     int tnd;
 } contended_problem;
 
-/* Deterministic runs get continuous data (a different summation order would show), the others
- * grid data (every sum exact, so only a lost update would show). */
-static void contended_case(th_rng *r, tcase *tc, const contended_problem *p, int deterministic)
+/* Case `seed` of problem p. Deterministic runs get continuous data (a different summation order
+ * would show), the others grid data (every sum exact, so only a lost update would show). */
+static void contended_case(uint64_t seed, tcase *tc, const contended_problem *p, int deterministic)
 {
-    gen_contended_case(r, tc, p->dtype, !deterministic, p->n1, p->n2, p->tnd);
+    th_rng r = th_rng_make(seed);
+    gen_contended_case(&r, tc, p->dtype, !deterministic, p->n1, p->n2, p->tnd);
     tc->deterministic = deterministic;
 }
+
+/* The problems of the deterministic runs, and those of the racing (non-deterministic) ones. */
+static const contended_problem bitwise_problems[] = {
+    {LIG_BFLOAT16, 4, 1, 0},
+    {LIG_FLOAT32, 6, 2, 0},
+    {LIG_BFLOAT16, 8, 2, 1},
+    {LIG_FLOAT32, 3, 1, 1},
+};
+static const contended_problem racing_problems[] = {
+    {LIG_FLOAT32, 4, 1, 0},
+    {LIG_BFLOAT16, 6, 2, 0},
+    {LIG_FLOAT16, 4, 2, 1},
+    {LIG_FLOAT32, 8, 1, 1},
+};
 
 LIG_TEST(determinism_bitwise_across_runs_and_threads)
 {
     static const int threads[] = {1, 2, 3, 5};
-    static const contended_problem problems[] = {
-        {LIG_BFLOAT16, 4, 1, 0},
-        {LIG_FLOAT32, 6, 2, 0},
-        {LIG_BFLOAT16, 8, 2, 1},
-        {LIG_FLOAT32, 3, 1, 1},
-    };
-    for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
-        const contended_problem *p = &problems[pi];
-        th_rng r = th_rng_make(31 + pi);
+    for (size_t pi = 0; pi < sizeof bitwise_problems / sizeof bitwise_problems[0]; pi++) {
         tcase tc;
-        contended_case(&r, &tc, p, 1);
+        contended_case(31 + pi, &tc, &bitwise_problems[pi], 1);
         suite_case sc = {.tc = &tc};
         char label[64];
         snprintf(label, sizeof label, "determinism problem %zu", pi);
@@ -54,18 +61,10 @@ LIG_TEST(determinism_bitwise_across_runs_and_threads)
 LIG_TEST(determinism_off_loses_no_update)
 {
     static const int threads[] = {2, 3, 5};
-    static const contended_problem problems[] = {
-        {LIG_FLOAT32, 4, 1, 0},
-        {LIG_BFLOAT16, 6, 2, 0},
-        {LIG_FLOAT16, 4, 2, 1},
-        {LIG_FLOAT32, 8, 1, 1},
-    };
-    for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
-        const contended_problem *p = &problems[pi];
+    for (size_t pi = 0; pi < sizeof racing_problems / sizeof racing_problems[0]; pi++) {
         for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
-            th_rng r = th_rng_make(77 + 10 * pi + ti);
             tcase tc;
-            contended_case(&r, &tc, p, 0);
+            contended_case(77 + 10 * pi + ti, &tc, &racing_problems[pi], 0);
             lig_set_num_threads(threads[ti]);
             char label[96];
             snprintf(label, sizeof label, "non-deterministic, %d threads, problem %zu", threads[ti], pi);
@@ -89,11 +88,9 @@ LIG_TEST(grad_threads_change_between_phases)
         {LIG_BFLOAT16, 4, 1, 1},
     };
     for (size_t pi = 0; pi < sizeof problems / sizeof problems[0]; pi++) {
-        const contended_problem *p = &problems[pi];
         for (int deterministic = 0; deterministic < 2; deterministic++) {
-            th_rng r = th_rng_make(83000u + 10 * pi + (uint64_t)deterministic);
             tcase tc;
-            contended_case(&r, &tc, p, deterministic);
+            contended_case(83000u + 10 * pi + (uint64_t)deterministic, &tc, &problems[pi], deterministic);
             tc.dw_dtype = LIG_FLOAT32;
             suite_case sc = {.tc = &tc};
             char label[64];

@@ -212,15 +212,7 @@ static int run_case(const qe_case *e, const qe_replace_case *sc)
             exec = NULL; /* consumed */
         }
     }
-    CHECK(st == e->want, "%s: expected status %d, got %d (%s)", e->name, (int)e->want, (int)st, msg);
-    if (st != LIG_SUCCESS) {
-        check_error_message(e->name, msg, e->names);
-    }
-    if (getenv("LIG_TEST_SHOW_MESSAGES")) {
-        th_note("%s: %s", e->name, msg);
-    }
-    CHECK(exec == NULL, "%s: a failed phase 1 left an executor", e->name);
-    lig_destroy_executor(exec);
+    errtest_call_verdict(e->name, st, e->want, msg, e->names, exec);
     CHECK(qcall_unchanged(&call), "%s: a byte changed", e->name);
     qcall_free(&call);
     for (int m = 0; m < g_nmem; m++) {

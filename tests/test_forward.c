@@ -41,11 +41,13 @@ static int values_choice(int v, lig_dtype dtype, lig_dtype *val_dtype)
 }
 
 /* Case v of a test seeded at `seed`: its generator (seed + v), the forward's default generator
- * options in o and tc at tc_init's defaults. */
-static th_rng start_case(uint64_t seed, int v, fwd_gen_opts *o, tcase *tc)
+ * options in o and tc at tc_init's defaults but for its input and index dtypes. */
+static th_rng start_case(uint64_t seed, int v, lig_dtype dtype, lig_dtype idx_dtype, fwd_gen_opts *o, tcase *tc)
 {
     fwd_gen_opts_default(o);
     tc_init(tc);
+    tc->dtype = dtype;
+    tc->idx_dtype = idx_dtype;
     return th_rng_make(seed + (uint64_t)v);
 }
 
@@ -234,13 +236,11 @@ LIG_TEST(fwd_ties)
     for (int v = 0; v < 36; v++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(33000u, v, &o, &tc);
+        th_rng r = start_case(33000u, v, suite_float_dtypes[v % 3], suite_index_dtypes[(v / 3) % 2], &o, &tc);
         o.tie_heavy = 1;
         o.p_dead_head = v % 3 == 0 ? 1.0 : 0.7; /* every head dead: all scores 0 */
         o.p_zero_w = v % 4 == 1 ? 0.6 : 0.2;
         o.p_dup_key = 0.4;
-        tc.dtype = suite_float_dtypes[v % 3];
-        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
         tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + (v / 2) % 2;
         tc.p.N1 = tc.p.N2 * (1 + v % 4);
@@ -338,14 +338,12 @@ LIG_TEST(fwd_topk_counts)
     for (int i = 0; i < 8; i++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(41000u, i, &o, &tc);
+        th_rng r = start_case(41000u, i, suite_float_dtypes[i % 3], suite_index_dtypes[i % 2], &o, &tc);
         o.tie_heavy = i % 2;
         tc_set_dims(&tc, 1, 2, 1, 8, ks[i]);
         tc.p.S1 = 6;
         tc.p.S2 = i == 7 ? 50 : 6000; /* K = 100000 with 50 keys: output mostly -1, small workspace */
         tc.p.sparse_mode = i % 3 == 2 ? 3 : 0;
-        tc.dtype = suite_float_dtypes[i % 3];
-        tc.idx_dtype = suite_index_dtypes[i % 2];
         tc.short_form = 1;
         tc.has_seq_k = 1;
         gen_bsnd(&r, &tc);
@@ -371,9 +369,7 @@ LIG_TEST(fwd_trivial_cases)
             for (int mode = 0; mode < 2; mode++, v++) {
                 fwd_gen_opts o;
                 tcase tc;
-                th_rng r = start_case(43000u, v, &o, &tc);
-                tc.dtype = suite_float_dtypes[v % 3];
-                tc.idx_dtype = suite_index_dtypes[v % 2];
+                th_rng r = start_case(43000u, v, suite_float_dtypes[v % 3], suite_index_dtypes[v % 2], &o, &tc);
                 tc.p.sparse_mode = suite_modes[mode];
                 if (v % 4 == 3) {
                     tc.p.pre_tokens = 2;
@@ -444,9 +440,7 @@ LIG_TEST(fwd_invalid_rows)
     for (int v = 0; v < 8; v++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(45000u, v, &o, &tc);
-        tc.dtype = suite_float_dtypes[v % 3];
-        tc.idx_dtype = suite_index_dtypes[v % 2];
+        th_rng r = start_case(45000u, v, suite_float_dtypes[v % 3], suite_index_dtypes[v % 2], &o, &tc);
         tc.p.sparse_mode = v % 4 < 2 ? 3 : 0;
         tc.p.N2 = 1 + v % 2;
         tc.p.N1 = 2 * tc.p.N2;
@@ -495,11 +489,9 @@ LIG_TEST(fwd_feeds_backward)
     for (int v = 0; v < 12; v++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(47000u, v, &o, &tc);
+        th_rng r = start_case(47000u, v, suite_float_dtypes[v % 3], suite_index_dtypes[(v / 3) % 2], &o, &tc);
         o.tie_heavy = v % 3 == 1;
-        tc.dtype = suite_float_dtypes[v % 3];
         tc.dw_dtype = v % 2 ? LIG_FLOAT32 : tc.dtype;
-        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
         tc.deterministic = v % 4 != 3;
         tc.p.sparse_mode = v % 2 ? 3 : 0;
         tc.p.pre_tokens = v % 5 == 0 ? 3 : INT64_MAX;
@@ -544,11 +536,9 @@ LIG_TEST(fwd_determinism_threads)
     for (int pi = 0; pi < 4; pi++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(49000u, pi, &o, &tc);
+        th_rng r = start_case(49000u, pi, suite_float_dtypes[pi % 3], suite_index_dtypes[pi % 2], &o, &tc);
         o.grid = 0;
         tc.grid = 0;
-        tc.dtype = suite_float_dtypes[pi % 3];
-        tc.idx_dtype = suite_index_dtypes[pi % 2];
         tc.p.sparse_mode = 3;
         tc_set_dims(&tc, 2, 4 * (1 + pi % 2), 1 + pi % 2, 40, 24);
         gen_layout(&r, &tc, pi >= 2, 150, 200, 3, 0, pi == 1);
@@ -665,11 +655,9 @@ LIG_TEST(fwd_long_sequence_128k)
     for (int part = 0; part < 2; part++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(51000u, part, &o, &tc);
+        th_rng r = start_case(51000u, part, part ? LIG_FLOAT32 : LIG_BFLOAT16, part ? LIG_INT64 : LIG_INT32, &o, &tc);
         o.grid_range = 3;
         o.p_dup_key = 0.02;
-        tc.dtype = part ? LIG_FLOAT32 : LIG_BFLOAT16;
-        tc.idx_dtype = part ? LIG_INT64 : LIG_INT32;
         tc_set_dims(&tc, 1, 2, 1, 4, 8);
         tc.p.S1 = tc.p.S2 = S;
         tc.p.sparse_mode = 3;
@@ -721,10 +709,8 @@ LIG_TEST(fwd_nonfinite_inputs)
     for (int v = 0; v < 18; v++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(53000u, v, &o, &tc);
+        th_rng r = start_case(53000u, v, suite_float_dtypes[v % 3], suite_index_dtypes[(v / 3) % 2], &o, &tc);
         o.tie_heavy = v % 2;
-        tc.dtype = suite_float_dtypes[v % 3];
-        tc.idx_dtype = suite_index_dtypes[(v / 3) % 2];
         tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + v % 2;
         tc.p.N1 = tc.p.N2 * (1 + v % 3);
@@ -862,10 +848,9 @@ LIG_TEST(fwd_nonfinite_weights_wide_groups)
     for (int v = 0; v < 12; v++) {
         fwd_gen_opts o;
         tcase tc;
-        th_rng r = start_case(61000u, v, &o, &tc);
+        th_rng r = start_case(61000u, v, suite_float_dtypes[v % 3], LIG_INT32, &o, &tc);
         o.tie_heavy = 1; /* keys >= 0 and dead heads: many heads gated off everywhere */
         o.p_dead_head = 0.5;
-        tc.dtype = suite_float_dtypes[v % 3];
         tc.p.sparse_mode = suite_modes[v % 2];
         tc.p.N2 = 1 + (v / 4) % 2;
         tc.p.N1 = tc.p.N2 * Gs[v % 4];

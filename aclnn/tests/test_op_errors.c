@@ -58,6 +58,22 @@ typedef struct grad_args {
 static const int64_t q_shape[4] = {B, S1, N1, D}, k_shape[4] = {B, S2, N2, D}, slot_shape[3] = {B, S1, K},
                      w_shape[3] = {B, S1, N1};
 
+/* fill_inputs' query, key, weights and index slots on the device, as both operators read them. */
+static void make_inputs(dev *q, dev *k, dev *w, dev *idx, const float *hq, const float *hk, const float *hw,
+                        const int32_t *hidx) {
+    *q = make(hq, sizeof(float) * B * S1 * N1 * D, q_shape, 4, ACL_FLOAT);
+    *k = make(hk, sizeof(float) * B * S2 * N2 * D, k_shape, 4, ACL_FLOAT);
+    *w = make(hw, sizeof(float) * B * S1 * N1, w_shape, 3, ACL_FLOAT);
+    *idx = make(hidx, sizeof(int32_t) * B * S1 * K, slot_shape, 3, ACL_INT32);
+}
+
+/* The gradients both operators write, shaped as query, key and weights, filled from `sentinels`. */
+static void make_grads(dev *dq, dev *dk, dev *dw, const float *sentinels) {
+    *dq = make(sentinels, sizeof(float) * B * S1 * N1 * D, q_shape, 4, ACL_FLOAT);
+    *dk = make(sentinels, sizeof(float) * B * S2 * N2 * D, k_shape, 4, ACL_FLOAT);
+    *dw = make(sentinels, sizeof(float) * B * S1 * N1, w_shape, 3, ACL_FLOAT);
+}
+
 static grad_args grad_make(int32_t bad_index) {
     float q[B * S1 * N1 * D], k[B * S2 * N2 * D], dy[B * S1 * K], w[B * S1 * N1], out[B * S2 * N1 * D];
     int32_t idx[B * S1 * K];
@@ -67,14 +83,9 @@ static grad_args grad_make(int32_t bad_index) {
         dy[t * K + 1] = -0.5f;
     }
     grad_args a;
-    a.q = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
-    a.k = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
+    make_inputs(&a.q, &a.k, &a.w, &a.idx, q, k, w, idx);
     a.dy = make(dy, sizeof dy, slot_shape, 3, ACL_FLOAT);
-    a.idx = make(idx, sizeof idx, slot_shape, 3, ACL_INT32);
-    a.w = make(w, sizeof w, w_shape, 3, ACL_FLOAT);
-    a.dq = make(out, sizeof q, q_shape, 4, ACL_FLOAT);
-    a.dk = make(out, sizeof k, k_shape, 4, ACL_FLOAT);
-    a.dw = make(out, sizeof w, w_shape, 3, ACL_FLOAT);
+    make_grads(&a.dq, &a.dk, &a.dw, out);
     return a;
 }
 
@@ -373,17 +384,12 @@ static kl_args kl_make(int32_t bad_index) {
         one[i] = 4.0f;
     }
     kl_args a;
-    a.q = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
-    a.k = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
+    make_inputs(&a.q, &a.k, &a.w, &a.idx, q, k, w, idx);
     a.qi = make(q, sizeof q, q_shape, 4, ACL_FLOAT);
     a.ki = make(k, sizeof k, k_shape, 4, ACL_FLOAT);
-    a.w = make(w, sizeof w, w_shape, 3, ACL_FLOAT);
-    a.idx = make(idx, sizeof idx, slot_shape, 3, ACL_INT32);
     a.smax = make(st, sizeof st, stat_shape, 4, ACL_FLOAT);
     a.ssum = make(one, sizeof one, stat_shape, 4, ACL_FLOAT);
-    a.dqi = make(out, sizeof q, q_shape, 4, ACL_FLOAT);
-    a.dki = make(out, sizeof k, k_shape, 4, ACL_FLOAT);
-    a.dw = make(out, sizeof w, w_shape, 3, ACL_FLOAT);
+    make_grads(&a.dqi, &a.dki, &a.dw, out);
     a.loss = make(out, sizeof(float), loss_shape, 1, ACL_FLOAT);
     return a;
 }

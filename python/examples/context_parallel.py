@@ -118,14 +118,10 @@ def worker(rank: int, world: int, init_method: str, args) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="lig context parallelism over query rows (gloo)")
-    ap.add_argument("--world-size", type=int, default=2)
-    ap.add_argument("--keys", type=int, default=1024)
-    ap.add_argument("--queries", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=16)
-    ap.add_argument("--dim", type=int, default=64)
-    ap.add_argument("--topk", type=int, default=128)
-    ap.add_argument("--pre-tokens", type=int, default=lig.INT64_MAX)
-    ap.add_argument("--seed", type=int, default=0)
+    integer_options = {"world-size": 2, "keys": 1024, "queries": 256, "heads": 16, "dim": 64, "topk": 128,
+                       "pre-tokens": lig.INT64_MAX, "seed": 0}
+    for name, default in integer_options.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
     args = ap.parse_args(argv)
     args.queries = min(args.queries, args.keys)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # launched by torchrun

@@ -66,14 +66,9 @@ def kl_loss_torch(values: torch.Tensor, p: torch.Tensor, indices: torch.Tensor) 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--keys", type=int, default=4096)
-    ap.add_argument("--queries", type=int, default=128)
-    ap.add_argument("--heads", type=int, default=64)
-    ap.add_argument("--dim", type=int, default=128)
-    ap.add_argument("--topk", type=int, default=256)
-    ap.add_argument("--feat", type=int, default=32)
-    ap.add_argument("--rank", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=200)
+    sizes = {"keys": 4096, "queries": 128, "heads": 64, "dim": 128, "topk": 256, "feat": 32, "rank": 4, "steps": 200}
+    for name, default in sizes.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--tau", type=float, default=0.5)
     ap.add_argument("--threads", type=int, default=0, help="lig threads (0: default)")

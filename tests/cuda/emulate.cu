@@ -438,8 +438,9 @@ static void close_enough(buf &a, buf &b, const char *what, const std::string &na
 }
 
 #ifndef LIG_CUDA_DEVICE_TEST
-/* The backward's layout with one unit per chunk: run_grad's chunk walk at its finest. */
+/* The layouts with one unit per chunk: run_grad's and run_fwd's chunk walks at their finest. */
 static bool grad_layout_unit_chunks(const lig_grad_problem *pb, layout *l) { return grad_layout_budget(pb, 0, l); }
+static bool fwd_layout_unit_chunks(const lig_fwd_problem *pb, layout *l) { return fwd_layout_budget(pb, 0, l); }
 #endif
 
 static void run_grad_case(const gcase &c, uint64_t seed) {
@@ -551,11 +552,6 @@ static lig_status fwd_phase1(const gcase &c, inputs &in, fouts &o, bool values, 
                                           c.aq.empty() ? NULL : in.ak.t, c.tnd ? "TND" : "BSND", c.K, c.mode, c.pre,
                                           c.next, o.idx.t, values ? o.val.t : NULL, ws, e);
 }
-#ifndef LIG_CUDA_DEVICE_TEST
-/* The forward's layout with one unit per chunk: run_fwd's chunk walk at its finest. */
-static bool fwd_layout_unit_chunks(const lig_fwd_problem *pb, layout *l) { return fwd_layout_budget(pb, 0, l); }
-#endif
-
 static void run_fwd_case(const gcase &c, uint64_t seed) {
     rng r = {seed};
     const geo g = geometry(c);

@@ -31,22 +31,25 @@ static const uint64_t BOUND = 4 * GIB; /* the fixed-size region of any operator 
  * 64 GiB), so that no two tensors overlap should phase 1 compare their extents. Never dereferenced. */
 static void *fake_address(int slot) { return (void *)(uintptr_t)((uint64_t)(slot + 1) << 40); }
 
-static lig_tensor *cuda_tensor(int slot, lig_dtype dtype, int64_t ndim, const int64_t *shape) {
-    lig_tensor *t = lig_create_tensor_on(fake_address(slot), dtype, ndim, shape, NULL, LIG_DEVICE_CUDA, 0);
+/* A tensor on `device`, or the run ends with lig's message naming `what`. */
+static lig_tensor *tensor_on(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape, lig_device device,
+                             const char *what) {
+    lig_tensor *t = lig_create_tensor_on(data, dtype, ndim, shape, NULL, device, 0);
     if (!t) {
-        fprintf(stderr, "FATAL: lig_create_tensor_on (tensor %d) failed: %s\n", slot, lig_get_last_error());
+        fprintf(stderr, "FATAL: lig_create_tensor_on (%s) failed: %s\n", what, lig_get_last_error());
         exit(1);
     }
     return t;
 }
 
+static lig_tensor *cuda_tensor(int slot, lig_dtype dtype, int64_t ndim, const int64_t *shape) {
+    char what[32];
+    snprintf(what, sizeof what, "tensor %d", slot);
+    return tensor_on(fake_address(slot), dtype, ndim, shape, LIG_DEVICE_CUDA, what);
+}
+
 static lig_tensor *host_tensor(void *data, lig_dtype dtype, int64_t ndim, const int64_t *shape) {
-    lig_tensor *t = lig_create_tensor(data, dtype, ndim, shape, NULL);
-    if (!t) {
-        fprintf(stderr, "FATAL: lig_create_tensor failed: %s\n", lig_get_last_error());
-        exit(1);
-    }
-    return t;
+    return tensor_on(data, dtype, ndim, shape, LIG_DEVICE_HOST, "host tensor");
 }
 
 static double gib(uint64_t bytes) { return (double)bytes / (double)GIB; }

@@ -483,14 +483,7 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
     s.range_dtype = c & 4 ? LIG_INT32 : LIG_INT64;
     s.extra_cols = (c >> 3) % 3;
     s.p_empty = (c >> 5) / 8.0;
-    q->B = fz_range(in, 1, 3);
-    q->S1 = fz_range(in, 0, 6);
-    q->S2 = fz_range(in, 0, 200);
-    q->N2 = fz_range(in, 1, 2);
-    q->G = fz_range(in, 1, 9);
-    q->D = fz_range(in, 0, 140);
-    q->K = fz_range(in, 1, 45);
-    q->block_size = fz_range(in, 1, 9);
+    fz_qspec_extents(in, q, 6, 200, 2, 9);
     const int64_t workers = q->paged && !s.with_topk ? fz_range(in, 0, 9) : 0;
     th_rng r = th_rng_make(fz_u32(in));
     lcase L;

@@ -12,6 +12,18 @@ void fz_qspec_flags(qspec *s, uint8_t a)
     s->short_form = (a & 128) != 0;
 }
 
+void fz_qspec_extents(fz_in *in, qspec *s, int64_t max_s1, int64_t max_s2, int64_t max_n2, int64_t max_block)
+{
+    s->B = fz_range(in, 1, 3);
+    s->S1 = fz_range(in, 0, max_s1);
+    s->S2 = fz_range(in, 0, max_s2);
+    s->N2 = fz_range(in, 1, max_n2);
+    s->G = fz_range(in, 1, 9);
+    s->D = fz_range(in, 0, 140);
+    s->K = fz_range(in, 1, 45);
+    s->block_size = fz_range(in, 1, max_block);
+}
+
 uint32_t fz_decode_qspec(fz_in *in, qspec *s)
 {
     static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
@@ -29,13 +41,6 @@ uint32_t fz_decode_qspec(fz_in *in, qspec *s)
     s->int8_extreme = (d >> 3) % 4 == 3 ? 1 + (d >> 5) % 2 : 0;
     s->p_nan_code = d & 64 ? 0.05 : 0.0;
     s->p_dup_key = d & 128 ? 0.3 : 0.05;
-    s->B = fz_range(in, 1, 3);
-    s->S1 = fz_range(in, 0, 9);
-    s->S2 = fz_range(in, 0, 40);
-    s->N2 = fz_range(in, 1, 3);
-    s->G = fz_range(in, 1, 9);
-    s->D = fz_range(in, 0, 140);
-    s->K = fz_range(in, 1, 45);
-    s->block_size = fz_range(in, 1, 5);
+    fz_qspec_extents(in, s, 9, 40, 3, 5);
     return fz_u32(in);
 }

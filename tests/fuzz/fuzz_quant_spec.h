@@ -14,6 +14,10 @@
  * codes, query layout, paged keys, query scales, values, lengths, padding, short outputs. */
 void fz_qspec_flags(qspec *s, uint8_t a);
 
+/* The extents, read in this order: B in [1, 3], S1 in [0, max_s1], S2 in [0, max_s2], N2 in
+ * [1, max_n2], G in [1, 9], D in [0, 140], K in [1, 45], the block size in [1, max_block]. */
+void fz_qspec_extents(fz_in *in, qspec *s, int64_t max_s1, int64_t max_s2, int64_t max_n2, int64_t max_block);
+
 /* Fills *s and returns the seed of the case's data (qcase_make's generator). */
 uint32_t fz_decode_qspec(fz_in *in, qspec *s);
 

@@ -72,7 +72,6 @@ void run_read_outputs(const run_inst *ri, double *dq, double *dk, double *dw)
 
 void run_case(tcase *tc, run_result *res)
 {
-    memset(res, 0, sizeof *res);
     run_inst ri;
     run_setup(tc, &ri);
     if (!inst_run(&ri, res)) {
@@ -82,7 +81,5 @@ void run_case(tcase *tc, run_result *res)
     res->dk = th_xmalloc((size_t)tc_numel_k(tc) * sizeof(double));
     res->dw = th_xmalloc((size_t)tc_numel_w(tc) * sizeof(double));
     run_read_outputs(&ri, res->dq, res->dk, res->dw);
-    const int raw[3] = {RB_DQ, RB_DK, RB_DW};
-    inst_keep_raw(&ri, res, raw, 3);
-    inst_teardown(&ri);
+    inst_finish(&ri, res, (const int[3]){RB_DQ, RB_DK, RB_DW}, 3);
 }

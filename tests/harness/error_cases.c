@@ -122,6 +122,20 @@ void errtest_verdict(const char *name, int phase, lig_status st, lig_status want
     }
 }
 
+void errtest_call_verdict(const char *name, lig_status st, lig_status want, const char *msg, const char *names,
+                          lig_executor *exec)
+{
+    CHECK(st == want, "%s: expected status %d, got %d (%s)", name, (int)want, (int)st, msg);
+    if (st != LIG_SUCCESS) {
+        check_error_message(name, msg, names);
+    }
+    if (getenv("LIG_TEST_SHOW_MESSAGES")) {
+        th_note("%s: %s", name, msg);
+    }
+    CHECK(exec == NULL, "%s: a failed phase 1 left an executor", name);
+    lig_destroy_executor(exec);
+}
+
 void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc))
 {
     tc_init(tc);

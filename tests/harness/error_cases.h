@@ -44,6 +44,12 @@ lig_status errtest_phase2(inst *in, int ws, const char *name, int *not_run);
 void errtest_verdict(const char *name, int phase, lig_status st, lig_status want, lig_status want_alt, inst *in,
                      const char *names, const char *const *has);
 
+/* The verdict on a call made outside an inst (its phase 1, or phase 1 then 2): status want; a
+ * failure's message `msg` must pass check_error_message for `names`; no executor may be left
+ * (exec, destroyed here). LIG_TEST_SHOW_MESSAGES=1 prints every message, for reading them. */
+void errtest_call_verdict(const char *name, lig_status st, lig_status want, const char *msg, const char *names,
+                          lig_executor *exec);
+
 /* The base problem's dimensions: tc_init, N1 = 4, N2 = 2, D = 8, K = 3, B = 2, then `edit`
  * (may be NULL) before anything is generated. */
 void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc));

@@ -178,7 +178,6 @@ void kl_read(const op_inst *oi, double *loss, double *dy)
 
 void fwd_run(tcase *tc, int with_values, lig_dtype val_dtype, op_result *res)
 {
-    memset(res, 0, sizeof *res);
     op_inst oi;
     fwd_setup(tc, with_values, val_dtype, &oi);
     if (!inst_run(&oi, res)) {
@@ -190,14 +189,11 @@ void fwd_run(tcase *tc, int with_values, lig_dtype val_dtype, op_result *res)
         res->val = th_xmalloc((size_t)slots * sizeof(double));
     }
     fwd_read(&oi, res->idx, res->val);
-    const int raw[2] = {FW_IDX, with_values ? FW_VAL : -1};
-    inst_keep_raw(&oi, res, raw, 2);
-    inst_teardown(&oi);
+    inst_finish(&oi, res, (const int[2]){FW_IDX, with_values ? FW_VAL : -1}, 2);
 }
 
 void kl_run(klcase *kc, op_result *res)
 {
-    memset(res, 0, sizeof *res);
     op_inst oi;
     kl_setup(kc, &oi);
     if (!inst_run(&oi, res)) {
@@ -205,7 +201,5 @@ void kl_run(klcase *kc, op_result *res)
     }
     res->dy = th_xmalloc((size_t)(kl_rows(kc) * kl_K(kc)) * sizeof(double));
     kl_read(&oi, &res->loss, res->dy);
-    const int raw[2] = {KL_LOSS, KL_DY};
-    inst_keep_raw(&oi, res, raw, 2);
-    inst_teardown(&oi);
+    inst_finish(&oi, res, (const int[2]){KL_LOSS, KL_DY}, 2);
 }

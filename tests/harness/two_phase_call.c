@@ -272,6 +272,7 @@ static void keep_failure(inst *in, inst_result *res)
 
 int inst_run(inst *in, inst_result *res)
 {
+    memset(res, 0, sizeof *res);
     res->st1 = inst_phase1(in);
     res->workspace_size = in->workspace_size;
     if (res->st1 != LIG_SUCCESS) {
@@ -323,6 +324,12 @@ void inst_keep_raw(const inst *in, inst_result *res, const int *which, int n)
         res->raw[i] = th_xmalloc(b->bytes);
         memcpy(res->raw[i], b->base, b->bytes);
     }
+}
+
+void inst_finish(inst *in, inst_result *res, const int *which, int n)
+{
+    inst_keep_raw(in, res, which, n);
+    inst_teardown(in);
 }
 
 void inst_result_free(inst_result *res)

@@ -118,10 +118,13 @@ typedef struct inst_result {
     size_t raw_bytes[3];
 } inst_result;
 
-/* Phase 1 and phase 2 on a set-up instance. On failure records it in res, tears the instance
- * down and returns 0; on success records gaps_ok and returns 1 (the caller reads the outputs,
- * then tears down). */
+/* Phase 1 and phase 2 on a set-up instance, into a zeroed res. On failure records it in res, tears
+ * the instance down and returns 0; on success records gaps_ok and returns 1 (the caller reads the
+ * outputs, then calls inst_finish). */
 int inst_run(inst *in, inst_result *res);
+/* After a successful inst_run and the caller's reads: keeps the bytes of buffers which[0..n) (as
+ * inst_keep_raw) and tears the instance down. */
+void inst_finish(inst *in, inst_result *res, const int *which, int n);
 /* After inst_run: 1 when both phases succeeded (the caller compares the outputs). Otherwise 0,
  * with the failure reported and *ok = 0 -- except a PARAM_INVALID from phase 1 when `refused`
  * is not NULL (layouts the library may refuse): then *refused = 1 and *ok says whether the

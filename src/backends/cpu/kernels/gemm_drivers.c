@@ -98,3 +98,21 @@ void lig_i8_pack_u8s8_quads(int64_t nr, int64_t K, int64_t N, const int8_t *src,
         }
     }
 }
+
+void lig_i8_pack_runs(const lig_i8_run_layout *layout, int64_t K, int64_t N, const int8_t *src, int64_t ld,
+                      void *packed, int64_t panel_bytes) {
+    const int64_t nr = layout->nr, run = layout->run, cols = layout->cols;
+    const int64_t kp = (K + layout->kr - 1) / layout->kr * layout->kr;
+    for (int64_t n0 = 0, p = 0; n0 < N; n0 += nr, p++) {
+        char *o = (char *)packed + p * panel_bytes;
+        for (int64_t j = 0; j < nr; j++) {
+            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
+            for (int64_t k = 0; k < kp; k++) {
+                const int8_t v = col && k < K ? col[k] : 0;
+                const int64_t at = ((k / run) * (nr / cols) + j / cols) * run * cols + (j % cols) * run + k % run;
+                if (layout->int16) ((int16_t *)(void *)o)[at] = v;
+                else ((int8_t *)o)[at] = v;
+            }
+        }
+    }
+}

@@ -11,30 +11,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/cpu/kernels/tile_rows.h"
+
 #if MR != 6 && MR != 8 && MR != 12
 #error "i8_gemm_rows.h: MR must be 6, 8 or 12"
 #endif
 
 static inline void tile_rows(int64_t mr, int64_t nr, int64_t kc, const int8_t *a, int64_t lda, const void *b_panel,
                              int32_t *c, int64_t ldc, bool accumulate) {
-    switch (mr) {
-#if MR == 12
-    case 12: tile(12, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 11: tile(11, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 10: tile(10, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 9: tile(9, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-#endif
-#if MR >= 8
-    case 8: tile(8, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 7: tile(7, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-#endif
-    case 6: tile(6, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 5: tile(5, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 4: tile(4, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 3: tile(3, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    case 2: tile(2, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    default: tile(1, nr, kc, a, lda, b_panel, c, ldc, accumulate); break;
-    }
+    LIG_TILE_ROWS(MR, mr, tile, nr, kc, a, lda, b_panel, c, ldc, accumulate);
 }
 
 #endif /* LIG_BACKENDS_CPU_KERNELS_I8_GEMM_ROWS_H */

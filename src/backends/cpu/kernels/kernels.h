@@ -142,6 +142,18 @@ void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src
  * from their sums of (A + 128) B. Plain C, once per pass, like the pairs. */
 void lig_i8_pack_u8s8_quads(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                             int64_t panel_bytes);
+/* The layouts of runs along k (the aarch64 kernels'), for panels of nr columns, K rounded up to kr
+ * with zeros: B[k][j] is element
+ *   ((k / run) * (nr / cols) + j / cols) * run * cols + (j % cols) * run + k % run
+ * of its panel, int8 or sign-extended to int16: `run` consecutive values of k of one column,
+ * `cols` columns' runs side by side (run 1, cols 1: row k of the panel is B[k][0 .. nr)). */
+typedef struct lig_i8_run_layout {
+    int64_t nr, kr, run, cols; /* cols divides nr */
+    bool int16;                /* elements widened to int16 (else int8) */
+} lig_i8_run_layout;
+/* Packs B in such a layout (lig_i8_pack_b_kernel's contract). Plain C, once per pass. */
+void lig_i8_pack_runs(const lig_i8_run_layout *layout, int64_t K, int64_t N, const int8_t *src, int64_t ld,
+                      void *packed, int64_t panel_bytes);
 /* one e4m3fn code as bf16 bits (the scalar kernels' and the SIMD tails' decode) */
 uint16_t lig_fp8_e4m3_to_bf16_bits(uint8_t code);
 /* The row conversions' cases every ISA hands on: a strided row to the portable code, an fp32 row

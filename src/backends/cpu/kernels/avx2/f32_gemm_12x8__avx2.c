@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "backends/cpu/kernels/avx2/avx2.h"
+#include "backends/cpu/kernels/tile_rows.h"
 
 #define MR8 12
 
@@ -42,11 +43,7 @@ void lig_f32_gemm_ukernel_12x8__avx2(int64_t mr, int64_t nr, int64_t kc, const f
     for (int64_t m = 0; m < mr; m += 4) {
         const float *am = a + m * a_rs;
         float *cm = c + m * ldc;
-        switch (mr - m < 4 ? mr - m : 4) {
-        case 4: tile8(4, false, kc, am, a_rs, a_cs, b, ldb, cm, ldc, accumulate, mask); break;
-        case 3: tile8(3, false, kc, am, a_rs, a_cs, b, ldb, cm, ldc, accumulate, mask); break;
-        case 2: tile8(2, false, kc, am, a_rs, a_cs, b, ldb, cm, ldc, accumulate, mask); break;
-        default: tile8(1, false, kc, am, a_rs, a_cs, b, ldb, cm, ldc, accumulate, mask); break;
-        }
+        LIG_TILE_ROWS(4, mr - m < 4 ? mr - m : 4, tile8, false, kc, am, a_rs, a_cs, b, ldb, cm, ldc, accumulate,
+                      mask);
     }
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "backends/cpu/kernels/avx2/avx2.h"
+#include "backends/cpu/kernels/tile_rows.h"
 
 #define MR 6
 #define NR 16
@@ -53,14 +54,7 @@ static inline __attribute__((always_inline)) void tile_rows(int64_t mr, const bo
                                                             int64_t a_rs, int64_t a_cs, const float *b, int64_t ldb,
                                                             float *c, int64_t ldc, bool accumulate, __m256i m0,
                                                             __m256i m1) {
-    switch (mr) {
-    case 6: tile(6, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 5: tile(5, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 4: tile(4, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 3: tile(3, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 2: tile(2, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    default: tile(1, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    }
+    LIG_TILE_ROWS(MR, mr, tile, full, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1);
 }
 
 void lig_f32_gemm_ukernel_6x16__avx2(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t a_rs, int64_t a_cs,

@@ -4,11 +4,12 @@
  *   subnormal (m < 8): an 8-entry word table (m * 2^-9, normalised), looked up with vpshufb on
  *                      byte indices 2m, 2m + 1 in each word
  *   m = 0x7f:          the NaN 0x7fc0
- * then the sign bit moves from bit 7 to bit 15. Row tails go through a zeroed scratch. */
+ * then the sign bit moves from bit 7 to bit 15. Row tails go through a zeroed scratch
+ * (portable_tails.h). */
 #include <immintrin.h>
-#include <string.h>
 
 #include "backends/cpu/kernels/avx2/avx2.h"
+#include "backends/cpu/kernels/portable_tails.h"
 
 /* bf16 bits of m * 2^-9 for m = 0..7, twice (vpshufb looks up within each 128-bit lane) */
 static const uint16_t subnormals[16] __attribute__((aligned(32))) = {
@@ -30,43 +31,22 @@ static inline __m256i convert16(__m256i x) {
 
 static inline __m256i load16(const uint8_t *s) { return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)s)); }
 
+/* 16 codes at s to 16 bf16 words at d */
+static inline void to_bf16_16(const uint8_t *s, void *d) { _mm256_storeu_si256((__m256i *)d, convert16(load16(s))); }
+
+/* 16 codes at s to 16 fp32 at d: the bf16 words zero-extended, shifted into the upper half */
+static inline void to_f32_16(const uint8_t *s, void *d) {
+    const __m256i w = convert16(load16(s));
+    const __m256i lo = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(w)), 16);
+    const __m256i hi = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(w, 1)), 16);
+    _mm256_storeu_si256((__m256i *)d, lo);
+    _mm256_storeu_si256((__m256i *)d + 1, hi);
+}
+
 void lig_fp8_to_bf16__avx2(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, uint16_t *dst, int64_t ldd) {
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *s = src + r * lds;
-        uint16_t *d = dst + r * ldd;
-        int64_t j = 0;
-        for (; j + 16 <= n; j += 16) _mm256_storeu_si256((__m256i *)(void *)(d + j), convert16(load16(s + j)));
-        if (j < n) {
-            uint8_t in[16] = {0};
-            uint16_t out[16];
-            memcpy(in, s + j, (size_t)(n - j));
-            _mm256_storeu_si256((__m256i *)(void *)out, convert16(load16(in)));
-            memcpy(d + j, out, sizeof(uint16_t) * (size_t)(n - j));
-        }
-    }
+    lig_fp8_rows_by16(rows, n, src, lds, dst, ldd, sizeof *dst, to_bf16_16);
 }
 
 void lig_fp8_to_f32__avx2(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, float *dst, int64_t ldd) {
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *s = src + r * lds;
-        float *d = dst + r * ldd;
-        for (int64_t j = 0; j < n; j += 16) {
-            const int64_t left = n - j;
-            uint8_t in[16] = {0};
-            if (left < 16) memcpy(in, s + j, (size_t)left);
-            const __m256i w = convert16(load16(left < 16 ? in : s + j));
-            /* bf16 words to fp32 bits: zero-extend, shift into the upper half */
-            const __m256i lo = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(w)), 16);
-            const __m256i hi = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(w, 1)), 16);
-            if (left >= 16) {
-                _mm256_storeu_si256((__m256i *)(void *)(d + j), lo);
-                _mm256_storeu_si256((__m256i *)(void *)(d + j + 8), hi);
-            } else {
-                float out[16];
-                _mm256_storeu_si256((__m256i *)(void *)out, lo);
-                _mm256_storeu_si256((__m256i *)(void *)(out + 8), hi);
-                memcpy(d + j, out, sizeof(float) * (size_t)left);
-            }
-        }
-    }
+    lig_fp8_rows_by16(rows, n, src, lds, dst, ldd, sizeof *dst, to_f32_16);
 }

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "backends/cpu/kernels/avx2/avx2.h"
+#include "backends/cpu/kernels/portable_tails.h"
 
 void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw) {
     const __m256 zero = _mm256_setzero_ps();
@@ -21,11 +22,5 @@ void lig_grad_gate__avx2(float *st, int64_t nb, int64_t G, const float *w, const
         }
         _mm256_storeu_ps(dw + h, acc);
     }
-    for (; h < G; h++)
-        for (int64_t n = 0; n < nb; n++) {
-            const float s = st[n * G + h];
-            const int open = s > 0.0f;
-            dw[h] += open ? s * dy[n] : 0.0f;
-            st[n * G + h] = open ? w[h] * dy[n] : 0.0f;
-        }
+    lig_grad_gate_heads(st, nb, G, w, dy, dw, h);
 }

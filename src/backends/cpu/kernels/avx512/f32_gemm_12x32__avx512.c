@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "backends/cpu/kernels/avx512/avx512.h"
+#include "backends/cpu/kernels/tile_rows.h"
 
 #define MR 12
 #define NR 32
@@ -42,18 +43,5 @@ void lig_f32_gemm_ukernel_12x32__avx512(int64_t mr, int64_t nr, int64_t kc, cons
     /* lane i of the low half is live when i < nr, of the high half when i + 16 < nr */
     const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1u);
     const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1u);
-    switch (mr) {
-    case 12: tile(12, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 11: tile(11, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 10: tile(10, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 9: tile(9, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 8: tile(8, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 7: tile(7, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 6: tile(6, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 5: tile(5, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 4: tile(4, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 3: tile(3, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    case 2: tile(2, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    default: tile(1, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1); break;
-    }
+    LIG_TILE_ROWS(MR, mr, tile, kc, a, a_rs, a_cs, b, ldb, c, ldc, accumulate, m0, m1);
 }

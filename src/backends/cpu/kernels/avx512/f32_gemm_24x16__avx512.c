@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "backends/cpu/kernels/avx512/avx512.h"
+#include "backends/cpu/kernels/tile_rows.h"
 
 #define MR 24
 
@@ -36,15 +37,6 @@ void lig_f32_gemm_ukernel_24x16__avx512(int64_t mr, int64_t nr, int64_t kc, cons
     for (int64_t i = 0; i < mr; i += 8) {
         const float *ai = a + i * a_rs;
         float *ci = c + i * ldc;
-        switch (mr - i < 8 ? mr - i : 8) {
-        case 8: tile(8, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        case 7: tile(7, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        case 6: tile(6, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        case 5: tile(5, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        case 4: tile(4, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        case 3: tile(3, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        case 2: tile(2, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        default: tile(1, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m); break;
-        }
+        LIG_TILE_ROWS(8, mr - i < 8 ? mr - i : 8, tile, kc, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, m);
     }
 }

@@ -19,23 +19,11 @@ bool lig_cpu_has_avx512bf16(void) {
  * 32 and the operand packing cost more than the pairs save. Columns pad to the tile's 32 (and
  * the gate's step of 32 heads); D and the key rows to 32 too, as the AMX family, so that the two
  * bf16 sets' scratch and sums agree. */
-static const lig_bf16_kernels avx512bf16_bf16 = {
-    .unit = "vdpbf16ps zmm",
-    .format = LIG_OPERANDS_BF16_PAIRS,
-    .gemm = {.mr = 12, .nr = 32, .kr = 2, .ukernel = lig_bf16_gemm_ukernel_12x32__avx512bf16},
-    .col_pad = 32,
-    .k_pad = 32,
-    .row_pad = 32,
-    .min_group = 16,
-    LIG_BF16_OPERAND_KERNELS(avx512bf16),
-};
+static const lig_bf16_kernels avx512bf16_bf16 = {.unit = "vdpbf16ps zmm", .format = LIG_OPERANDS_BF16_PAIRS,
+    .gemm = {LIG_BF16_TILE(12, 32, avx512bf16), .kr = 2},
+    .col_pad = 32, .k_pad = 32, .row_pad = 32, .min_group = 16, LIG_BF16_OPERAND_KERNELS(avx512bf16)};
 
-const lig_kernel_set lig_kernel_set_avx512bf16 = {
-    .name = "avx512bf16",
+const lig_kernel_set lig_kernel_set_avx512bf16 = {.name = "avx512bf16",
     .features = "AVX-512 F, BW, DQ, VL, AVX512_BF16, AVX512_VBMI, GFNI and AVX512_VNNI",
-    .cpu_supports = lig_cpu_has_avx512bf16,
-    .f32 = &lig_avx512_f32,
-    .bf16 = &avx512bf16_bf16,
-    .i8 = &lig_avx512vnni_i8,
-    .fp8 = &lig_avx512_fp8,
-};
+    .cpu_supports = lig_cpu_has_avx512bf16, .f32 = &lig_avx512_f32, .bf16 = &avx512bf16_bf16,
+    .i8 = &lig_avx512vnni_i8, .fp8 = &lig_avx512_fp8};

@@ -2,11 +2,9 @@
  * (every CPU with AVX512_BF16 has AVX512_VNNI). */
 #include "backends/cpu/kernels/avx512vnni/avx512vnni.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 /* int8 by vpdpbusd (A + 128 as u8 times s8 B, less 128 x the column sums packed with B):
  * 12 x 32, B in quads of int8 + 32 int32 corrections per panel */
-const lig_i8_kernels lig_avx512vnni_i8 = {
-    .name = "avx512vnni",
-    .unit = "vpdpbusd zmm",
-    .gemm = {.mr = 12, .nr = 32, .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 32 * 4, .max_k = 65536,
-             .pack_b = lig_i8_pack_b_12x32__avx512vnni, .ukernel = lig_i8_gemm_ukernel_12x32__avx512vnni},
-};
+const lig_i8_kernels lig_avx512vnni_i8 = {.name = "avx512vnni", .unit = "vpdpbusd zmm",
+    .gemm = {LIG_I8_TILE(12, 32, avx512vnni), .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 32 * 4, .max_k = 65536}};

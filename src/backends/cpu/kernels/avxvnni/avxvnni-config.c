@@ -4,6 +4,8 @@
  * the avx512 sets are chosen. */
 #include "backends/cpu/kernels/avxvnni/avxvnni.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/kernels/avx2/avx2.h"
 #include "backends/cpu/runtime/cpu_features.h"
 
@@ -14,14 +16,8 @@ static bool has_avxvnni(void) {
 
 /* int8 by VEX vpdpbusd on ymm (A + 128 as u8 times s8 B, less 128 x the column sums packed with
  * B, as avx512vnni): 6 x 16, B in quads of int8 + 16 int32 corrections per panel */
-static const lig_i8_kernels avxvnni_i8 = {
-    .name = "avxvnni",
-    .unit = "vpdpbusd ymm (VEX)",
-    .gemm = {.mr = 6, .nr = 16, .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 16 * 4, .max_k = 65536,
-             .pack_b = lig_i8_pack_b_6x16__avxvnni, .ukernel = lig_i8_gemm_ukernel_6x16__avxvnni},
-};
+static const lig_i8_kernels avxvnni_i8 = {.name = "avxvnni", .unit = "vpdpbusd ymm (VEX)",
+    .gemm = {LIG_I8_TILE(6, 16, avxvnni), .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 16 * 4, .max_k = 65536}};
 
-const lig_kernel_set lig_kernel_set_avxvnni = {
-    .name = "avxvnni", .features = "AVX2, FMA, F16C and AVX-VNNI", .cpu_supports = has_avxvnni,
-    .f32 = &lig_avx2_f32, .i8 = &avxvnni_i8, .fp8 = &lig_avx2_fp8,
-};
+const lig_kernel_set lig_kernel_set_avxvnni = {.name = "avxvnni", .features = "AVX2, FMA, F16C and AVX-VNNI",
+    .cpu_supports = has_avxvnni, .f32 = &lig_avx2_f32, .i8 = &avxvnni_i8, .fp8 = &lig_avx2_fp8};

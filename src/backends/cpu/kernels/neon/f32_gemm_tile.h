@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/cpu/kernels/tile_rows.h"
+
 /* the first rem (1..3) floats of p, zeros after */
 static inline float32x4_t load_part(const float *p, int64_t rem) {
     float32x4_t v = vdupq_n_f32(0.0f);
@@ -71,22 +73,7 @@ static inline __attribute__((always_inline)) void f32_tile_rows(int64_t mr, cons
                                                                 int64_t rem, int64_t K, const float *a, int64_t a_rs,
                                                                 int64_t a_cs, const float *b, int64_t ldb, float *c,
                                                                 int64_t ldc, bool accumulate) {
-    switch (mr) {
-#if MR >= 12
-    case 12: f32_tile(12, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 11: f32_tile(11, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 10: f32_tile(10, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 9: f32_tile(9, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-#endif
-    case 8: f32_tile(8, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 7: f32_tile(7, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 6: f32_tile(6, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 5: f32_tile(5, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 4: f32_tile(4, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 3: f32_tile(3, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    case 2: f32_tile(2, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    default: f32_tile(1, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate); break;
-    }
+    LIG_TILE_ROWS(MR, mr, f32_tile, nv, partial, rem, K, a, a_rs, a_cs, b, ldb, c, ldc, accumulate);
 }
 
 /* Any mr <= MR, nr <= 4 NV: the vector count and whether the last one is partial, as constants. */

@@ -4,11 +4,12 @@
  *   subnormal (m < 8): two 16-byte tables (low and high bytes of m * 2^-9 normalised), looked up
  *                      with TBL on m (indices past the table give 0, and those lanes are normal)
  *   m = 0x7f:          the NaN 0x7fc0
- * then the sign bit moves from bit 7 to bit 15. Row tails go through a zeroed scratch. */
+ * then the sign bit moves from bit 7 to bit 15. Row tails go through a zeroed scratch
+ * (portable_tails.h). */
 #include <arm_neon.h>
-#include <string.h>
 
 #include "backends/cpu/kernels/neon/neon.h"
+#include "backends/cpu/kernels/portable_tails.h"
 
 /* bf16 bits of m * 2^-9 for m = 0..7: low bytes, high bytes */
 static const uint8_t sub_lo[16] = {0x00, 0x00, 0x80, 0xC0, 0x00, 0x20, 0x40, 0x60};
@@ -24,49 +25,31 @@ static inline uint16x8_t words8(uint8x8_t code, uint8x8_t lo, uint8x8_t hi) {
     return vorrq_u16(r, vshll_n_u8(vand_u8(code, vdup_n_u8(0x80)), 8));
 }
 
-/* 16 codes to 16 bf16 words */
-static inline void convert16(const uint8_t *s, uint16_t *d) {
+/* 16 codes at s to 16 bf16 words at d */
+static inline void to_bf16_16(const uint8_t *s, void *dst) {
+    uint16_t *d = dst;
     const uint8x16_t code = vld1q_u8(s), mag = vandq_u8(code, vdupq_n_u8(0x7f));
     const uint8x16_t lo = vqtbl1q_u8(vld1q_u8(sub_lo), mag), hi = vqtbl1q_u8(vld1q_u8(sub_hi), mag);
     vst1q_u16(d, words8(vget_low_u8(code), vget_low_u8(lo), vget_low_u8(hi)));
     vst1q_u16(d + 8, words8(vget_high_u8(code), vget_high_u8(lo), vget_high_u8(hi)));
 }
 
-void lig_fp8_to_bf16__neon(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, uint16_t *dst, int64_t ldd) {
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *s = src + r * lds;
-        uint16_t *d = dst + r * ldd;
-        int64_t j = 0;
-        for (; j + 16 <= n; j += 16) convert16(s + j, d + j);
-        if (j < n) {
-            uint8_t in[16] = {0};
-            uint16_t out[16];
-            memcpy(in, s + j, (size_t)(n - j));
-            convert16(in, out);
-            memcpy(d + j, out, sizeof(uint16_t) * (size_t)(n - j));
-        }
+/* 16 codes at s to 16 fp32 at d: the bf16 words shifted into the upper half */
+static inline void to_f32_16(const uint8_t *s, void *dst) {
+    float *d = dst;
+    uint16_t w[16];
+    to_bf16_16(s, w);
+    for (int q = 0; q < 2; q++) {
+        const uint16x8_t x = vld1q_u16(w + 8 * q);
+        vst1q_f32(d + 8 * q, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(x), 16)));
+        vst1q_f32(d + 8 * q + 4, vreinterpretq_f32_u32(vshll_high_n_u16(x, 16)));
     }
 }
 
+void lig_fp8_to_bf16__neon(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, uint16_t *dst, int64_t ldd) {
+    lig_fp8_rows_by16(rows, n, src, lds, dst, ldd, sizeof *dst, to_bf16_16);
+}
+
 void lig_fp8_to_f32__neon(int64_t rows, int64_t n, const uint8_t *src, int64_t lds, float *dst, int64_t ldd) {
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *s = src + r * lds;
-        float *d = dst + r * ldd;
-        for (int64_t j = 0; j < n; j += 16) {
-            const int64_t left = n - j;
-            uint8_t in[16] = {0};
-            uint16_t w[16];
-            if (left < 16) memcpy(in, s + j, (size_t)left);
-            convert16(left < 16 ? in : s + j, w);
-            /* bf16 words to fp32 bits: shifted into the upper half */
-            float out[16];
-            float *o = left >= 16 ? d + j : out;
-            for (int q = 0; q < 2; q++) {
-                const uint16x8_t x = vld1q_u16(w + 8 * q);
-                vst1q_f32(o + 8 * q, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(x), 16)));
-                vst1q_f32(o + 8 * q + 4, vreinterpretq_f32_u32(vshll_high_n_u16(x, 16)));
-            }
-            if (left < 16) memcpy(d + j, out, sizeof(float) * (size_t)left);
-        }
-    }
+    lig_fp8_rows_by16(rows, n, src, lds, dst, ldd, sizeof *dst, to_f32_16);
 }

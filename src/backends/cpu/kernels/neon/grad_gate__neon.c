@@ -5,6 +5,7 @@
 #include <arm_neon.h>
 
 #include "backends/cpu/kernels/neon/neon.h"
+#include "backends/cpu/kernels/portable_tails.h"
 
 void lig_grad_gate__neon(float *st, int64_t nb, int64_t G, const float *w, const float *dy, float *dw) {
     const float32x4_t zero = vdupq_n_f32(0.0f);
@@ -22,11 +23,5 @@ void lig_grad_gate__neon(float *st, int64_t nb, int64_t G, const float *w, const
         }
         vst1q_f32(dw + h, acc);
     }
-    for (; h < G; h++)
-        for (int64_t n = 0; n < nb; n++) {
-            const float s = st[n * G + h];
-            const int open = s > 0.0f;
-            dw[h] += open ? s * dy[n] : 0.0f;
-            st[n * G + h] = open ? w[h] * dy[n] : 0.0f;
-        }
+    lig_grad_gate_heads(st, nb, G, w, dy, dw, h);
 }

@@ -18,15 +18,11 @@
 #define MR 8
 #define NR 8
 
+/* panel[k*8 + j]: rows of 8 int16, one per k (the file's comment) */
+static const lig_i8_run_layout b_layout = {.nr = NR, .kr = 8, .run = 1, .cols = 1, .int16 = true};
+
 void lig_i8_pack_b_8x8__neon(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed, int64_t panel_bytes) {
-    const int64_t kp = (K + 7) / 8 * 8;
-    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
-        int16_t *o = (int16_t *)(void *)((char *)packed + p * panel_bytes);
-        for (int64_t j = 0; j < NR; j++) {
-            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
-            for (int64_t k = 0; k < kp; k++) o[k * NR + j] = col && k < K ? col[k] : 0;
-        }
-    }
+    lig_i8_pack_runs(&b_layout, K, N, src, ld, packed, panel_bytes);
 }
 
 /* acc[i] += a_i[lane] * b for the 8 columns of b (lane: a compile-time constant) */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels/neonbf16/neonbf16.h"
+#include "backends/cpu/kernels/tile_rows.h"
 
 #define MR 8
 
@@ -81,16 +82,7 @@ static inline __attribute__((always_inline)) void tile(const int mr, const bool 
 static inline __attribute__((always_inline)) void tile_rows(int64_t mr, const bool full, int64_t nr, int64_t kc,
                                                             const uint16_t *a, int64_t lda, const uint16_t *b,
                                                             int64_t ldb, float *c, int64_t ldc, bool accumulate) {
-    switch (mr) {
-    case 8: tile(8, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    case 7: tile(7, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    case 6: tile(6, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    case 5: tile(5, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    case 4: tile(4, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    case 3: tile(3, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    case 2: tile(2, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    default: tile(1, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate); break;
-    }
+    LIG_TILE_ROWS(MR, mr, tile, full, nr, kc, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 void lig_bf16_gemm_ukernel_8x8__neonbf16(int64_t mr, int64_t nr, int64_t kc, const uint16_t *a, int64_t lda,

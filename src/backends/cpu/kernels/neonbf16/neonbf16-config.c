@@ -16,25 +16,15 @@ static bool has_bf16(void) {
 
 /* bf16 pairs into fp32 with BFMLALB/T by element (8 x 8 register tiles, A pairs broadcast).
  * Its multiply rate is the fp32 FMLA's (4 lanes per instruction): what it saves is the loads and
- * conversions (half-width operands: per pair 2 B loads and 8 broadcasts feed 32 BFMLAL, where the fp32 12 x 8 tile takes 2 and 12 for 24 FMLA), so small groups, padded to
- * 32 heads, stay on the fp32 engine as on avx512bf16. Unmeasured on hardware (docs/cpu-kernels.md). */
-const lig_bf16_kernels lig_neonbf16_bf16 = {
-    .unit = "bfmlalb/bfmlalt v.4s",
-    .format = LIG_OPERANDS_BF16_PAIRS,
-    .gemm = {.mr = 8, .nr = 8, .kr = 2, .ukernel = lig_bf16_gemm_ukernel_8x8__neonbf16},
+ * conversions (half-width operands: per pair 2 B loads and 8 broadcasts feed 32 BFMLAL, where the
+ * fp32 12 x 8 tile takes 2 and 12 for 24 FMLA), so small groups, padded to 32 heads, stay on the
+ * fp32 engine as on avx512bf16. Unmeasured on hardware (docs/cpu-kernels.md). */
+const lig_bf16_kernels lig_neonbf16_bf16 = {.unit = "bfmlalb/bfmlalt v.4s", .format = LIG_OPERANDS_BF16_PAIRS,
+    .gemm = {LIG_BF16_TILE(8, 8, neonbf16), .kr = 2},
     .col_pad = 32, /* the gate and dQ operand kernels step over 32 heads, as on x86 */
-    .k_pad = 32,
-    .row_pad = 32,
-    .min_group = 16,
-    LIG_BF16_OPERAND_KERNELS(neonbf16),
-};
+    .k_pad = 32, .row_pad = 32, .min_group = 16, LIG_BF16_OPERAND_KERNELS(neonbf16)};
 
-const lig_kernel_set lig_kernel_set_neonbf16 = {
-    .name = "neon-bf16",
+const lig_kernel_set lig_kernel_set_neonbf16 = {.name = "neon-bf16",
     .features = "Advanced SIMD, the dot-product instructions (ASIMDDP), I8MM and BF16",
-    .cpu_supports = has_bf16,
-    .f32 = &lig_neon_f32,
-    .bf16 = &lig_neonbf16_bf16,
-    .i8 = &lig_neoni8mm_i8,
-    .fp8 = &lig_neon_fp8,
-};
+    .cpu_supports = has_bf16, .f32 = &lig_neon_f32, .bf16 = &lig_neonbf16_bf16, .i8 = &lig_neoni8mm_i8,
+    .fp8 = &lig_neon_fp8};

@@ -17,16 +17,11 @@
 #define MR 8
 #define NR 8
 
-void lig_i8_pack_b_8x8__neondot(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
-                                int64_t panel_bytes) {
-    const int64_t kp = (K + 15) / 16 * 16;
-    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
-        int8_t *o = (int8_t *)packed + p * panel_bytes;
-        for (int64_t j = 0; j < NR; j++) {
-            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
-            for (int64_t k = 0; k < kp; k++) o[((k / 4) * NR + j) * 4 + k % 4] = col && k < K ? col[k] : 0;
-        }
-    }
+/* quads along k (the file's comment) */
+static const lig_i8_run_layout b_layout = {.nr = NR, .kr = 16, .run = 4, .cols = 1};
+
+void lig_i8_pack_b_8x8__neondot(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed, int64_t panel_bytes) {
+    lig_i8_pack_runs(&b_layout, K, N, src, ld, packed, panel_bytes);
 }
 
 /* acc[i] += the quad `lane` of row i . the quad's 8 columns (lane: a compile-time constant). The

@@ -20,17 +20,11 @@
 #define MR 8
 #define NR 8
 
-void lig_i8_pack_b_8x8__neoni8mm(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
-                                 int64_t panel_bytes) {
-    const int64_t kp = (K + 7) / 8 * 8;
-    for (int64_t n0 = 0, p = 0; n0 < N; n0 += NR, p++) {
-        int8_t *o = (int8_t *)packed + p * panel_bytes;
-        for (int64_t j = 0; j < NR; j++) {
-            const int8_t *col = n0 + j < N ? src + (n0 + j) * ld : NULL;
-            for (int64_t k = 0; k < kp; k++)
-                o[((k / 8) * (NR / 2) + j / 2) * 16 + (j % 2) * 8 + k % 8] = col && k < K ? col[k] : 0;
-        }
-    }
+/* runs of 8 values of k, two columns per 16 bytes (the file's comment) */
+static const lig_i8_run_layout b_layout = {.nr = NR, .kr = 8, .run = 8, .cols = 2};
+
+void lig_i8_pack_b_8x8__neoni8mm(int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed, int64_t panel_bytes) {
+    lig_i8_pack_runs(&b_layout, K, N, src, ld, packed, panel_bytes);
 }
 
 enum { PAIRS = MR / 2, QUADS = NR / 2 };

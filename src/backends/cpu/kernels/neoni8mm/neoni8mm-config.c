@@ -3,6 +3,8 @@
  * neon's families by pointer. Plain C tables (no intrinsics here). */
 #include "backends/cpu/kernels/neoni8mm/neoni8mm.h"
 
+#include "backends/cpu/kernels/config_macros.h"
+
 #include "backends/cpu/kernels/neon/neon.h"
 #include "backends/cpu/runtime/cpu_features.h"
 
@@ -13,14 +15,9 @@ static bool has_i8mm(void) {
 
 /* int8 by SMMLA: 8 x 8 (4 row pairs x 4 column pairs of 2 x 2 blocks), B in 8-byte runs of k per
  * column, two columns per 16 bytes, kr = 8 */
-const lig_i8_kernels lig_neoni8mm_i8 = {
-    .unit = "smmla v.4s",
-    .name = "neon-i8mm",
-    .gemm = {.mr = 8, .nr = 8, .kr = 8, .b_elem_bytes = 1, .b_panel_extra = 0, .max_k = 65536,
-             .pack_b = lig_i8_pack_b_8x8__neoni8mm, .ukernel = lig_i8_gemm_ukernel_8x8__neoni8mm},
-};
+const lig_i8_kernels lig_neoni8mm_i8 = {.name = "neon-i8mm", .unit = "smmla v.4s",
+    .gemm = {LIG_I8_TILE(8, 8, neoni8mm), .kr = 8, .b_elem_bytes = 1, .b_panel_extra = 0, .max_k = 65536}};
 
-const lig_kernel_set lig_kernel_set_neoni8mm = {
-    .name = "neon-i8mm", .features = "Advanced SIMD, the dot-product instructions (ASIMDDP) and I8MM (SMMLA)",
-    .cpu_supports = has_i8mm, .f32 = &lig_neon_f32, .i8 = &lig_neoni8mm_i8, .fp8 = &lig_neon_fp8,
-};
+const lig_kernel_set lig_kernel_set_neoni8mm = {.name = "neon-i8mm",
+    .features = "Advanced SIMD, the dot-product instructions (ASIMDDP) and I8MM (SMMLA)",
+    .cpu_supports = has_i8mm, .f32 = &lig_neon_f32, .i8 = &lig_neoni8mm_i8, .fp8 = &lig_neon_fp8};

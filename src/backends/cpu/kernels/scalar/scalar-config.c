@@ -7,26 +7,15 @@
 
 static bool always(void) { return true; }
 
-const lig_f32_kernels lig_scalar_f32 = {
-    .name = "scalar",
-    .unit = "scalar fmaf",
-    .gemm = {.mr = 4, .nr = 4, .ukernel = lig_f32_gemm_ukernel_4x4__scalar},
-    .grad_block = 48,
-    .fwd_block = 48,
-    LIG_F32_ROW_KERNELS(scalar),
-};
+/* 4 x 4, no narrower tile */
+const lig_f32_kernels lig_scalar_f32 = {.name = "scalar", .unit = "scalar fmaf", LIG_F32_ROW_KERNELS(scalar),
+    .gemm = {LIG_F32_TILE(4, 4, scalar)}, .grad_block = 48, .fwd_block = 48};
 
 /* int8: panels of 4 int8 columns, kr = 1 (the reference layout) */
-const lig_i8_kernels lig_scalar_i8 = {
-    .name = "scalar",
-    .unit = "scalar int32 multiply-add",
-    .gemm = {.mr = 4, .nr = 4, .kr = 1, .b_elem_bytes = 1, .b_panel_extra = 0, .max_k = 65536,
-             .pack_b = lig_i8_pack_b_4x4__scalar, .ukernel = lig_i8_gemm_ukernel_4x4__scalar},
-};
+const lig_i8_kernels lig_scalar_i8 = {.name = "scalar", .unit = "scalar int32 multiply-add",
+    .gemm = {LIG_I8_TILE(4, 4, scalar), .kr = 1, .b_elem_bytes = 1, .b_panel_extra = 0, .max_k = 65536}};
 
 const lig_fp8_kernels lig_scalar_fp8 = {LIG_FP8_KERNELS(scalar)};
 
-const lig_kernel_set lig_kernel_set_scalar = {
-    .name = "scalar", .features = "nothing", .cpu_supports = always, .f32 = &lig_scalar_f32,
-    .i8 = &lig_scalar_i8, .fp8 = &lig_scalar_fp8,
-};
+const lig_kernel_set lig_kernel_set_scalar = {.name = "scalar", .features = "nothing",
+    .cpu_supports = always, .f32 = &lig_scalar_f32, .i8 = &lig_scalar_i8, .fp8 = &lig_scalar_fp8};
