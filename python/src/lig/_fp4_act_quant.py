@@ -71,9 +71,16 @@ def check_x(x: Tensor, name: str) -> None:
                             f"{x.device}")
 
 
+def _check_op(x: Tensor, block_size: int) -> None:
+    check_x(x, "x")
+    if block_size != MXFP4_BLOCK or x.shape[-1] % MXFP4_BLOCK:
+        raise _args.invalid(f"x: expected blocks of 32 (block_size 32, got {block_size}) and a last dimension divisible "
+                            f"by 32, got shape {_args._shape(x)}")
+
+
 @op("fp4_act_quant")
 def _fp4_act_quant_op(x: Tensor, block_size: int) -> Tuple[Tensor, Tensor]:
-    check_x(x, "x")
+    _check_op(x, block_size)
     cols = x.shape[-1]
     codes, scales = quantize_rows(x.detach().reshape(-1, cols), _capi.LIG_MXFP4_RECIPE_ENGINE)
     lead = tuple(x.shape[:-1])
@@ -82,7 +89,7 @@ def _fp4_act_quant_op(x: Tensor, block_size: int) -> Tuple[Tensor, Tensor]:
 
 @_fp4_act_quant_op.register_fake
 def _(x, block_size):
-    check_x(x, "x")
+    _check_op(x, block_size)
     lead, cols = tuple(x.shape[:-1]), x.shape[-1]
     return x.new_empty(lead + (cols // 2,), dtype=torch.uint8), x.new_empty(lead + (cols // block_size,), dtype=torch.uint8)
 
@@ -116,7 +123,7 @@ def fp4_act_quant(x: Tensor, block_size: int = 32, inplace: bool = False, scale_
     if block != MXFP4_BLOCK:
         raise _args.invalid(f"block_size: expected 32 (MXFP4's block; the indexer's e8m0 path), got {block}")
     inplace = _args.flag(inplace, "inplace")
-    if scale_dtype is not E8M0 or E8M0 is None:
+    if scale_dtype is not E8M0:  # (None, the default, on a torch without float8_e8m0fnu)
         raise _args.invalid(f"scale_dtype: expected torch.float8_e8m0fnu (the indexer's power-of-two scales), got "
                             f"{scale_dtype}")
     check_x(x, "x")
@@ -126,4 +133,5 @@ def fp4_act_quant(x: Tensor, block_size: int = 32, inplace: bool = False, scale_
     if inplace:
         x.copy_(dequantize(codes, scales, x.shape[-1]).to(x.dtype))
         return x
-    return (codes.view(FLOAT4_X2) if FLOAT4_X2 is not None else codes), scales.view(E8M0)
+    return (codes.view(FLOAT4_X2) if FLOAT4_X2 is not None else codes), (scales.view(E8M0) if E8M0 is not None else
+                                                                          scales)
