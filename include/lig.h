@@ -54,7 +54,8 @@ typedef enum lig_dtype {
     LIG_INT64 = 4,
     LIG_FLOAT8_E4M3FN = 5, /* OCP FP8 E4M3 "fn": no infinities, S.1111.111 is NaN, max 448 */
     LIG_INT8 = 6,          /* signed, two's complement (symmetric quantization) */
-    LIG_UINT8 = 7          /* raw bytes (packed caches) */
+    LIG_UINT8 = 7,         /* raw bytes (packed caches; e8m0 scale bytes) */
+    LIG_FLOAT4_E2M1X2 = 8  /* two OCP FP4 E2M1 codes a byte, element 2j in the low nibble (MXFP4 values) */
 } lig_dtype;
 
 /* Where a tensor's data lives: the kinds of memory lig knows (as DLPack lists device types), whether

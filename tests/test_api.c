@@ -98,7 +98,7 @@ LIG_TEST(api_create_tensor)
     expect_rejected("a negative ndim", data, LIG_FLOAT32, -1, shape3, NULL);
     expect_rejected("a negative stride", data, LIG_FLOAT32, 3, shape3, neg_stride);
     expect_rejected("NULL data with elements", NULL, LIG_FLOAT32, 3, shape3, NULL);
-    expect_rejected("an unknown dtype (8)", data, (lig_dtype)8, 3, shape3, NULL);
+    expect_rejected("an unknown dtype (9)", data, (lig_dtype)9, 3, shape3, NULL);
     expect_rejected("an unknown dtype (-1)", data, (lig_dtype)-1, 3, shape3, NULL);
     expect_rejected("a NULL shape with ndim 3", data, LIG_FLOAT32, 3, NULL, NULL);
 

@@ -107,10 +107,13 @@ static void build_parts(const lig_fwd_call *c, fwd_storage *s) {
         pb->paged = &s->paged;
     }
     if (c->key_dequant_scale) { /* the quantized forwards */
-        s->scales.sk = c->paged ? lig_problem_cache_scale_view(c->key_dequant_scale)
-                                : lig_problem_view(pr, c->key_dequant_scale, true, false);
-        s->scales.has_sq = c->query_dequant_scale != NULL;
-        if (s->scales.has_sq) s->scales.sq = lig_problem_view(pr, c->query_dequant_scale, true, false);
+        /* MXFP4 block scales have a last axis of blocks (the view's dim), unless it was left out */
+        const lig_tensor *sk = c->key_dequant_scale, *sq = c->query_dequant_scale;
+        const bool sk_blocks = sk->ndim == c->key->ndim;
+        s->scales.sk = c->paged ? lig_problem_cache_scale_view(sk) : lig_problem_view(pr, sk, true, sk_blocks);
+        if (c->paged && sk_blocks) s->scales.sk.dim = sk->strides[3];
+        s->scales.has_sq = sq != NULL;
+        if (sq) s->scales.sq = lig_problem_view(pr, sq, true, sq->ndim == c->weights->ndim + 1);
         pb->scales = &s->scales;
     }
     pb->ranges = pr->ranges;

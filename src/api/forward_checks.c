@@ -3,6 +3,7 @@
 #include "api/forward_checks.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api/problem_arguments.h"
@@ -132,11 +133,51 @@ static lig_status check_scale_dtype(const lig_tensor *t, const char *name) {
                     lig_dtype_name(t->dtype));
 }
 
+/* An MXFP4 block-scale tensor: UINT8 (one e8m0 byte a block of 32 values) or INT32 (four bytes a
+ * word, block 4j + i in bits 8i..8i+7 of word j, DeepGEMM's q_sf / kv_sf), shaped `base` (rank
+ * `rank`: the weights' for the query, the keys' without D for the keys) plus a last axis of the
+ * blocks: UINT8 nblk bytes, or up to whole words of them (4*ceil(nblk/4), the quantizer's padding);
+ * INT32 ceil(nblk/4) words. A last axis of one element may be left out (DeepGEMM's [.., H] int32
+ * for D <= 128). */
+static lig_status check_mxfp4_scales(const lig_tensor *t, const char *name, int64_t rank, const int64_t *base,
+                                     const char *like, int64_t D) {
+    if (t->dtype != LIG_UINT8 && t->dtype != LIG_INT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype UINT8 (e8m0 bytes) or INT32 (four e8m0 bytes a "
+                        "word) for a FLOAT4_E2M1X2 query, got %s", name, lig_dtype_name(t->dtype));
+    const int64_t nblk = (D + 31) / 32, words = (nblk + 3) / 4;
+    const bool bytes = t->dtype == LIG_UINT8;
+    const int64_t lo = bytes ? nblk : words, hi = bytes ? 4 * words : words;
+    int64_t expect[LIG_MAX_DIMS];
+    for (int64_t i = 0; i < rank; i++) expect[i] = base[i];
+    char why[96];
+    if (t->ndim == rank && lo == 1) /* the one block (word) without its axis */
+        return lig_check_shape(t, name, rank, expect, like);
+    const int64_t last = t->ndim == rank + 1 ? t->shape[rank] : lo;
+    expect[rank] = last >= lo && last <= hi ? last : lo;
+    snprintf(why, sizeof why, "%s, then %s%lld %s for D = %lld", like, lo < hi ? "at least " : "", (long long)lo,
+             bytes ? (lo < hi ? "bytes (at most whole words)" : "bytes") : "words", (long long)D);
+    return lig_check_shape(t, name, rank + 1, expect, why);
+}
+
+/* MXFP4 (FLOAT4_E2M1X2 q and k): both block scales are required (DeepGEMM: the query's scale
+ * argument is what makes the call FP4, and no per-token scale exists beside the block scales). */
+static lig_status check_fp4_scales(lig_fwd_call *c) {
+    const lig_tensor *sq = c->query_dequant_scale, *sk = c->key_dequant_scale;
+    if (!sq)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "query_dequant_scale: expected the query's MXFP4 block scales (UINT8 or "
+                        "INT32) for a FLOAT4_E2M1X2 query, got NULL");
+    lig_status st = check_mxfp4_scales(sk, "key_dequant_scale", c->key->ndim - 1, c->key->shape, "like key without D",
+                                       c->pr.D);
+    if (st != LIG_SUCCESS) return st;
+    return check_mxfp4_scales(sq, "query_dequant_scale", c->weights->ndim, c->weights->shape, "like weights", c->pr.D);
+}
+
 /* key_dequant_scale: key's shape without D ([B,S2,N2], [T2,N2], paged [num_blocks,block_size,N2]);
- * query_dequant_scale (optional): weights' shape. */
+ * query_dequant_scale (optional): weights' shape. MXFP4: check_fp4_scales. */
 static lig_status check_scales(lig_fwd_call *c) {
     lig_status st;
     const lig_tensor *sq = c->query_dequant_scale, *sk = c->key_dequant_scale;
+    if (c->query->dtype == LIG_FLOAT4_E2M1X2) return check_fp4_scales(c);
     if ((st = check_scale_dtype(sk, "key_dequant_scale")) != LIG_SUCCESS) return st;
     if ((st = lig_check_shape(sk, "key_dequant_scale", c->key->ndim - 1, c->key->shape, "like key without D")) != LIG_SUCCESS)
         return st;

@@ -7,13 +7,14 @@
 #include "core/tensor.h"
 
 /* The dtypes of query, key and weights: one float dtype for all three, or (quantized) query and
- * key both FLOAT8_E4M3FN or both INT8 with weights of any float dtype. */
+ * key both FLOAT8_E4M3FN, both INT8 or both FLOAT4_E2M1X2 (MXFP4: no mixed form, as in DeepGEMM)
+ * with weights of any float dtype. */
 static lig_status check_qkw_dtypes(const lig_tensor *query, const char *q_name, const lig_tensor *key,
                                    const char *key_name, const lig_tensor *weights, bool quant) {
     lig_status st;
     if (quant) {
-        if (query->dtype != LIG_FLOAT8_E4M3FN && query->dtype != LIG_INT8)
-            return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT8_E4M3FN or INT8, got %s", q_name,
+        if (query->dtype != LIG_FLOAT8_E4M3FN && query->dtype != LIG_INT8 && query->dtype != LIG_FLOAT4_E2M1X2)
+            return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT8_E4M3FN, INT8 or FLOAT4_E2M1X2, got %s", q_name,
                             lig_dtype_name(query->dtype));
         if ((st = lig_check_same_dtype(key, key_name, query, q_name)) != LIG_SUCCESS) return st;
         return lig_check_float_dtype(weights, "weights");
@@ -21,6 +22,20 @@ static lig_status check_qkw_dtypes(const lig_tensor *query, const char *q_name, 
     if ((st = lig_check_float_dtype(query, q_name)) != LIG_SUCCESS) return st;
     if ((st = lig_check_same_dtype(key, key_name, query, q_name)) != LIG_SUCCESS) return st;
     return lig_check_same_dtype(weights, "weights", query, q_name);
+}
+
+/* D, the values per head, from the query's last extent: FLOAT4_E2M1X2 holds two a byte, and its
+ * shapes count bytes (the keys' last extent equals the query's either way). */
+static lig_status values_per_head(const lig_tensor *query, const char *q_name, int64_t bytes, int64_t *D) {
+    if (query->dtype != LIG_FLOAT4_E2M1X2) {
+        *D = bytes;
+        return LIG_SUCCESS;
+    }
+    if (bytes > INT64_MAX / 2)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected at most 2^62 bytes a head (D/2), got %lld", q_name,
+                        (long long)bytes);
+    *D = 2 * bytes;
+    return LIG_SUCCESS;
 }
 
 /* q_name / k_name: the operator's names for its query and key (the fused KL loss calls its
@@ -38,7 +53,7 @@ static lig_status check_qkw(const lig_tensor *query, const char *q_name, const l
     *p = (lig_problem){.tnd = tnd, .B = tnd ? -1 : qs[0], .K = -1};
     p->S1 = qs[rank - 3];
     p->N1 = qs[rank - 2];
-    p->D = qs[rank - 1];
+    if ((st = values_per_head(query, q_name, qs[rank - 1], &p->D)) != LIG_SUCCESS) return st;
     p->S2 = ks[rank - 3];
     p->N2 = ks[rank - 2];
     char why[64];
@@ -46,7 +61,7 @@ static lig_status check_qkw(const lig_tensor *query, const char *q_name, const l
     if (!tnd) expect[n++] = p->B;
     expect[n++] = p->S2;
     expect[n++] = p->N2;
-    expect[n++] = p->D;
+    expect[n++] = qs[rank - 1];
     snprintf(why, sizeof why, "batch and D like %s", q_name);
     if ((st = lig_check_shape(key, k_name, n, expect, why)) != LIG_SUCCESS) return st;
     if (p->N2 == 0 ? p->N1 != 0 : p->N1 % p->N2 != 0)
@@ -119,11 +134,11 @@ lig_status lig_problem_check_paged_qkw(const lig_tensor *query, const lig_tensor
     *p = (lig_problem){.tnd = tnd, .B = tnd ? -1 : qs[0], .K = -1};
     p->S1 = qs[rank - 3];
     p->N1 = qs[rank - 2];
-    p->D = qs[rank - 1];
+    if ((st = values_per_head(query, "query", qs[rank - 1], &p->D)) != LIG_SUCCESS) return st;
     p->N2 = cs[2];
     const int64_t block_size = cs[1];
-    if (cs[3] != p->D) {
-        const int64_t expect[4] = {cs[0], cs[1], cs[2], p->D};
+    if (cs[3] != qs[rank - 1]) {
+        const int64_t expect[4] = {cs[0], cs[1], cs[2], qs[rank - 1]};
         return lig_check_shape(key_cache, key_name, 4, expect, "D like query");
     }
     /* the most keys a batch can have: its table's blocks, full (its rows are checked once the

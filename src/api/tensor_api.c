@@ -33,7 +33,8 @@ lig_tensor *lig_create_tensor_on(void *data, lig_dtype dtype, int64_t ndim, cons
         return NULL;
     }
     if (lig_dtype_size(dtype) == 0) {
-        lig_fail(LIG_ERR_PARAM_INVALID, "dtype: expected one of FLOAT32, FLOAT16, BFLOAT16, INT32, INT64, FLOAT8_E4M3FN, INT8, UINT8, got %d",
+        lig_fail(LIG_ERR_PARAM_INVALID, "dtype: expected one of FLOAT32, FLOAT16, BFLOAT16, INT32, INT64, FLOAT8_E4M3FN, INT8, UINT8, "
+                 "FLOAT4_E2M1X2, got %d",
                  (int)dtype);
         return NULL;
     }

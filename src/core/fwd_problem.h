@@ -31,7 +31,8 @@ typedef struct lig_paged_keys {
 /* The quantized forward's dequantization scales (contract 2.4; q and k FLOAT8_E4M3FN or INT8, w of
  * any float dtype): sk per (key row, key head), addressed as the keys without their D axis (paged:
  * [num_blocks, block_size, N2]); sq per (query row, head), addressed as w, or absent (has_sq false:
- * every sq is 1). */
+ * every sq is 1). MXFP4 (FLOAT4_E2M1X2 q and k): both present, UINT8 or INT32, each with its
+ * axis of blocks (words) in dim (0 when the tensor left the one-element axis out). */
 typedef struct lig_quant_scales {
     lig_view4 sk, sq;
     bool has_sq;

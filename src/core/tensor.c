@@ -14,6 +14,7 @@ size_t lig_dtype_size(lig_dtype dtype) {
     case LIG_FLOAT8_E4M3FN: return 1;
     case LIG_INT8: return 1;
     case LIG_UINT8: return 1;
+    case LIG_FLOAT4_E2M1X2: return 1; /* one byte holds two values: shapes count bytes */
     }
     return 0;
 }
@@ -28,6 +29,7 @@ const char *lig_dtype_name(lig_dtype dtype) {
     case LIG_FLOAT8_E4M3FN: return "FLOAT8_E4M3FN";
     case LIG_INT8: return "INT8";
     case LIG_UINT8: return "UINT8";
+    case LIG_FLOAT4_E2M1X2: return "FLOAT4_E2M1X2";
     }
     return "UNKNOWN";
 }

@@ -27,6 +27,7 @@ typedef struct lig_fwd_ctx {
     bool has_sq;             /* false: every sq is 1 */
     lig_dtype sq_dtype, sk_dtype;
     int64_t sq_head;
+    int64_t sq_dim, sk_dim;  /* MXFP4: the block scales' strides along their blocks (words) */
 } lig_fwd_ctx;
 
 typedef struct lig_fwd_engine {
@@ -60,9 +61,12 @@ extern const lig_fwd_engine lig_fwd_engine_quant_portable;
 extern const lig_fwd_engine lig_fwd_engine_i8;
 /* FLOAT8_E4M3FN inputs on a set with bf16 units, converted once into its bf16 GEMM (fwd_engine_fp8.c). */
 extern const lig_fwd_engine lig_fwd_engine_fp8;
+/* FLOAT4_E2M1X2 (MXFP4) inputs on any set: exact integer block dots, one scaling a block
+ * (fwd_engine_mxfp4.c). */
+extern const lig_fwd_engine lig_fwd_engine_mxfp4;
 /* The quantized forward's engine for q/k of `dtype` with D values per head on set ks, by what the
  * set states: INT8 the int8 engine while D <= its int8 GEMM's max_k, FP8 the FP8 engine when the
- * set has bf16 units; otherwise the portable engine. */
+ * set has bf16 units, MXFP4 the MXFP4 engine; otherwise the portable engine. */
 const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D);
 
 enum { LIG_FWD_MAX_ROWS = 8 };

@@ -103,6 +103,7 @@ const lig_fwd_engine lig_fwd_engine_quant_portable = {
     .score_block = score_block};
 
 const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D) {
+    if (dtype == LIG_FLOAT4_E2M1X2) return &lig_fwd_engine_mxfp4;
     if (dtype == LIG_INT8 && D <= ks->i8->gemm.max_k) return &lig_fwd_engine_i8;
     if (dtype == LIG_FLOAT8_E4M3FN && ks->bf16 != NULL) return &lig_fwd_engine_fp8;
     return &lig_fwd_engine_quant_portable;

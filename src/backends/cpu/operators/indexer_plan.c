@@ -81,7 +81,7 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = split_rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
                            .has_sq = scales->has_sq, .sq_dtype = scales->sq.dtype, .sk_dtype = scales->sk.dtype,
-                           .sq_head = scales->sq.head};
+                           .sq_head = scales->sq.head, .sq_dim = scales->sq.dim, .sk_dim = scales->sk.dim};
     p->engine->configure(&p->ctx);
     if (p->split.n > 0)
         lig_fwd_split_stripes(&p->split, pr->K, p->ctx.block, lig_fwd_split_keys(), lig_fwd_split_slots(p->heap_cap));
