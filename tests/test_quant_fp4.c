@@ -14,6 +14,7 @@
 
 #include "framework.h"
 #include "lig.h"
+#include "quant_case.h"
 #include "rng.h"
 
 enum { MAXT = 24 };
@@ -552,6 +553,47 @@ LIG_TEST(quant_fp4_batch_invariance) {
     tens_free(&T);
     free(batch);
     fcase_free(&c);
+}
+
+/* lig_quant_indexer on MXFP4 through the quantized forward's harness (tests/harness/quant_case.h:
+ * block scales folded into the float64 reference's values, NaN scale bytes where nothing may be
+ * read): BSND, TND and paged keys, both sparse modes and bands, lengths, padded strides, short
+ * outputs, duplicate keys (exact ties), NaN scale bytes among the data, every scale dtype pair,
+ * partial last blocks; exact index sets wherever the reference's scores are apart. */
+LIG_TEST(quant_fp4_forward_matrix) {
+    static const int64_t Ds[] = {2, 32, 64, 66, 128, 130, 256};
+    static const lig_dtype wd[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    th_rng r = th_rng_make(0x4d58);
+    for (int v = 0; v < 48; v++) {
+        qspec s;
+        qspec_default(&s);
+        s.qk = LIG_FLOAT4_E2M1X2;
+        s.layout = v % 3 == 1 ? REF_TND : REF_BSND;
+        s.paged = v % 3 == 2 || v % 7 == 1;
+        s.has_sq = 1;
+        s.sq_dtype = v % 2 ? LIG_INT32 : LIG_UINT8;
+        s.sk_dtype = (v / 2) % 2 ? LIG_INT32 : LIG_UINT8;
+        s.w_dtype = wd[v % 3];
+        s.val_dtype = wd[(v / 3) % 3];
+        s.idx_dtype = v % 5 ? LIG_INT32 : LIG_INT64;
+        s.sparse_mode = v % 4 == 0 ? 0 : 3;
+        if (v % 6 == 5) s.pre_tokens = th_rng_range(&r, 0, 6);
+        s.B = 1 + th_rng_range(&r, 0, 2);
+        qspec_dims(&s, 1 + th_rng_range(&r, 0, 6), 1 + th_rng_range(&r, 0, 50), 1 + v % 2, 1 + th_rng_range(&r, 0, 9),
+                   Ds[v % 7], 1 + th_rng_range(&r, 0, 20));
+        s.block_size = 1 + v % 5;
+        s.lengths = v % 2;
+        s.pad = v % 4 == 1;
+        s.short_form = v % 3 == 0;
+        s.p_dup_key = 0.2;
+        s.p_nan_code = v % 5 == 2 ? 0.05 : 0.0;
+        qcase c;
+        qcase_make(&r, &s, &c);
+        char label[400];
+        qcase_describe(&c, label, sizeof label);
+        CHECK(qcase_run_check(&c, label), "%s", label);
+        qcase_free(&c);
+    }
 }
 
 /* ---- errors: one thing broken, the status, the name, no executor, nothing written ---------- */

@@ -80,7 +80,7 @@ int fz_aclnn_quant(fz_in *in, char *label, size_t label_size)
     const uint8_t d = fz_u8(in);
     const int defect = d < 128 ? QF_NONE : d % QF_KINDS;
     qspec s;
-    th_rng r = th_rng_make(fz_decode_qspec(in, &s));
+    th_rng r = th_rng_make(fz_decode_qspec(in, &s, 0));
     s.with_values = 0; /* CANN's operator writes indices only */
     qcase c;
     qcase_make(&r, &s, &c);

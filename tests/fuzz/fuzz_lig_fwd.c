@@ -19,14 +19,15 @@
  * results must be the contiguous forward's, and the cache, table and lengths stay untouched.
  * Any failure must carry the status the defects call for, a message, and leave every output
  * unchanged.
- * Quantized forward (lig_quant_indexer_get_workspace_size): threads and kernel set, FP8 or INT8,
+ * Quantized forward (lig_quant_indexer_get_workspace_size): threads and kernel set, FP8, INT8 or
+ * MXFP4 (FLOAT4_E2M1X2 with UINT8 / INT32 block scales),
  * BSND / TND / PA_BSND keys, with or without query scales, every scale, weight, index and value
  * dtype, mode, band, lengths, padded strides, short outputs, NaN codes, extreme INT8 codes,
  * dims with zeros (tests/harness/quant_case.h); the result must match the float64 reference
  * (exact index sets where the scores are apart by more than the fp32 bound) with every input
  * and every byte past the outputs unchanged.
  * Quantized logits (lig_quant_logits_get_workspace_size, byte 6): the quantized forward's data
- * (as above, no NaN codes), per-row key ranges (empty, up to the last key, starting at 0 with
+ * (as above, MXFP4 included, no NaN codes), per-row key ranges (empty, up to the last key, starting at 0 with
  * key_start NULL), logits clean or not, compressed or not, strided, with or without the top-k, and a
  * schedule of 1..9 workers on a paged cache; the result must match the float64 reference
  * (tests/harness/logits_case.h: logits within the fp32 bound, unscored columns -inf or untouched,
@@ -429,7 +430,7 @@ static void descriptor(fz_in *in, char *label, size_t label_size)
 static void quant(fz_in *in, const char *env, char *label, size_t label_size)
 {
     qspec s;
-    th_rng r = th_rng_make(fz_decode_qspec(in, &s));
+    th_rng r = th_rng_make(fz_decode_qspec(in, &s, 1));
     qcase c;
     qcase_make(&r, &s, &c);
     char desc[400];
@@ -484,6 +485,9 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
     s.extra_cols = (c >> 3) % 3;
     s.p_empty = (c >> 5) / 8.0;
     fz_qspec_extents(in, q, 6, 200, 2, 9);
+    if (((c >> 3) & 3) == 3) { /* extra_cols' value 3 (0 mod 3) chooses MXFP4 */
+        fz_qspec_fp4(q, b);
+    }
     const int64_t workers = q->paged && !s.with_topk ? fz_range(in, 0, 9) : 0;
     th_rng r = th_rng_make(fz_u32(in));
     lcase L;

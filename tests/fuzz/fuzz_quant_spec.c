@@ -24,7 +24,17 @@ void fz_qspec_extents(fz_in *in, qspec *s, int64_t max_s1, int64_t max_s2, int64
     s->block_size = fz_range(in, 1, max_block);
 }
 
-uint32_t fz_decode_qspec(fz_in *in, qspec *s)
+void fz_qspec_fp4(qspec *s, uint8_t bits)
+{
+    s->qk = LIG_FLOAT4_E2M1X2;
+    s->has_sq = 1;
+    s->sq_dtype = bits & 1 ? LIG_INT32 : LIG_UINT8;
+    s->sk_dtype = bits & 2 ? LIG_INT32 : LIG_UINT8;
+    s->int8_extreme = 0;
+    s->D &= ~(int64_t)1;
+}
+
+uint32_t fz_decode_qspec(fz_in *in, qspec *s, int mxfp4)
 {
     static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
     qspec_default(s);
@@ -42,5 +52,8 @@ uint32_t fz_decode_qspec(fz_in *in, qspec *s)
     s->p_nan_code = d & 64 ? 0.05 : 0.0;
     s->p_dup_key = d & 128 ? 0.3 : 0.05;
     fz_qspec_extents(in, s, 9, 40, 3, 5);
+    if (mxfp4 && b / 72 == 3) {
+        fz_qspec_fp4(s, b);
+    }
     return fz_u32(in);
 }

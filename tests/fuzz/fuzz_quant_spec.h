@@ -18,7 +18,14 @@ void fz_qspec_flags(qspec *s, uint8_t a);
  * [1, max_n2], G in [1, 9], D in [0, 140], K in [1, 45], the block size in [1, max_block]. */
 void fz_qspec_extents(fz_in *in, qspec *s, int64_t max_s1, int64_t max_s2, int64_t max_n2, int64_t max_block);
 
-/* Fills *s and returns the seed of the case's data (qcase_make's generator). */
-uint32_t fz_decode_qspec(fz_in *in, qspec *s);
+/* MXFP4 codes (FLOAT4_E2M1X2) instead of the flag byte's FP8 / INT8: the query scales always,
+ * their dtype and the keys' UINT8 or INT32 by bits 0 and 1 of `bits`, D made even. Call after
+ * the extents. */
+void fz_qspec_fp4(qspec *s, uint8_t bits);
+
+/* Fills *s and returns the seed of the case's data (qcase_make's generator). With `mxfp4` (lig's
+ * own operator; CANN's has no FP4), the second flag byte's values 216..255 (b / 72 == 3) choose
+ * MXFP4. */
+uint32_t fz_decode_qspec(fz_in *in, qspec *s, int mxfp4);
 
 #endif /* LIG_FUZZ_QUANT_SPEC_H */

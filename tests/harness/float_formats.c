@@ -137,6 +137,7 @@ size_t th_dtype_size(lig_dtype dtype)
     case LIG_FLOAT8_E4M3FN: return 1;
     case LIG_INT8: return 1;
     case LIG_UINT8: return 1;
+    case LIG_FLOAT4_E2M1X2: return 1;
     default: return 0;
     }
 }
@@ -157,6 +158,7 @@ const char *th_dtype_name(lig_dtype dtype)
     case LIG_FLOAT8_E4M3FN: return "fp8e4m3";
     case LIG_INT8: return "i8";
     case LIG_UINT8: return "u8";
+    case LIG_FLOAT4_E2M1X2: return "fp4e2m1x2";
     default: return "bad-dtype";
     }
 }

@@ -24,9 +24,33 @@ static double fp8_value(unsigned c)
     return (c & 0x80u) ? -v : v;
 }
 
+/* OCP E2M1 (one nibble), from its definition: S.EE.M, bias 1, E = 0 is M * 0.5. */
+static double e2m1_value(unsigned c)
+{
+    const unsigned e = (c >> 1) & 3u, m = c & 1u;
+    const double v = e == 0 ? 0.5 * m : ldexp(2.0 + m, (int)e - 2);
+    return (c & 8u) ? -v : v;
+}
+
 static double code_value(lig_dtype dt, uint8_t c)
 {
-    return dt == LIG_FLOAT8_E4M3FN ? fp8_value(c) : (double)(int8_t)c;
+    return dt == LIG_FLOAT8_E4M3FN ? fp8_value(c) : dt == LIG_FLOAT4_E2M1X2 ? e2m1_value(c & 15u) : (double)(int8_t)c;
+}
+
+static int is_fp4(const qspec *s)
+{
+    return s->qk == LIG_FLOAT4_E2M1X2;
+}
+
+static int64_t fp4_blocks(int64_t D)
+{
+    return (D + 31) / 32;
+}
+
+/* e8m0 byte E: 2^(E-127), 0xFF NaN. */
+static double e8m0_value(uint8_t e)
+{
+    return e == 0xffu ? NAN : ldexp(1.0, (int)e - 127);
 }
 
 /* A byte that is NaN in FP8 and an absurd value in INT8: what memory nobody may read holds. */
@@ -81,6 +105,9 @@ static double scale_value(th_rng *r, lig_dtype dt)
 
 static uint8_t draw_code(th_rng *r, const qspec *s)
 {
+    if (is_fp4(s)) {
+        return (uint8_t)th_rng_range(r, 0, 15);
+    }
     if (s->qk == LIG_INT8) {
         return s->int8_extreme == 1 ? 0x80 : s->int8_extreme == 2 ? 0x7f : (uint8_t)th_rng_range(r, 0, 255);
     }
@@ -98,6 +125,42 @@ static int64_t key_base(const qcase *c, int64_t b)
         return b * c->p.S2;
     }
     return b == 0 ? 0 : c->p.seq_k[b - 1];
+}
+
+/* MXFP4: an e8m0 byte per (row, head, block of 32) -- 0xFF (NaN) where nothing may be read, and,
+ * at the rate of NaN codes, among the valid data -- folded into the logical values, whose sq and
+ * sk become 1 (the reference then sees the exact MXFP4 products). Duplicate keys copy their
+ * source's bytes. */
+static void fp4_block_scales(th_rng *r, qcase *c)
+{
+    const qspec *s = &c->s;
+    const int64_t N1 = c->p.N1, N2 = c->p.N2, D = c->p.D, nb = fp4_blocks(D);
+    c->sqe = th_xmalloc((size_t)(c->rows_q * N1 * nb + 1));
+    c->ske = th_xmalloc((size_t)(c->rows_k * N2 * nb + 1));
+    for (int64_t i = 0; i < c->rows_q * N1; i++) {
+        for (int64_t j = 0; j < nb; j++) {
+            const int nan = isnan(c->sq[i]) || (s->p_nan_code > 0 && th_rng_chance(r, s->p_nan_code));
+            c->sqe[i * nb + j] = nan ? 0xffu : (uint8_t)th_rng_range(r, 118, 134);
+        }
+        c->sq[i] = isnan(c->sq[i]) ? NAN : 1.0;
+    }
+    for (int64_t row = 0; row < c->rows_k; row++) {
+        for (int64_t i = row * N2; i < (row + 1) * N2; i++) {
+            for (int64_t j = 0; j < nb; j++) {
+                const int nan = isnan(c->sk[i]) || (s->p_nan_code > 0 && th_rng_chance(r, s->p_nan_code));
+                c->ske[i * nb + j] = c->dup_of[row] >= 0 ? c->ske[(c->dup_of[row] * N2 + i - row * N2) * nb + j]
+                                     : nan               ? 0xffu
+                                                         : (uint8_t)th_rng_range(r, 118, 134);
+            }
+            c->sk[i] = isnan(c->sk[i]) ? NAN : 1.0;
+        }
+    }
+    for (int64_t i = 0; i < c->rows_q * N1 * D; i++) {
+        c->q[i] *= e8m0_value(c->sqe[(i / D) * nb + (i % D) / 32]);
+    }
+    for (int64_t i = 0; i < c->rows_k * N2 * D; i++) {
+        c->k[i] *= e8m0_value(c->ske[(i / D) * nb + (i % D) / 32]);
+    }
 }
 
 void qcase_make(th_rng *r, const qspec *s, qcase *c)
@@ -205,6 +268,9 @@ void qcase_make(th_rng *r, const qspec *s, qcase *c)
     for (size_t i = 0; i < nk; i++) {
         c->k[i] = code_value(s->qk, c->kc[i]);
     }
+    if (is_fp4(s)) {
+        fp4_block_scales(r, c);
+    }
     if (s->paged) {
         int64_t used = 0;
         for (int64_t b = 0; b < B; b++) {
@@ -235,7 +301,7 @@ void qcase_make(th_rng *r, const qspec *s, qcase *c)
 
 void qcase_free(qcase *c)
 {
-    void *const owned[] = {c->qc, c->kc, c->q, c->k, c->w, c->sq, c->sk, c->dup_of, c->table};
+    void *const owned[] = {c->qc, c->kc, c->q, c->k, c->w, c->sq, c->sk, c->dup_of, c->table, c->sqe, c->ske};
     th_free_all(owned, sizeof owned / sizeof owned[0]);
     memset(c, 0, sizeof *c);
 }
@@ -257,7 +323,7 @@ void qcase_describe(const qcase *c, char *buf, size_t size)
 
 static size_t esize(lig_dtype dt)
 {
-    return dt == LIG_FLOAT8_E4M3FN || dt == LIG_INT8 || dt == LIG_UINT8 ? 1 : th_dtype_size(dt);
+    return dt == LIG_FLOAT8_E4M3FN || dt == LIG_INT8 || dt == LIG_UINT8 || dt == LIG_FLOAT4_E2M1X2 ? 1 : th_dtype_size(dt);
 }
 
 /* A buffer of `bytes` (+ a guard of 64 bytes) filled with `fill`. */
@@ -288,6 +354,92 @@ static lig_tensor *lengths_tensor(qcall *call, int slot, const int64_t *v, int64
     return lig_create_tensor(mem, dt, 1, &B, NULL);
 }
 
+/* MXFP4: a head's D codes packed two a byte, element 2j in the low nibble. */
+static void pack_fp4(uint8_t *dst, const uint8_t *codes, int64_t D)
+{
+    for (int64_t j = 0; j < D / 2; j++) {
+        dst[j] = (uint8_t)((codes[2 * j] & 15u) | (codes[2 * j + 1] & 15u) << 4);
+    }
+}
+
+/* MXFP4: the elements of one head's block scales: UINT8 bytes, or INT32 words of four. */
+static int64_t fp4_scale_per(lig_dtype dt, int64_t D)
+{
+    return dt == LIG_INT32 ? (fp4_blocks(D) + 3) / 4 : fp4_blocks(D);
+}
+
+/* MXFP4: head i's block bytes into element i * per of buf (INT32: block 4w + m in bits 8m.. of
+ * word w, built as a value; the bytes past the last block 127). */
+static void store_fp4_scales(char *buf, lig_dtype dt, int64_t i, const uint8_t *bytes, int64_t D)
+{
+    const int64_t nb = fp4_blocks(D), per = fp4_scale_per(dt, D);
+    if (dt != LIG_INT32) {
+        memcpy(buf + i * per, bytes, (size_t)nb);
+        return;
+    }
+    for (int64_t w = 0; w < per; w++) {
+        uint32_t word = 0;
+        for (int64_t m = 0; m < 4; m++) {
+            word |= (uint32_t)(4 * w + m < nb ? bytes[4 * w + m] : 127u) << (8 * m);
+        }
+        memcpy(buf + (i * per + w) * 4, &word, 4);
+    }
+}
+
+/* MXFP4 query and keys: the packed codes (padded: three poison bytes a head) and both block-scale
+ * tensors, each [.., per] after the shape without D. */
+static void make_fp4_operands(const qcase *c, qcall *call)
+{
+    const qspec *s = &c->s;
+    const ref_problem *p = &c->p;
+    const int tnd = p->layout == REF_TND;
+    const int64_t B = p->B, N1 = p->N1, N2 = p->N2, D = p->D, nb = fp4_blocks(D), half = D / 2;
+    const int64_t Hp = s->pad ? half + 3 : half;
+    const int64_t pq = fp4_scale_per(s->sq_dtype, D), pk = fp4_scale_per(s->sk_dtype, D);
+    const size_t eq = esize(s->sq_dtype), ek = esize(s->sk_dtype);
+    uint8_t *m = make_buf(call, QB_Q, (size_t)(c->rows_q * N1 * Hp), QC_POISON_CODE);
+    for (int64_t i = 0; i < c->rows_q * N1; i++) {
+        pack_fp4(m + i * Hp, c->qc + i * D, D);
+    }
+    const int64_t qshape[4] = {B, p->S1, N1, half}, qst[4] = {p->S1 * N1 * Hp, N1 * Hp, Hp, 1};
+    call->query = tnd ? lig_create_tensor(m, s->qk, 3, qshape + 1, qst + 1) : lig_create_tensor(m, s->qk, 4, qshape, qst);
+    char *sq = make_buf(call, QB_SQ, (size_t)(c->rows_q * N1 * pq) * eq, 0xff);
+    for (int64_t i = 0; i < c->rows_q * N1; i++) {
+        store_fp4_scales(sq, s->sq_dtype, i, c->sqe + i * nb, D);
+    }
+    const int64_t sqshape[4] = {B, p->S1, N1, pq};
+    call->sq = tnd ? lig_create_tensor(sq, s->sq_dtype, 3, sqshape + 1, NULL) : lig_create_tensor(sq, s->sq_dtype, 4, sqshape, NULL);
+    if (!s->paged) {
+        uint8_t *k = make_buf(call, QB_K, (size_t)(c->rows_k * N2 * Hp), QC_POISON_CODE);
+        char *sk = make_buf(call, QB_SK, (size_t)(c->rows_k * N2 * pk) * ek, 0xff);
+        for (int64_t i = 0; i < c->rows_k * N2; i++) {
+            pack_fp4(k + i * Hp, c->kc + i * D, D);
+            store_fp4_scales(sk, s->sk_dtype, i, c->ske + i * nb, D);
+        }
+        const int64_t shape[4] = {B, p->S2, N2, half}, st[4] = {p->S2 * N2 * Hp, N2 * Hp, Hp, 1};
+        const int64_t skshape[4] = {B, p->S2, N2, pk};
+        call->key = tnd ? lig_create_tensor(k, s->qk, 3, shape + 1, st + 1) : lig_create_tensor(k, s->qk, 4, shape, st);
+        call->sk = tnd ? lig_create_tensor(sk, s->sk_dtype, 3, skshape + 1, NULL)
+                       : lig_create_tensor(sk, s->sk_dtype, 4, skshape, NULL);
+        return;
+    }
+    const int64_t bs = s->block_size, nbk = c->num_blocks;
+    uint8_t *k = make_buf(call, QB_K, (size_t)(nbk * bs * N2 * Hp), QC_POISON_CODE);
+    char *sk = make_buf(call, QB_SK, (size_t)(nbk * bs * N2 * pk) * ek, 0xff); /* rows no batch owns: NaN */
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t sidx = 0; sidx < c->lk[b]; sidx++) {
+            const int64_t at = c->table[b * c->max_blocks + sidx / bs] * bs + sidx % bs, row = key_base(c, b) + sidx;
+            for (int64_t g = 0; g < N2; g++) {
+                pack_fp4(k + (at * N2 + g) * Hp, c->kc + (row * N2 + g) * D, D);
+                store_fp4_scales(sk, s->sk_dtype, at * N2 + g, c->ske + (row * N2 + g) * nb, D);
+            }
+        }
+    }
+    const int64_t shape[4] = {nbk, bs, N2, half}, st[4] = {bs * N2 * Hp, N2 * Hp, Hp, 1}, skshape[4] = {nbk, bs, N2, pk};
+    call->key = lig_create_tensor(k, s->qk, 4, shape, st);
+    call->sk = lig_create_tensor(sk, s->sk_dtype, 4, skshape, NULL);
+}
+
 void qcall_make(const qcase *c, qcall *call)
 {
     memset(call, 0, sizeof *call);
@@ -296,8 +448,11 @@ void qcall_make(const qcase *c, qcall *call)
     const int tnd = p->layout == REF_TND;
     const int64_t B = p->B, N1 = p->N1, N2 = p->N2, D = p->D, K = p->K;
     const int64_t Dp = s->pad ? D + 3 : D; /* padded head stride: three poison bytes per head */
+    if (is_fp4(s)) {
+        make_fp4_operands(c, call);
+    }
     /* query */
-    {
+    if (!is_fp4(s)) {
         uint8_t *m = make_buf(call, QB_Q, (size_t)(c->rows_q * N1 * Dp), QC_POISON_CODE);
         for (int64_t row = 0; row < c->rows_q; row++)
             for (int64_t h = 0; h < N1; h++) memcpy(m + (row * N1 + h) * Dp, c->qc + (row * N1 + h) * D, (size_t)D);
@@ -305,7 +460,9 @@ void qcall_make(const qcase *c, qcall *call)
         call->query = tnd ? lig_create_tensor(m, s->qk, 3, shape + 1, st + 1) : lig_create_tensor(m, s->qk, 4, shape, st);
     }
     /* keys and their scales */
-    if (!s->paged) {
+    if (is_fp4(s)) {
+        /* made above */
+    } else if (!s->paged) {
         uint8_t *m = make_buf(call, QB_K, (size_t)(c->rows_k * N2 * Dp), QC_POISON_CODE);
         for (int64_t row = 0; row < c->rows_k; row++)
             for (int64_t g = 0; g < N2; g++) memcpy(m + (row * N2 + g) * Dp, c->kc + (row * N2 + g) * D, (size_t)D);
@@ -336,6 +493,8 @@ void qcall_make(const qcase *c, qcall *call)
         const int64_t shape[4] = {nbk, bs, N2, D}, st[4] = {bs * N2 * Dp, N2 * Dp, Dp, 1};
         call->key = lig_create_tensor(m, s->qk, 4, shape, st);
         call->sk = lig_create_tensor(ks, s->sk_dtype, 3, shape, NULL);
+    }
+    if (s->paged) {
         int64_t *t = make_buf(call, QB_TABLE, (size_t)(B * c->max_blocks) * 8, 0);
         for (int64_t i = 0; i < B * c->max_blocks; i++) {
             th_store_int(t, s->idx_dtype, i, c->table[i]);
@@ -351,7 +510,7 @@ void qcall_make(const qcase *c, qcall *call)
             th_store(w, s->w_dtype, i, c->w[i]);
         }
         call->weights = tnd ? lig_create_tensor(w, s->w_dtype, 2, shape + 1, NULL) : lig_create_tensor(w, s->w_dtype, 3, shape, NULL);
-        if (s->has_sq) {
+        if (s->has_sq && !is_fp4(s)) {
             char *q = make_buf(call, QB_SQ, (size_t)(c->rows_q * N1) * esize(s->sq_dtype), 0);
             for (int64_t i = 0; i < c->rows_q * N1; i++) {
                 th_store(q, s->sq_dtype, i, c->sq[i]);

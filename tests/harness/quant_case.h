@@ -22,7 +22,9 @@ enum { QC_MAX_B = 64 };
 typedef struct qspec {
     ref_layout layout;
     int paged;                /* keys in a PA_BSND cache */
-    lig_dtype qk;             /* LIG_FLOAT8_E4M3FN or LIG_INT8 */
+    lig_dtype qk;             /* LIG_FLOAT8_E4M3FN, LIG_INT8 or LIG_FLOAT4_E2M1X2 (MXFP4: D even; the
+                               * scales are e8m0 block bytes, sq_dtype / sk_dtype UINT8 or INT32, and
+                               * the query scales are always passed) */
     lig_dtype w_dtype, sq_dtype, sk_dtype, idx_dtype, val_dtype;
     int has_sq, with_values;
     int64_t B, S1, S2;        /* BSND extents, or the longest batch lengths for TND / paged */
@@ -49,7 +51,9 @@ typedef struct qcase {
     int64_t lk[QC_MAX_B];                     /* per-batch key lengths */
     int64_t rows_q, rows_k;                   /* logical rows */
     double *q, *k, *w, *sq, *sk;              /* logical data */
-    uint8_t *qc, *kc;                         /* the codes behind q and k */
+    uint8_t *qc, *kc;                         /* the codes behind q and k (MXFP4: one nibble each) */
+    uint8_t *sqe, *ske;                       /* MXFP4: the e8m0 bytes per (row, head, block of 32), folded
+                                               * into q and k (sq and sk are then 1) */
     int64_t *dup_of;                          /* per logical key row: the row it copies, or -1 */
     /* paged */
     int64_t max_blocks, num_blocks;
