@@ -161,11 +161,16 @@ LIG_API lig_status lig_indexer(void *workspace, uint64_t workspace_size,
  * QuantLightningIndexer, phase 1 (CANN's aclnnQuantLightningIndexer in lig's style; contract 2.4):
  * the forward's top-k over the scores
  *   I[t,g,s] = sum over the heads h of key head g of  w[t,h] * ReLU( sq[t,h] * sk[s,g] * (q[t,h,:] . k[s,g,:]) )
- *   query   [B,S1,N1,D] | [T1,N1,D]            FLOAT8_E4M3FN or INT8
+ *   query   [B,S1,N1,D] | [T1,N1,D]            FLOAT8_E4M3FN, INT8, or FLOAT4_E2M1X2 (MXFP4: the last
+ *                                              extent is D/2 bytes)
  *   key     [B,S2,N2,D] | [T2,N2,D] | paged [num_blocks,block_size,N2,D], query's dtype
  *   weights [B,S1,N1] | [T1,N1]                FLOAT32, FLOAT16 or BFLOAT16
  *   query_dequant_scale  like weights, FLOAT32 or FLOAT16; NULL: every sq is 1 (the scale folded into w)
  *   key_dequant_scale    like key without D, FLOAT32 or FLOAT16
+ *   MXFP4: both scales required, one e8m0 byte per 32 values of a head, UINT8 [.., ceil(D/32)]
+ *     (up to whole words) or INT32 [.., ceil(D/128)] (four bytes a word, block 4i+m in bits 8m..;
+ *     a last axis of one may be left out); each block an exact integer dot scaled once
+ *     (docs/contract.md 2.4, "MXFP4 queries and keys")
  *   block_table          layout_key "PA_BSND" only (as lig_indexer_paged_get_workspace_size); else NULL
  *   query_quant_mode, key_quant_mode: 0 (per token and head), the only mode
  *   layout_query "BSND" or "TND"; layout_key the same as layout_query, or "PA_BSND"
