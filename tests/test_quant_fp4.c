@@ -555,6 +555,42 @@ LIG_TEST(quant_fp4_batch_invariance) {
     fcase_free(&c);
 }
 
+/* The same logits bytes on every kernel set this CPU has (the engine is portable, the epilogue the
+ * sets' quant_scores, bit for bit the scalar kernel's), 64 heads so the sets' vector paths run. */
+LIG_TEST(quant_fp4_same_on_every_set) {
+    th_rng r = th_rng_make(0x5e7);
+    fcase c = {.B = 2, .S1 = 3, .S2 = 150, .N2 = 1, .G = 64, .D = 128, .sdt = LIG_INT32, .wdt = LIG_BFLOAT16};
+    fcase_make(&r, &c, 116, 136);
+    const int64_t rows = c.B * c.S1, W = c.S2;
+    int64_t ks[6], ke[6];
+    for (int64_t i = 0; i < rows; i++) {
+        ks[i] = th_rng_range(&r, 0, 20);
+        ke[i] = th_rng_range(&r, ks[i], W);
+    }
+    float *first = malloc(sizeof(float) * (size_t)(rows * W)), *now = malloc(sizeof(float) * (size_t)(rows * W));
+    char list[256];
+    snprintf(list, sizeof list, "%s", lig_kernel_sets());
+    int n = 0;
+    for (char *name = strtok(list, ","); name != NULL; name = strtok(NULL, ",")) {
+        if (!CHECK(lig_set_kernel_set(name) == LIG_SUCCESS, "forcing %s: %s", name, lig_get_last_error())) continue;
+        tens T = {0};
+        lig_tensor *key, *sk;
+        key_side(&T, &c, &key, &sk);
+        const lig_status st = run_logits(&T, &c, query_side(&T, &c), key, sk, NULL, ks, ke, W, n ? now : first, 0, NULL,
+                                         NULL, 2);
+        if (CHECK(st == LIG_SUCCESS, "set %s: %s", name, lig_get_last_error()) && n > 0)
+            CHECK(same_bits(now, first, sizeof(float) * (size_t)(rows * W)), "set %s: logits differ from the first set's", name);
+        if (st == LIG_SUCCESS && n == 0) check_logits(&c, ks, ke, W, first, 0, NULL, NULL, "first set");
+        n++;
+        tens_free(&T);
+    }
+    lig_set_kernel_set(NULL);
+    th_note("%d kernel sets compared", n);
+    free(first);
+    free(now);
+    fcase_free(&c);
+}
+
 /* lig_quant_indexer on MXFP4 through the quantized forward's harness (tests/harness/quant_case.h:
  * block scales folded into the float64 reference's values, NaN scale bytes where nothing may be
  * read): BSND, TND and paged keys, both sparse modes and bands, lengths, padded strides, short
