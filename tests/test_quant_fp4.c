@@ -16,6 +16,7 @@
 #include "lig.h"
 #include "quant_case.h"
 #include "rng.h"
+#include "testing/lig_testing.h"
 
 enum { MAXT = 24 };
 
@@ -540,14 +541,19 @@ LIG_TEST(quant_fp4_batch_invariance) {
         one.sqb = all.sqb + i * N1 * nb;
         one.w = all.w + i * N1;
         float *alone = malloc(sizeof(float) * (size_t)c.S2);
-        for (int th = 1; th <= 2; th++) {
-            tens R = {0};
-            st = run_logits(&R, &one, query_side(&R, &one), key, sk, NULL, &ks[i], &ke[i], c.S2, alone, 0, NULL, NULL, th);
-            if (CHECK(st == LIG_SUCCESS, "logits row %lld: %s", (long long)i, lig_get_last_error()))
-                CHECK(same_bits(alone, batch + i * c.S2, sizeof(float) * (size_t)c.S2),
-                      "logits row %lld alone (%d threads) differs from the batch", (long long)i, th);
-            tens_free(&R);
-        }
+        static const int64_t slices[3] = {-1, 0, 64}; /* the default key split, none, slices of 64 keys */
+        for (int th = 1; th <= 2; th++)
+            for (int sl = 0; sl < 3; sl++) {
+                tens R = {0};
+                lig_testing_set_fwd_split_keys(slices[sl]);
+                st = run_logits(&R, &one, query_side(&R, &one), key, sk, NULL, &ks[i], &ke[i], c.S2, alone, 0, NULL, NULL, th);
+                lig_testing_set_tuning(NULL); /* the environment's values again */
+                if (CHECK(st == LIG_SUCCESS, "logits row %lld: %s", (long long)i, lig_get_last_error()))
+                    CHECK(same_bits(alone, batch + i * c.S2, sizeof(float) * (size_t)c.S2),
+                          "logits row %lld alone (%d threads, split keys %lld) differs from the batch", (long long)i, th,
+                          (long long)slices[sl]);
+                tens_free(&R);
+            }
         free(alone);
     }
     tens_free(&T);
