@@ -427,10 +427,34 @@ static void descriptor(fz_in *in, char *label, size_t label_size)
 
 /* ---- quantized forward ---- */
 
+/* The MXFP4 cases the inputs reached (quantized forward, logits), printed at exit with
+ * LIG_FUZZ_STATS=1: the format's share of the run is visible, not assumed. */
+static int64_t g_mxfp4[2];
+
+static void print_mxfp4(void)
+{
+    fprintf(stderr, "lig fuzz: %lld MXFP4 quantized-forward and %lld MXFP4 logits calls\n", (long long)g_mxfp4[0],
+            (long long)g_mxfp4[1]);
+}
+
+static void count_mxfp4(const qspec *s, int logits_op)
+{
+    static int registered;
+    if (s->qk != LIG_FLOAT4_E2M1X2) {
+        return;
+    }
+    if (!registered && fz_env_flag("LIG_FUZZ_STATS")) {
+        registered = 1;
+        atexit(print_mxfp4);
+    }
+    g_mxfp4[logits_op]++;
+}
+
 static void quant(fz_in *in, const char *env, char *label, size_t label_size)
 {
     qspec s;
     th_rng r = th_rng_make(fz_decode_qspec(in, &s, 1));
+    count_mxfp4(&s, 0);
     qcase c;
     qcase_make(&r, &s, &c);
     char desc[400];
@@ -488,6 +512,7 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
     if (((c >> 3) & 3) == 3) { /* extra_cols' value 3 (0 mod 3) chooses MXFP4 */
         fz_qspec_fp4(q, b);
     }
+    count_mxfp4(q, 1);
     const int64_t workers = q->paged && !s.with_topk ? fz_range(in, 0, 9) : 0;
     th_rng r = th_rng_make(fz_u32(in));
     lcase L;
