@@ -10,6 +10,7 @@ from torch import Tensor
 
 from . import _args
 from ._args import INDEX_DTYPES
+from ._fused_cache import check_token_rows
 from ._registry import op, tensors
 
 BYTE_DTYPES = (torch.uint8, torch.int8, torch.float8_e4m3fn)
@@ -37,13 +38,8 @@ def _check(kv_cache: Tensor, dst_k: Tensor, dst_scale: Tensor, block_table: Tens
     row = W + S
     if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
         kv_cache = kv_cache.squeeze(2)
-    if kv_cache.dim() != 3 or kv_cache.shape[2] != row:
-        raise _args.invalid(f"kv_cache: expected shape [num_blocks,block_size,{row}] (or with a 1 before the last: "
-                            f"{W} code bytes and {S} scale bytes a token, as dst_k and dst_scale), got {shape(kv_cache)}")
-    s = kv_cache.stride()
-    if (kv_cache.shape[1] > 1 and s[1] != row) or s[2] != 1:
-        raise _args.invalid(f"kv_cache: expected each block's bytes contiguous (strides [*,{row},1]), got strides "
-                            f"[{','.join(map(str, s))}]")
+    check_token_rows(kv_cache, row, f"or with a 1 before the last: {W} code bytes and {S} scale bytes a token, as "
+                                    f"dst_k and dst_scale")
     if block_table.dim() != 2:
         raise _args.invalid(f"block_table: expected rank 2 ([batch_size, max_blocks]), got {shape(block_table)}")
     if tuple(cu_seq_lens.shape) != (block_table.shape[0] + 1,):
