@@ -112,12 +112,13 @@ def test_refusals_name_the_argument_and_write_nothing():
     dst_k, dst_scale = torch.full((8, D), 3, dtype=torch.uint8), torch.full((8, 4), 3, dtype=torch.uint8)
     call = lig.cp_gather_indexer_k_quant_cache
     cases = [
-        ("cu_seq_lens: expected offsets from 0 to dst_k.shape\\[0\\] = 8", lambda: call(
-            cache, dst_k, dst_scale, table, torch.tensor([0, 5, 7], dtype=torch.int32))),
+        ("cu_seq_lens: expected offsets from 0 to at most dst_k.shape\\[0\\] = 8", lambda: call(
+            cache, dst_k, dst_scale, table, torch.tensor([0, 5, 9], dtype=torch.int32))),
         ("cu_seq_lens: expected offsets from 0", lambda: call(
             cache, dst_k, dst_scale, table, torch.tensor([1, 5, 8], dtype=torch.int32))),
         ("cu_seq_lens: expected sequence lengths in .* got -1 for sequence 1", lambda: call(
-            cache, dst_k, dst_scale, table, torch.tensor([0, 9, 8], dtype=torch.int32))),
+            cache, torch.zeros(9, D, dtype=torch.uint8), torch.zeros(9, 4, dtype=torch.uint8), table,
+            torch.tensor([0, 9, 8], dtype=torch.int32))),
         ("cu_seq_lens: expected sequence lengths in \\[0, max_blocks \\* block_size = 12\\], got 13", lambda: call(
             cache, torch.zeros(13, D, dtype=torch.uint8), torch.zeros(13, 4, dtype=torch.uint8), table,
             torch.tensor([0, 13, 13], dtype=torch.int32))),
@@ -137,6 +138,20 @@ def test_refusals_name_the_argument_and_write_nothing():
         with pytest.raises((lig.LigValueError, TypeError), match=message):
             fn()
     assert bool((dst_k == 3).all()) and bool((dst_scale == 3).all())
+
+
+def test_workspace_longer_than_the_sequences():
+    """vLLM's context-parallel caller passes a workspace sized for the longest rank's share: rows
+    past cu_seq_lens[-1] are left as they are, the others gathered."""
+    D, block_size, lens = 16, 4, [5, 2]
+    table, cu, slots, num_blocks = paged_problem(13, lens, block_size)
+    cache = torch.zeros((num_blocks, block_size, D + 4), dtype=torch.uint8)
+    lig.indexer_k_quant_and_cache(torch.randn(len(slots), D), cache, slots, D, None)
+    dst_k, dst_scale = torch.full((10, D), 9, dtype=torch.uint8), torch.full((10, 4), 9, dtype=torch.uint8)
+    lig.cp_gather_indexer_k_quant_cache(cache, dst_k, dst_scale, table, cu)
+    ref_k, ref_s = reference_gather(cache.view(num_blocks, -1), table, cu, D, 4)
+    assert torch.equal(dst_k[:7], ref_k) and torch.equal(dst_scale[:7], ref_s)
+    assert bool((dst_k[7:] == 9).all()) and bool((dst_scale[7:] == 9).all())
 
 
 def test_empty_prefill():

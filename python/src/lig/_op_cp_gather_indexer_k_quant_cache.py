@@ -49,10 +49,12 @@ def _check(kv_cache: Tensor, dst_k: Tensor, dst_scale: Tensor, block_table: Tens
 
 def _check_values(cu: Tensor, table: Tensor, num_tokens: int, num_blocks: int, block_size: int) -> None:
     """What vLLM's kernel leaves undefined, refused by name before anything is written: offsets
-    that do not start at 0, fall, or end elsewhere than at num_tokens (a token outside every
-    sequence), a sequence longer than its table row holds, a block id outside the cache."""
-    if int(cu[0]) != 0 or int(cu[-1]) != num_tokens:
-        raise _args.invalid(f"cu_seq_lens: expected offsets from 0 to dst_k.shape[0] = {num_tokens}, got "
+    that do not start at 0, fall, or end past num_tokens, a sequence longer than its table row
+    holds, a block id outside the cache. Offsets may end before num_tokens: vLLM's context-parallel
+    caller hands a workspace sized for the longest rank's share; the rows past the end are left
+    as they are."""
+    if int(cu[0]) != 0 or int(cu[-1]) > num_tokens:
+        raise _args.invalid(f"cu_seq_lens: expected offsets from 0 to at most dst_k.shape[0] = {num_tokens}, got "
                             f"{int(cu[0])} .. {int(cu[-1])}")
     lens = cu[1:] - cu[:-1]
     bad = ((lens < 0) | (lens > table.shape[1] * block_size)).nonzero()
@@ -79,10 +81,11 @@ def _cp_gather_op(kv_cache: Tensor, dst_k: Tensor, dst_scale: Tensor, block_tabl
     S = row - W
     cu, table = cu_seq_lens.cpu().to(torch.int64), block_table.cpu().to(torch.int64)
     _check_values(cu, table, T, num_blocks, block_size)
-    if T == 0:
+    used = int(cu[-1])
+    if used == 0:
         return
     # token t: sequence b with cu[b] <= t < cu[b+1], position p = t - cu[b] in it
-    tokens = torch.arange(T)
+    tokens = torch.arange(used)
     seq = torch.searchsorted(cu, tokens, right=True) - 1
     pos = tokens - cu[seq]
     block = table[seq, pos // block_size].to(kv_cache.device).unsqueeze(1)
@@ -91,8 +94,8 @@ def _cp_gather_op(kv_cache: Tensor, dst_k: Tensor, dst_scale: Tensor, block_tabl
     flat = kv_cache.as_strided((num_blocks, block_size * row),
                                (kv_cache.stride(0) if num_blocks > 1 else block_size * row, 1))
     dev = kv_cache.device
-    dst_k.view(torch.uint8).copy_(flat[block, slot * W + torch.arange(W, device=dev)])
-    dst_scale.view(torch.uint8).copy_(flat[block, block_size * W + slot * S + torch.arange(S, device=dev)])
+    dst_k.view(torch.uint8)[:used].copy_(flat[block, slot * W + torch.arange(W, device=dev)])
+    dst_scale.view(torch.uint8)[:used].copy_(flat[block, block_size * W + slot * S + torch.arange(S, device=dev)])
 
 
 @_cp_gather_op.register_fake
@@ -109,7 +112,8 @@ def cp_gather_indexer_k_quant_cache(kv_cache: Tensor, dst_k: Tensor, dst_scale: 
     scale bytes; ``dst_k`` ``[num_tokens, W]`` and ``dst_scale`` ``[num_tokens, S]`` of a one-byte
     dtype (uint8, int8 or float8_e4m3fn; ``S`` a multiple of 4 dividing ``4 W``); ``block_table``
     ``[batch_size, max_blocks]`` int32 (or int64); ``cu_seq_lens`` ``[batch_size + 1]`` int32 (or
-    int64), from 0 to ``num_tokens``. Token ``t`` of sequence ``b`` (``cu_seq_lens[b] <= t <
+    int64), from 0 to at most ``num_tokens`` (rows past its end are left as they are). Token ``t``
+    of sequence ``b`` (``cu_seq_lens[b] <= t <
     cu_seq_lens[b+1]``) is key ``p = t - cu_seq_lens[b]`` of it: slot ``o = p % block_size`` of
     block ``block_table[b, p // block_size]``, whose code bytes ``[o W, o W + W)`` go to
     ``dst_k[t]`` and scale bytes ``[block_size W + o S, ... + S)`` to ``dst_scale[t]``.
@@ -119,7 +123,7 @@ def cp_gather_indexer_k_quant_cache(kv_cache: Tensor, dst_k: Tensor, dst_scale: 
     scales; vLLM: ``[T, 4]`` with ``quant_block_size = D``). The FP4 cache
     (:func:`indexer_k_mxfp4_quant_and_cache`): ``dst_k`` ``[T, D / 2]`` (packed e2m1 codes) and
     ``dst_scale`` ``[T, 4]`` uint8 (``.view(torch.int32)``: the four ue8m0 bytes DeepGEMM's
-    ``fp8_fp4_mqa_logits`` takes). Offsets that do not run from 0 to ``num_tokens`` or fall, a
+    ``fp8_fp4_mqa_logits`` takes). Offsets that do not start at 0, fall or end past ``num_tokens``, a
     sequence longer than its table row holds and a block id outside the cache raise
     ``LigValueError`` naming the argument, before anything is written. Returns None.
 
