@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
     const int64_t cap = K < S ? K : S;
     char *scratch = aligned_alloc(64, (size_t)((lig_topk_scratch_bytes(cap) + 63) / 64 * 64));
     unsigned char *taken = malloc((size_t)S);
-    double *times = malloc(sizeof(double) * (size_t)runs), offered = 0.0;
+    double *times = calloc((size_t)runs, sizeof(double)), offered = 0.0;
     int bad = 0;
     for (int64_t run = -1; run < runs; run++) {
         const double t0 = cpu_seconds();

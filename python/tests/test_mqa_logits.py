@@ -75,9 +75,9 @@ def test_fp8_mqa_logits_matches_deepgemm_formula_exactly_on_int8():
     assert torch.equal(out.to(torch.float64), ref)
 
 
-def paged_case(dtype, B, next_n, H, D, block_kv, gen, two_d=False):
-    max_blocks = 6
-    context = torch.randint(next_n, max_blocks * block_kv + 1, (B,), generator=gen)
+def paged_keys(dtype, B, max_blocks, D, block_kv, gen):
+    """(cache [num_blocks, block_kv, 1, D+4], table [B, max_blocks] int32, keys [B, N, D], scales [B, N]):
+    sequence b's key s in slot s % block_kv of block table[b, s // block_kv], laid out by hand."""
     num_blocks = B * max_blocks + 3
     k_all = codes((B, max_blocks * block_kv, D), dtype, gen)
     s_all = torch.rand(B, max_blocks * block_kv, generator=gen) + 0.5
@@ -90,7 +90,13 @@ def paged_case(dtype, B, next_n, H, D, block_kv, gen, two_d=False):
             keys = k_all[b, j * block_kv:(j + 1) * block_kv]
             cache[blk, : block_kv * D] = keys.contiguous().view(torch.uint8).reshape(-1)
             cache[blk, block_kv * D:] = s_all[b, j * block_kv:(j + 1) * block_kv].contiguous().view(torch.uint8)
-    cache = cache.view(num_blocks, block_kv, 1, D + 4)
+    return cache.view(num_blocks, block_kv, 1, D + 4), table, k_all, s_all
+
+
+def paged_case(dtype, B, next_n, H, D, block_kv, gen, two_d=False):
+    max_blocks = 6
+    context = torch.randint(next_n, max_blocks * block_kv + 1, (B,), generator=gen)
+    cache, table, k_all, s_all = paged_keys(dtype, B, max_blocks, D, block_kv, gen)
     q = codes((B, next_n, H, D), dtype, gen)
     w = torch.randn(B * next_n, H, generator=gen)
     if two_d:
@@ -168,3 +174,111 @@ def test_fake_kernels_give_the_shapes():
                                          w[:2], torch.zeros(2, dtype=torch.int32), torch.ones(2, dtype=torch.int32),
                                          True, 0)
     assert out.shape == (4, max_len) and meta.shape == (6, 2) and m.shape == (2, 7)
+
+
+# ---- DeepGEMM's varlen indices --------------------------------------------------------------------
+
+
+def varlen_case(gen, dtype=torch.float8_e4m3fn, H=8, D=32, block_kv=8):
+    """DeepGEMM's test's varlen problem: 4 sequences of 1..4 query tokens flattened into rows
+    (next_n 1), sequence ids [0,0,0,1,2,2,...] in indices, row t's context length its sequence's
+    plus its offset in it, 2-D [rows, 1]. Only the first row of each run holds its sequence's
+    table row; the others hold other sequences' rows, which the kernel must not read."""
+    seqs, max_blocks = 4, 6
+    cache, seq_table, k_all, s_all = paged_keys(dtype, seqs, max_blocks, D, block_kv, gen)
+    tokens = torch.randint(1, 5, (seqs,), generator=gen)
+    context = torch.randint(0, max_blocks * block_kv - 3, (seqs,), generator=gen)
+    seq_of_row = torch.arange(seqs).repeat_interleave(tokens)
+    offset = torch.cat([torch.arange(int(n)) for n in tokens])
+    lens = (context[seq_of_row] + offset).to(torch.int32).view(-1, 1)
+    first = torch.cat([torch.tensor([True]), seq_of_row[1:] != seq_of_row[:-1]])
+    table = torch.where(first[:, None], seq_table[seq_of_row], seq_table[(seq_of_row + 1) % seqs])
+    rows = int(tokens.sum())
+    q = codes((rows, 1, H, D), dtype, gen)
+    w = torch.randn(rows, H, generator=gen)
+    return q, cache, w, lens, table, seq_of_row.to(torch.int32), seq_table, k_all, s_all, max_blocks * block_kv
+
+
+@pytest.mark.parametrize("dtype", CODES)
+def test_fp8_paged_mqa_logits_varlen_indices(dtype):
+    gen = torch.Generator().manual_seed(41)
+    q, cache, w, lens, table, ids, seq_table, k_all, s_all, max_len = varlen_case(gen, dtype)
+    meta = lig.get_paged_mqa_logits_metadata(lens, 8, 3, indices=ids)
+    out = lig.fp8_paged_mqa_logits(q, cache, w, lens, table, meta, max_len, True, ids)
+    cols = torch.arange(max_len)[None, :]
+    for t in range(q.shape[0]):
+        seq = int(ids[t])
+        ref, tol = reference(q[t], k_all[seq], s_all[seq], w[t:t + 1])
+        seen = cols < int(lens[t, 0])
+        check_scored(out[t:t + 1], ref, tol, seen)
+        assert bool((out[t][~seen[0]] == float("-inf")).all())
+    # the same bytes as the plain call with each row's own sequence's table row, under any schedule
+    plain = lig.fp8_paged_mqa_logits(q, cache, w, lens, seq_table[ids.long()], None, max_len, True)
+    assert torch.equal(out.view(torch.int32), plain.view(torch.int32))
+    assert torch.equal(lig.get_paged_mqa_logits_metadata(lens, 8, 3), meta)
+    # and not the bytes of the rows' own (here: other sequences') table rows, which indices override
+    assert not torch.equal(lig.fp8_paged_mqa_logits(q, cache, w, lens, table, None, max_len, True), out)
+
+
+def test_varlen_runs_are_maximal_stretches_of_equal_ids():
+    """ids [0, 0, 1, 0]: the last row is a run of its own and reads its own table row, not row 0's."""
+    gen = torch.Generator().manual_seed(43)
+    cache, seq_table, k_all, s_all = paged_keys(torch.float8_e4m3fn, 3, 4, 16, 4, gen)
+    table = seq_table[torch.tensor([0, 1, 2, 2])]
+    ids = torch.tensor([0, 0, 1, 0], dtype=torch.int32)
+    lens = torch.tensor([[3], [9], [16], [11]], dtype=torch.int32)
+    q, w = codes((4, 1, 4, 16), torch.float8_e4m3fn, gen), torch.randn(4, 4, generator=gen)
+    out = lig.fp8_paged_mqa_logits(q, cache, w, lens, table, None, 16, True, indices=ids)
+    reads = [0, 0, 2, 2]  # the table row each row reads: its run's first row's
+    cols = torch.arange(16)[None, :]
+    for t, seq in enumerate(reads):
+        ref, tol = reference(q[t], k_all[seq], s_all[seq], w[t:t + 1])
+        check_scored(out[t:t + 1], ref, tol, cols < int(lens[t, 0]))
+
+
+def test_varlen_indices_refusals_name_the_argument():
+    gen = torch.Generator().manual_seed(45)
+    q, cache, w, lens, table, ids, *_, max_len = varlen_case(gen)
+    call = lig.fp8_paged_mqa_logits
+    with pytest.raises(TypeError, match="indices: expected dtype int32"):
+        call(q, cache, w, lens, table, None, max_len, True, ids.long())
+    with pytest.raises(lig.LigValueError, match="indices: expected shape"):
+        call(q, cache, w, lens, table, None, max_len, True, ids[1:])
+    with pytest.raises(lig.LigValueError, match="indices: expected next_n = 1"):
+        call(q.view(-1, 1, *q.shape[2:])[:2].reshape(1, 2, *q.shape[2:]), cache, w[:2], lens[:2].view(1, 2),
+             table[:1], None, max_len, True, ids[:1])
+    with pytest.raises(lig.LigValueError, match="indices: expected next_n = 1"):
+        lig.get_paged_mqa_logits_metadata(lens[:2].view(1, 2), 8, 3, indices=ids[:1])
+    longer = lens.clone()
+    two = int((ids[1:] == ids[:-1]).nonzero()[0, 0])  # a run of two rows or more: give its first row more keys
+    last = two
+    while last + 1 < ids.shape[0] and ids[last + 1] == ids[two]:
+        last += 1
+    longer[two, 0] = lens[last, 0] + 1
+    with pytest.raises(lig.LigValueError, match="context_lens: expected each row's context length <="):
+        call(q, cache, w, longer, table, None, max_len, True, ids)
+
+
+def test_logits_ops_opcheck_and_compile():
+    gen = torch.Generator().manual_seed(47)
+    q, cache, w, lens, table, ids, *_, max_len = varlen_case(gen)
+    utils = ("test_autograd_registration", "test_faketensor")  # test_schema compares float8 inputs with arithmetic torch lacks
+    torch.library.opcheck(torch.ops.lig.fp8_paged_mqa_logits.default,
+                          (q, cache, w, lens, table, None, max_len, True, ids), test_utils=utils)
+    torch.library.opcheck(torch.ops.lig.get_paged_mqa_logits_metadata.default, (lens, 8, 4, ids))
+    mq, mk = codes((3, 2, 16), torch.float8_e4m3fn, gen), codes((7, 16), torch.float8_e4m3fn, gen)
+    starts, ends = torch.tensor([0, 2, 1], dtype=torch.int32), torch.tensor([7, 5, 1], dtype=torch.int32)
+    torch.library.opcheck(torch.ops.lig.fp8_mqa_logits.default,
+                          (mq, mk, torch.ones(7), torch.ones(3, 2), starts, ends, True, 0), test_utils=utils)
+
+    def fn(q, cache, w, lens, table, ids, mq, mk, starts, ends):
+        meta = lig.get_paged_mqa_logits_metadata(lens, 8, 4, indices=ids)
+        paged = lig.fp8_paged_mqa_logits(q, cache, w, lens, table, meta, max_len, clean_logits=True, indices=ids)
+        return paged, lig.fp8_mqa_logits(mq, (mk, torch.ones(7)), torch.ones(3, 2), starts, ends)
+
+    args = (q, cache, w, lens, table, ids, mq, mk, starts, ends)
+    eager = fn(*args)
+    torch._dynamo.reset()
+    got = torch.compile(fn, fullgraph=True, backend="aot_eager")(*args)
+    for a, b in zip(eager, got):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))

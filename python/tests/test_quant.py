@@ -352,6 +352,45 @@ def test_cache_writer_then_paged_topk_round_trip(next_n):
     assert stats["clear"] > stats["unclear"], stats
 
 
+def _cache_keys(cache, table, b, n, D, block_kv):
+    """Batch b's first n keys read back from the fused cache by its layout: (codes [n,1,D] as
+    float64, scales [n,1] float64)."""
+    codes, scales = [], []
+    for t in range(n):
+        flat = cache[int(table[b, t // block_kv])].reshape(-1)
+        o = t % block_kv
+        codes.append(flat[o * D:(o + 1) * D].view(FP8).to(torch.float64))
+        scales.append(flat[block_kv * D + 4 * o: block_kv * D + 4 * o + 4].view(torch.float32).to(torch.float64))
+    return torch.stack(codes).view(n, 1, D), torch.stack(scales).view(n, 1)
+
+
+@pytest.mark.parametrize("next_n", [1, 3])
+def test_paged_topk_two_d_context_lens(next_n):
+    """context_lens [B, next_n] (DeepGEMM's 2-D form): row (b, i) sees keys < context_lens[b, i],
+    against the float64 reference; the 1-D form's lengths written out in 2-D give its bytes."""
+    B, H, D, block_kv, ctx, topk = 3, 8, 64, 8, [37, 8, 20], 9
+    q, cache, w, lens, table, *_ = _decode_problem(81, B, next_n, H, D, block_kv, ctx)
+    g = torch.Generator().manual_seed(82)
+    lens2 = torch.stack([torch.randint(0, n + 1, (next_n,), generator=g) for n in ctx]).to(torch.int32)
+    lens2[0, -1], lens2[1, 0] = ctx[0], 0  # a whole context, an empty row
+    idx, val = lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), w, lens2, table, topk, return_values=True)
+    assert idx.shape == (B * next_n, topk)
+    stats = {"clear": 0, "unclear": 0}
+    q64, w64 = q.to(torch.float64), w.to(torch.float64).view(B, next_n, H)
+    for b, n in enumerate(ctx):
+        k64, s64 = _cache_keys(cache, table, b, n, D, block_kv)
+        for i in range(next_n):
+            I, abs_sum = _group_scores(q64[b, i], k64, w64[b, i], torch.ones(H, dtype=torch.float64), s64, H)
+            vis = torch.arange(n) < int(lens2[b, i])
+            check_selection(idx[b * next_n + i], val[b * next_n + i], I[0], 2 * (D + H + 4) * 2.0**-24 * abs_sum[0],
+                            vis, topk, f"row ({b},{i})", stats)
+    assert stats["clear"] > 0, stats
+    one_d = lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), w, lens, table, topk, return_values=True)
+    as_2d = (lens[:, None] - next_n + 1 + torch.arange(next_n)[None, :]).clamp_min(0).to(torch.int32)
+    two_d = lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), w, as_2d, table, topk, return_values=True)
+    assert torch.equal(one_d[0], two_d[0]) and torch.equal(one_d[1], two_d[1])
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_thread_count_determinism(name):
     """Bitwise the same for 1, 2 and 3 threads and from run to run, per kernel set: a prefill
@@ -529,8 +568,10 @@ def test_paged_topk_errors_name_the_parameter():
         ("kv_cache: expected shape", lambda: lig.fp8_paged_mqa_topk(q, cache, w, lens, table, 3)),
         ("kv_cache: expected dtype uint8", lambda: lig.fp8_paged_mqa_topk(q, c4.view(FP8), w, lens, table, 3)),
         ("weights: expected shape", lambda: lig.fp8_paged_mqa_topk(q, c4, w[:3], lens, table, 3)),
-        ("context_lens: expected shape \\[B\\]; per-row", lambda: lig.fp8_paged_mqa_topk(
-            q, c4, w, lens.view(2, 1).expand(2, 2), table, 3)),
+        ("context_lens: expected shape \\[2\\] or \\[2,2\\]", lambda: lig.fp8_paged_mqa_topk(
+            q, c4, w, lens.view(2, 1).expand(2, 3), table, 3)),
+        ("context_lens: expected values in .* got 100 at batch 1 row 0", lambda: lig.fp8_paged_mqa_topk(
+            q, c4, w, torch.tensor([[9, 9], [100, 7]], dtype=torch.int32), table, 3)),
         ("context_lens: expected values in", lambda: lig.fp8_paged_mqa_topk(
             q, c4, w, torch.tensor([9, 100], dtype=torch.int32), table, 3)),
         ("block_table: expected shape", lambda: lig.fp8_paged_mqa_topk(q, c4, w, lens, table[:1], 3)),
@@ -596,11 +637,12 @@ def test_torch_compile_fullgraph(backend):
     def fn(q, cache, w, lens, table, k_new, slots_t, pq, pk, pw, psq, psk, pt, pak):
         lig.indexer_k_quant_and_cache(k_new, cache, slots_t, k_new.shape[1], "ue8m0")
         idx, val = lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), w, lens, table, 6, return_values=True)
+        idx2 = lig.fp8_paged_mqa_topk(q, cache.unsqueeze(2), w, torch.stack([lens - 1, lens], 1), table, 6)
         y, s = lig.act_quant(k_new.float(), 16, "ue8m0")
         qi, qv = lig.quant_lightning_indexer(pq, pk, pw, psq, psk, actual_seq_lengths_query=p.kwargs[
             "actual_seq_lengths_query"], actual_seq_lengths_key=pak, block_table=pt, layout_query="TND",
             layout_key="PA_BSND", sparse_count=5, return_value=True)
-        return idx, val, y.view(torch.uint8), s, qi, qv
+        return idx, val, idx2, y.view(torch.uint8), s, qi, qv
 
     args = [q, cache.clone(), w, lens, table, k_new, slots_t, *p.args, p.kwargs["block_table"],
             torch.tensor(p.kwargs["actual_seq_lengths_key"])]
@@ -628,6 +670,9 @@ def test_opcheck():
     dq, cache, dw, lens, table, *_ = _decode_problem(62, 2, 2, 4, 16, 4, [9, 7])
     # (test_schema compares the inputs before and after with arithmetic torch lacks for float8 q)
     torch.library.opcheck(torch.ops.lig.fp8_paged_mqa_topk.default, (dq, cache.unsqueeze(2), dw, lens, table, 4, True),
+                          test_utils=utils[1:])
+    lens2 = torch.tensor([[9, 4], [0, 7]], dtype=torch.int32)  # per-row context lengths
+    torch.library.opcheck(torch.ops.lig.fp8_paged_mqa_topk.default, (dq, cache.unsqueeze(2), dw, lens2, table, 4, True),
                           test_utils=utils[1:])
     torch.library.opcheck(torch.ops.lig.indexer_k_quant_and_cache.default,
                           (torch.randn(3, 16), cache.clone(), torch.tensor([0, 9, -1]), 16, None), test_utils=utils)

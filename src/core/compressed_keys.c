@@ -40,8 +40,11 @@ lig_status lig_compressed_keys_check(const lig_compressed_keys *c, int64_t batch
 
 int64_t lig_compressed_complete_blocks(int64_t position, int64_t ratio) {
     if (position < 0) return 0;
-    /* floor((position + 1) / ratio) without forming position + 1, which overflows at INT64_MAX. */
-    return position / ratio + (position % ratio == ratio - 1 ? 1 : 0);
+    /* floor((position + 1) / ratio) without forming position + 1, which overflows at INT64_MAX.
+     * The one count int64 cannot hold, 2^63 blocks of 1 at position INT64_MAX, saturates. */
+    const int64_t whole = position / ratio;
+    if (position % ratio != ratio - 1) return whole;
+    return whole == INT64_MAX ? INT64_MAX : whole + 1;
 }
 
 int64_t lig_compressed_visible_count(const lig_compressed_keys *c, int64_t row) {

@@ -36,7 +36,8 @@ lig_status lig_compressed_keys_check(const lig_compressed_keys *c, int64_t batch
 
 /* Number of whole blocks complete at pre-compression position `position` (the inference form:
  * a token at `position` sees entries 0 .. result-1): floor((position + 1) / ratio), 0 before the
- * first token. Any int64 position, ratio >= 1; never overflows. */
+ * first token. Any int64 position, ratio >= 1; never overflows: the one count int64 cannot hold
+ * (position INT64_MAX, ratio 1) saturates to INT64_MAX. */
 int64_t lig_compressed_complete_blocks(int64_t position, int64_t ratio);
 
 /* Number of entries row `row` (0 <= row < rows) of a batch `c` that passed the check sees:

@@ -1,11 +1,14 @@
 """DeepGEMM's fused paged key cache, uint8 ``[num_blocks, block_kv, 1, D + 4]``: each block holds its
 ``block_kv * D`` codes, then its ``block_kv`` fp32 scales. lig reads it in place as a PA_BSND key cache
 through two strided views of its bytes; the callers check first that each block's bytes are
-contiguous and 4-byte aligned."""
+contiguous and 4-byte aligned. Also the check of vLLM's 3-D form of a paged cache (the writers'
+and the gather's)."""
 from typing import Tuple
 
 import torch
 from torch import Tensor
+
+from . import _args
 
 
 def cache_views(kv_cache: Tensor, D: int, code_dtype: torch.dtype = torch.float8_e4m3fn) -> Tuple[Tensor, Tensor]:
@@ -18,3 +21,16 @@ def cache_views(kv_cache: Tensor, D: int, code_dtype: torch.dtype = torch.float8
     words = flat.view(torch.float32)  # the same bytes as fp32 words, block stride block / 4
     scales = words.as_strided((num_blocks, block_kv, 1), (block // 4, 1, 1), words.storage_offset() + block_kv * D // 4)
     return codes, scales
+
+
+def check_token_rows(kv_cache: Tensor, row: int, why: str) -> None:
+    """vLLM's form of a paged cache, uint8 ``[num_blocks, block_size, row]`` with each block's bytes
+    contiguous (any block stride): the shape a cache writer or gather takes, ``why`` saying where
+    ``row`` comes from in the error."""
+    if kv_cache.dim() != 3 or kv_cache.shape[2] != row:
+        raise _args.invalid(f"kv_cache: expected shape [num_blocks,block_size,{row}] ({why}), got "
+                            f"{_args._shape(kv_cache)}")
+    s = kv_cache.stride()
+    if (kv_cache.shape[1] > 1 and s[1] != row) or s[2] != 1:
+        raise _args.invalid(f"kv_cache: expected each block's bytes contiguous (strides [*,{row},1]), got strides "
+                            f"[{','.join(map(str, s))}]")

@@ -8,7 +8,9 @@ through two strided views handed to lig_quant_indexer as a PA_BSND key cache: th
 ``[num_blocks, block_kv, 1]`` (float strides ``[block_stride / 4, 1, 1]``, starting at byte
 ``block_kv * D`` of the block). The decode rows of a sequence are the query rows of a right-down
 causal problem (sparse_mode 3) with ``S1 = next_n`` and key lengths ``context_lens``, so row ``i``
-of batch ``b`` sees keys ``< context_lens[b] - next_n + i + 1``: DeepGEMM's visibility.
+of batch ``b`` sees keys ``< context_lens[b] - next_n + i + 1``: DeepGEMM's visibility. With 2-D
+``context_lens`` ``[B, next_n]`` every row is a batch of its own (``S1 = 1``, its table row repeated),
+so row ``(b, i)`` sees keys ``< context_lens[b, i]``.
 """
 from __future__ import annotations
 
@@ -54,11 +56,9 @@ def _check(q, kv_cache, weights, context_lens, block_table, topk) -> None:
                             f"view at byte {kv_cache.storage_offset()} of its storage")
     if tuple(weights.shape) != (B * next_n, H):
         raise _args.invalid(f"weights: expected shape [{B * next_n},{H}] ([B*next_n,H] like q), got {shape(weights)}")
-    if context_lens.dim() == 2:
-        raise _args.invalid("context_lens: expected shape [B]; per-row context lengths [B,next_n] are not supported "
-                            f"by lig.fp8_paged_mqa_topk yet, got {shape(context_lens)}")
-    if tuple(context_lens.shape) != (B,):
-        raise _args.invalid(f"context_lens: expected shape [{B}] ([B] like q), got {shape(context_lens)}")
+    if tuple(context_lens.shape) not in ((B,), (B, next_n)):
+        raise _args.invalid(f"context_lens: expected shape [{B}] or [{B},{next_n}] ([B] or [B,next_n] like q), got "
+                            f"{shape(context_lens)}")
     if block_table.dim() != 2 or block_table.shape[0] != B:
         raise _args.invalid(f"block_table: expected shape [{B},max_blocks] ([B,max_blocks] like q), got "
                             f"{shape(block_table)}")
@@ -71,9 +71,10 @@ def _check_lengths(context_lens: Tensor, block_table: Tensor, block_kv: int) -> 
     lens = context_lens.cpu()
     bad = ((lens < 0) | (lens > cap)).nonzero()
     if bad.numel():
-        b = int(bad[0, 0])
+        at = tuple(int(i) for i in bad[0])
+        where = f"batch {at[0]}" if len(at) == 1 else f"batch {at[0]} row {at[1]}"
         raise _args.invalid(f"context_lens: expected values in [0, max_blocks * block_kv = {cap}], got "
-                            f"{int(lens[b])} at batch {b}")
+                            f"{int(lens[at])} at {where}")
 
 
 def _outputs(q: Tensor, topk: int, return_values: bool, fake: bool = False) -> Tuple[Tensor, Tensor]:
@@ -98,6 +99,12 @@ def _fp8_paged_mqa_topk_op(
     B, next_n, H, D = q.shape
     indices, values = _outputs(q, topk, return_values)
     codes, scales = cache_views(kv_cache, D)
+    if context_lens.dim() == 2:
+        # a length per row: each row its own batch of one query (next_n 1), seeing keys < its
+        # length through its sequence's table row; the rows and the outputs keep their order
+        q, weights = q.reshape(B * next_n, 1, H, D), weights.reshape(B * next_n, H)
+        context_lens, block_table = context_lens.reshape(-1), block_table.repeat_interleave(next_n, 0)
+        B, next_n = B * next_n, 1
     # one key head: the C outputs' short form [B, next_n, K] is the rows' [B*next_n, K], in place
     inputs = ((q, "q"), (codes, "kv_cache"), (weights.view(B, next_n, H), "weights"), (None, "query_dequant_scale"),
               (scales, "kv_cache"), (None, "actual_seq_lengths_query"), (context_lens, "context_lens"),
@@ -125,16 +132,17 @@ def fp8_paged_mqa_topk(q: Tensor, kv_cache: Tensor, weights: Tensor, context_len
     (per block: ``block_kv * D`` fp8 codes, then ``block_kv`` fp32 scales; what
     :func:`indexer_k_quant_and_cache` writes with ``quant_block_size = D``); ``weights``
     ``[B*next_n,H]`` (float32 as DeepGEMM's, or float16 / bfloat16; the query scale folded in);
-    ``context_lens`` ``[B]`` int32 (or int64); ``block_table`` ``[B,max_blocks]`` int32 (or int64).
-    Row ``b*next_n + i`` scores keys ``s < context_lens[b] - next_n + i + 1`` of batch ``b``, key
-    ``s`` being slot ``s % block_kv`` of block ``block_table[b, s // block_kv]``:
+    ``context_lens`` ``[B]`` or ``[B,next_n]`` int32 (or int64); ``block_table`` ``[B,max_blocks]``
+    int32 (or int64). Row ``b*next_n + i`` scores keys ``s < context_lens[b] - next_n + i + 1``
+    (``[B]``) or ``s < context_lens[b, i]`` (``[B,next_n]``, DeepGEMM's 2-D form: each row its own
+    length) of batch ``b``, key ``s`` being slot ``s % block_kv`` of block ``block_table[b, s // block_kv]``:
     ``I = sum_h weights[row,h] * ReLU(scale[s] * (q[b,i,h] . k[s]))`` in lig's fp32 order
     (docs/contract.md 2.4).
 
     Returns int32 indices ``[B*next_n, topk]`` (batch-local key positions, descending score, ties
     to the lower key, ``-1`` past the visible keys), or ``(indices, values)`` with
     ``return_values=True`` (float32 scores, ``-inf`` in padded slots). The cache is read in place.
-    Per-row context lengths (``[B,next_n]``) are not supported yet. Not differentiable.
+    Not differentiable.
 
     Devices: CPU tensors only. The CUDA backend has no FP8 / INT8 forward yet: CUDA tensors raise
     :class:`LigValueError`, in any build.

@@ -12,6 +12,7 @@ from torch import Tensor
 from . import _args
 from ._act_quant import block_quantize, check_block, scale_fmt_rounds
 from ._args import FLOAT_DTYPES, INDEX_DTYPES
+from ._fused_cache import check_token_rows
 from ._registry import op, tensors
 
 
@@ -27,13 +28,7 @@ def _check(k, kv_cache, slot_mapping, quant_block_size, scale_fmt) -> None:
     qbs = check_block(k, quant_block_size, "k", "quant_block_size")
     scale_fmt_rounds(scale_fmt)
     stride = D + D // qbs * 4
-    if kv_cache.dim() != 3 or kv_cache.shape[2] != stride:
-        raise _args.invalid(f"kv_cache: expected shape [num_blocks,block_size,{stride}] (D + D / quant_block_size * 4 "
-                            f"bytes per token, D = {D}), got {shape(kv_cache)}")
-    s = kv_cache.stride()
-    if (kv_cache.shape[1] > 1 and s[1] != stride) or s[2] != 1:
-        raise _args.invalid(f"kv_cache: expected each block's bytes contiguous (strides [*,{stride},1]), got strides "
-                            f"[{','.join(map(str, s))}]")
+    check_token_rows(kv_cache, stride, f"D + D / quant_block_size * 4 bytes per token, D = {D}")
     if tuple(slot_mapping.shape) != (T,):
         raise _args.invalid(f"slot_mapping: expected shape [{T}] ([T] like k), got {shape(slot_mapping)}")
 

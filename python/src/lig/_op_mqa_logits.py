@@ -114,20 +114,67 @@ def _key_ends(context_lens: Tensor, next_n: int) -> Tensor:
     return (context_lens.unsqueeze(1) - next_n + 1 + steps).clamp_min(0)
 
 
+def _check_indices(indices: Optional[Tensor], rows: int, next_n: int) -> None:
+    """DeepGEMM's varlen ``indices``: int32 ``[B]`` with next_n 1 (shapes only: the fake rule runs it)."""
+    if indices is None:
+        return
+    _args.tensor(indices, "indices", (torch.int32,))
+    if indices.dim() != 1 or indices.shape[0] != rows:
+        raise _args.invalid(f"indices: expected shape [{rows}] (one sequence id per row, [B] like q), got "
+                            f"{_args._shape(indices)}")
+    if next_n != 1:
+        raise _args.invalid(f"indices: expected next_n = 1 with indices (varlen rows are one query each, as DeepGEMM "
+                            f"asserts), got next_n = {next_n}")
+
+
+def _runs(indices: Tensor) -> Tuple[Tensor, Tensor]:
+    """(first, last) row of each row's run: a run is a maximal stretch of equal ``indices`` (one
+    sequence's query tokens, DeepGEMM's "varlen request"), int64 [B] on the host."""
+    ids = indices.cpu()
+    rows = torch.arange(ids.shape[0])
+    opens = torch.ones(ids.shape[0], dtype=torch.bool)
+    opens[1:] = ids[1:] != ids[:-1]
+    closes = torch.ones(ids.shape[0], dtype=torch.bool)
+    closes[:-1] = opens[1:]
+    if ids.shape[0] == 0:
+        return rows, rows
+    first = torch.cummax(torch.where(opens, rows, torch.zeros_like(rows)), 0).values
+    last = torch.cummin(torch.where(closes, rows, torch.full_like(rows, ids.shape[0])).flip(0), 0).values.flip(0)
+    return first, last
+
+
+def _varlen_table(indices: Tensor, ends: Tensor, block_table: Tensor) -> Tensor:
+    """The block table DeepGEMM's varlen kernel reads: row t's run's first row (its request's
+    pages), checked against what that kernel computes: it scores a run's keys up to its last
+    row's context length, so a longer row before it is refused rather than left unscored."""
+    first, last = _runs(indices)
+    lens = ends.reshape(-1).cpu().to(torch.int64)
+    bad = (lens > lens[last]).nonzero()
+    if bad.numel():
+        t = int(bad[0, 0])
+        raise _args.invalid(f"context_lens: expected each row's context length <= that of the last row of its run of "
+                            f"equal indices (DeepGEMM's varlen kernel scores a run's keys up to its last row's length), "
+                            f"got {int(lens[t])} at row {t} and {int(lens[last[t]])} at row {int(last[t])}")
+    return block_table.index_select(0, first.to(block_table.device))
+
+
 @op("fp8_paged_mqa_logits")
 def _fp8_paged_mqa_logits_op(q: Tensor, kv_cache: Tensor, weights: Tensor, context_lens: Tensor, block_table: Tensor,
-                             schedule_meta: Optional[Tensor], max_context_len: int, clean_logits: bool) -> Tensor:
+                             schedule_meta: Optional[Tensor], max_context_len: int, clean_logits: bool,
+                             indices: Optional[Tensor] = None) -> Tensor:
     _codes(q, kv_cache, ("q", "kv_cache"))
     if q.dim() != 4:
         raise _args.invalid(f"q: expected [B,next_n,H,D], got {tuple(q.shape)}")
     B, next_n, H = q.shape[0], q.shape[1], q.shape[2]
+    _check_indices(indices, B, next_n)
     out = torch.empty((B * next_n, max_context_len), dtype=torch.float32)
     keys, scales = _cache_views(kv_cache, q.dtype)
     ends = _key_ends(context_lens, next_n)
+    table = block_table if indices is None else _varlen_table(indices, ends, block_table)
 
     def args(desc):
         return (desc(q, "q"), desc(keys, "kv_cache"), desc(weights.reshape(B, next_n, H), "weights"), None,
-                desc(scales, "kv_cache"), desc(block_table, "block_table"), None, desc(ends, "context_lens"),
+                desc(scales, "kv_cache"), desc(table, "block_table"), None, desc(ends, "context_lens"),
                 b"BSND", b"PA_BSND", clean_logits, False, desc(out.view(B, next_n, max_context_len), "logits"), 0,
                 None, None, desc(schedule_meta, "schedule_meta"))
 
@@ -136,8 +183,10 @@ def _fp8_paged_mqa_logits_op(q: Tensor, kv_cache: Tensor, weights: Tensor, conte
 
 
 @_fp8_paged_mqa_logits_op.register_fake
-def _(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits):
+def _(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, indices=None):
     _codes(q, kv_cache, ("q", "kv_cache"))
+    if q.dim() == 4:
+        _check_indices(indices, q.shape[0], q.shape[1])
     return q.new_empty((q.shape[0] * q.shape[1], max_context_len), dtype=torch.float32)
 
 
@@ -145,7 +194,7 @@ _fp8_paged_mqa_logits_op.refuse_autograd()
 
 
 def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len: int,
-                         clean_logits: bool = False) -> Tensor:
+                         clean_logits: bool = False, indices=None) -> Tensor:
     """DeepGEMM's ``fp8_paged_mqa_logits``: ``q [B,next_n,H,D]``, ``kv_cache [num_blocks, block_kv, 1,
     D+4]`` uint8 (per block ``block_kv * D`` codes, then ``block_kv`` fp32 scales), ``weights
     [B*next_n, H]`` fp32, ``context_lens [B]`` (row ``(b, i)`` sees keys ``< context_lens[b] - next_n
@@ -156,21 +205,31 @@ def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedu
     logits are the same bytes with or without it. q's dtype (``torch.float8_e4m3fn`` or ``torch.int8``)
     says how the cache's codes are read.
 
+    ``indices`` (DeepGEMM's varlen form): int32 ``[B]``, the sequence of each row, with next_n 1; a
+    maximal run of equal values is one sequence's query tokens, and every row of a run reads the
+    keys through the block table row of the run's first row (DeepGEMM's kernel does; its callers
+    repeat a sequence's table row for each of its tokens). Each row still sees keys ``<`` its own
+    context length, which may not exceed that of its run's last row (DeepGEMM scores a run's keys
+    up to that length): a longer one raises ``LigValueError`` naming ``context_lens``.
+
     Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no FP8 /
     INT8 operator yet): CUDA tensors raise :class:`LigValueError`, in any build."""
     return torch.ops.lig.fp8_paged_mqa_logits(
         *_registry.tensors((q, "q"), (kv_cache, "kv_cache"), (weights, "weights"), (context_lens, "context_lens"),
                            (block_table, "block_table")),
         _registry.optional_tensor(schedule_meta, "schedule_meta"),
-        _args.integer(max_context_len, "max_context_len", minimum=0), _args.flag(clean_logits, "clean_logits"))
+        _args.integer(max_context_len, "max_context_len", minimum=0), _args.flag(clean_logits, "clean_logits"),
+        _registry.optional_tensor(indices, "indices"))
 
 
 # ---- get_paged_mqa_logits_metadata: the work split --------------------------------------------
 
 
 @op("get_paged_mqa_logits_metadata")
-def _metadata_op(context_lens: Tensor, block_kv: int, num_sms: int) -> Tensor:
+def _metadata_op(context_lens: Tensor, block_kv: int, num_sms: int, indices: Optional[Tensor] = None) -> Tensor:
     _args.tensor(context_lens, "context_lens", RANGE_DTYPES)
+    _check_indices(indices, context_lens.shape[0] if context_lens.dim() else 0,
+                   context_lens.shape[1] if context_lens.dim() == 2 else 1)
     out = torch.empty((num_sms + 1, 2), dtype=torch.int32)
     ends = context_lens.unsqueeze(1) if context_lens.dim() == 1 else context_lens  # batch b's longest: its last row
     with Descriptors() as desc:
@@ -180,21 +239,30 @@ def _metadata_op(context_lens: Tensor, block_kv: int, num_sms: int) -> Tensor:
 
 
 @_metadata_op.register_fake
-def _(context_lens, block_kv, num_sms):
+def _(context_lens, block_kv, num_sms, indices=None):
+    _check_indices(indices, context_lens.shape[0] if context_lens.dim() else 0,
+                   context_lens.shape[1] if context_lens.dim() == 2 else 1)
     return context_lens.new_empty((num_sms + 1, 2), dtype=torch.int32)
 
 
 _metadata_op.refuse_autograd()
 
 
-def get_paged_mqa_logits_metadata(context_lens, block_kv: int, num_sms: int) -> Tensor:
+def get_paged_mqa_logits_metadata(context_lens, block_kv: int, num_sms: int, indices=None) -> Tensor:
     """DeepGEMM's ``get_paged_mqa_logits_metadata``: ``[num_sms + 1, 2]`` int32, entry ``w`` the
     (batch, block of ``block_kv`` keys) where worker ``w``'s piece of the blocks starts (balanced:
     equal numbers of blocks, the blocks of batch ``b`` covering its longest context), entry
     ``num_sms`` = ``(B, 0)``. lig runs each piece as one unit of work over its threads.
 
+    ``indices``: DeepGEMM's varlen sequence ids (int32 ``[B]``, next_n 1), checked as
+    :func:`fp8_paged_mqa_logits` checks them. DeepGEMM's schedule groups a run of equal ids so
+    that its GPU reads the run's keys once; lig's split is per row either way (each row reads
+    its own keys), so the schedule is the same with or without them, and
+    :func:`fp8_paged_mqa_logits` gives the same bytes under any schedule.
+
     Devices: CPU tensors only (lig_quant_logits_schedule reads and writes host memory): a CUDA
     ``context_lens`` raises :class:`LigValueError`, in any build."""
     return torch.ops.lig.get_paged_mqa_logits_metadata(tensor(context_lens, "context_lens"),
                                                        _args.integer(block_kv, "block_kv", minimum=1),
-                                                       _args.integer(num_sms, "num_sms", minimum=1))
+                                                       _args.integer(num_sms, "num_sms", minimum=1),
+                                                       _registry.optional_tensor(indices, "indices"))
