@@ -370,3 +370,17 @@ void errtest_run_workspace_defects(const errtest_operator *op, int which)
     };
     run_shared(op, which, cases, sizeof cases / sizeof cases[0]);
 }
+
+void errtest_refused_on_cuda(const char *op, lig_status st, const lig_executor *exec) {
+    CHECK(st == LIG_ERR_PARAM_INVALID && exec == NULL, "CUDA tensors: status %d, expected LIG_ERR_PARAM_INVALID", (int)st);
+#ifdef LIG_TEST_HAVE_CUDA
+    char want[160];
+    snprintf(want, sizeof want, "%s has no CUDA form yet", op);
+#else
+    const char *want = "this build of lig has no CUDA backend";
+    (void)op;
+#endif
+    const char *msg = lig_get_last_error();
+    CHECK(strstr(msg, want) != NULL && strstr(msg, "query") != NULL, "message \"%s\" lacks \"query\" and \"%s\"", msg,
+          want);
+}

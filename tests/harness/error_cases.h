@@ -50,6 +50,11 @@ void errtest_verdict(const char *name, int phase, lig_status st, lig_status want
 void errtest_call_verdict(const char *name, lig_status st, lig_status want, const char *msg, const char *names,
                           lig_executor *exec);
 
+/* The verdict on phase 1 of `op` (its public name) with CUDA tensors, for an operator the CUDA
+ * backend does not have: LIG_ERR_PARAM_INVALID, no executor, and a message naming `query` and why
+ * (the backend's missing slot, or a build without the CUDA backend). */
+void errtest_refused_on_cuda(const char *op, lig_status st, const lig_executor *exec);
+
 /* The base problem's dimensions: tc_init, N1 = 4, N2 = 2, D = 8, K = 3, B = 2, then `edit`
  * (may be NULL) before anything is generated. */
 void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc));

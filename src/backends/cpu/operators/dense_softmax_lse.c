@@ -184,13 +184,10 @@ lig_status lig_cpu_plan_dense_indexer_softmax_lse(const lig_dense_lse_problem *p
     if (!p) return st;
     p->pb = pb;
     const lig_problem *pr = &pb->pr;
-    /* the forward's stripe: about 32 columns (rows x heads), bf16 on the set's bf16 kernels when
-     * the columns are wide enough (indexer_plan.c), fp32 otherwise */
+    /* the forward's stripe (about 32 columns, rows x heads) and its engine for these inputs */
     const int64_t rows = lig_fwd_rows_for(pr->G);
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
-                      lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
-    p->engine = bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
-    p->own_threads = bf16 && ks->bf16->gemm.thread_begin != NULL;
+    p->engine = lig_fwd_float_engine_for(ks, pb->q.dtype, rows, pr->G);
+    p->own_threads = lig_fwd_engine_own_threads(p->engine, ks);
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = rows, .dtype = pb->q.dtype, .w_dtype = pb->w.dtype,
                            .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim};
     p->engine->configure(&p->ctx);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "core/size.h"
 #include "core/workspace.h"
 #include "lig.h"
 
@@ -68,6 +69,22 @@ extern const lig_fwd_engine lig_fwd_engine_mxfp4;
  * set states: INT8 the int8 engine while D <= its int8 GEMM's max_k, FP8 the FP8 engine when the
  * set has bf16 units, MXFP4 the MXFP4 engine; otherwise the portable engine. */
 const lig_fwd_engine *lig_fwd_quant_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t D);
+
+/* The engine for float inputs (fp32, fp16, bf16) whose stripes take `rows` query rows of G heads:
+ * bf16 inputs go to the set's bf16 kernels when it has them and a stripe's columns (rows x heads)
+ * are wide enough; everything else is fp32. */
+static inline const lig_fwd_engine *lig_fwd_float_engine_for(const lig_kernel_set *ks, lig_dtype dtype, int64_t rows,
+                                                             int64_t G) {
+    const bool bf16 = dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
+                      lig_size_mul((uint64_t)rows, (uint64_t)G) >= (uint64_t)ks->bf16->min_group;
+    return bf16 ? &lig_fwd_engine_bf16 : &lig_fwd_engine_f32;
+}
+
+/* Whether engine e keeps per-thread tile state (the set's bf16 GEMM has a thread set-up: AMX), so
+ * that it must run on lig's threads only. */
+static inline bool lig_fwd_engine_own_threads(const lig_fwd_engine *e, const lig_kernel_set *ks) {
+    return e->thread_begin != NULL && ks->bf16 != NULL && ks->bf16->gemm.thread_begin != NULL;
+}
 
 enum { LIG_FWD_MAX_ROWS = 8 };
 /* Bytes of top-k scratch per thread beyond which a stripe takes fewer rows (one row's own is never

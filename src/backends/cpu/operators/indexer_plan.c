@@ -69,15 +69,10 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     while (split_rows > rows && topk_bytes > LIG_FWD_TOPK_BUDGET / (uint64_t)split_rows) split_rows--;
     p->stripe_rows = rows;
     if (lig_fwd_list_stripes(pr, split_rows, &p->split)) rows = split_rows;
-    /* bf16 inputs go to the set's bf16 kernels when it has them and a stripe's columns (rows x
-     * heads) are wide enough; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
-                      lig_size_mul((uint64_t)rows, (uint64_t)pr->G) >= (uint64_t)ks->bf16->min_group;
-    /* FP8 / INT8 inputs (the quantized forward) take the engine the set's kernels call for */
+    /* quantized inputs take the engine the set's kernels call for */
     p->engine = pb->scales ? lig_fwd_quant_engine_for(ks, pb->q.dtype, pr->D)
-                : bf16    ? &lig_fwd_engine_bf16
-                          : &lig_fwd_engine_f32;
-    p->own_threads = (bf16 || p->engine == &lig_fwd_engine_fp8) && ks->bf16->gemm.thread_begin != NULL;
+                           : lig_fwd_float_engine_for(ks, pb->q.dtype, rows, pr->G);
+    p->own_threads = lig_fwd_engine_own_threads(p->engine, ks);
     p->ctx = (lig_fwd_ctx){.ks = ks, .G = pr->G, .D = pr->D, .rows = split_rows, .dtype = pb->q.dtype, .q_head = pb->q.head,
                            .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim, .w_dtype = pb->w.dtype,
                            .has_sq = scales->has_sq, .sq_dtype = scales->sq.dtype, .sk_dtype = scales->sk.dtype,
