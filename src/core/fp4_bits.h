@@ -20,10 +20,16 @@
 
 #include "core/half_bits.h"
 
+/* Twice the magnitude of code c (its low three bits), an integer in 0..12: every magnitude is a
+ * small multiple of 0.5, (2 + m) * 2^(e-2) for e > 0 and m * 0.5 for e = 0. The integer form is what
+ * the MXFP4 engines multiply (exact int8 products). */
+LIG_HALF_FN int32_t lig_fp4e2m1_twice_magnitude(uint8_t c) {
+    const int32_t e = (c >> 1) & 3, m = c & 1;
+    return e == 0 ? m : (2 + m) << (e - 1);
+}
+
 LIG_HALF_FN float lig_fp4e2m1_to_f32(uint8_t c) {
-    const uint32_t e = (c >> 1) & 3u, m = c & 1u;
-    /* every magnitude is a small multiple of 0.5: (2 + m) * 2^(e-2) for e > 0, m * 0.5 for e = 0 */
-    const float v = e == 0 ? (float)m * 0.5f : (float)(2u + m) * (float)(1u << e) * 0.25f;
+    const float v = (float)lig_fp4e2m1_twice_magnitude(c) * 0.5f;
     return (c & 8u) ? -v : v;
 }
 

@@ -53,16 +53,19 @@ static layout layout_for(const lig_fwd_ctx *c) {
 
 static uint64_t scratch_bytes(const lig_fwd_ctx *c) { return layout_for(c).total; }
 
-/* Twice the e2m1 value of each code: the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 doubled, sign bit 3. */
-static const int8_t twice_e2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* Twice the e2m1 value of a code, signed (a negative zero is 0). */
+static int8_t twice_e2m1(uint8_t c) {
+    const int32_t t = lig_fp4e2m1_twice_magnitude(c);
+    return (int8_t)((c & 8u) ? -t : t);
+}
 
 /* The D values of one head (byte j holds values 2j, low nibble, and 2j + 1), doubled, then zeros
  * up to the whole blocks. */
 static void decode_values(const char *p, int64_t stride, int64_t D, int64_t dpad, int8_t *out) {
     for (int64_t j = 0; j < D / 2; j++) {
         const uint8_t byte = (uint8_t)p[j * stride];
-        out[2 * j] = twice_e2m1[byte & 15u];
-        out[2 * j + 1] = twice_e2m1[byte >> 4];
+        out[2 * j] = twice_e2m1(byte & 15u);
+        out[2 * j + 1] = twice_e2m1((uint8_t)(byte >> 4));
     }
     for (int64_t d = D; d < dpad; d++) out[d] = 0;
 }
