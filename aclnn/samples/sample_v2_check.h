@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <numeric>
 #include <vector>
 
 #include "sample_util.h"
@@ -108,5 +110,156 @@ struct V2Checker {
         return bad ? 1 : 0;
     }
 };
+
+// A case's geometry: layouts, BSND extents (s2: key capacity), used query rows and compressed
+// entries per batch, whether sequsedQ is passed, the PA block size.
+struct V2Shape {
+    const char *layoutQ, *layoutK;
+    int64_t batch, s1, s2;
+    std::vector<int64_t> lenQ, lenK;
+    bool usedQ;
+    int64_t blockSize;
+};
+
+// Where each query row and key entry of a case lives: rows of a TND query follow cuSeqlensQ (with two
+// unused rows a batch when sequsedQ is passed, and one row past every batch), a PA cache's blocks are
+// shuffled with spares nobody reads.
+struct V2Layout {
+    bool tndQ, tndK, paged;
+    int64_t rows, keyRows;
+    std::vector<int32_t> cuQ, cuK, usedQ, usedK, table;
+    std::vector<int64_t> rowBatch, rowT;  // -1: outside every batch
+    std::vector<int64_t> keyBase;         // per batch (TND)
+    int64_t maxBlocks = 0, blockNum = 0;
+
+    int64_t KeyRow(const V2Shape &c, int64_t b, int64_t s) const {
+        if (paged) return table[static_cast<size_t>(b * maxBlocks + s / c.blockSize)] * c.blockSize + s % c.blockSize;
+        return tndK ? keyBase[static_cast<size_t>(b)] + s : b * c.s2 + s;
+    }
+};
+
+inline V2Layout BuildLayout(const V2Shape &c, Lcg &rng) {
+    V2Layout p;
+    p.tndQ = c.layoutQ[0] == 'T';
+    p.tndK = c.layoutK[0] == 'T';
+    p.paged = c.layoutK[0] == 'P';
+    if (p.tndQ) {
+        p.cuQ.push_back(0);
+        for (int64_t b = 0; b < c.batch; b++) {
+            int64_t seg = c.lenQ[b] + (c.usedQ ? 2 : 0);
+            for (int64_t t = 0; t < seg; t++) p.rowBatch.push_back(b), p.rowT.push_back(t);
+            p.cuQ.push_back(p.cuQ.back() + static_cast<int32_t>(seg));
+        }
+        p.rowBatch.push_back(-1), p.rowT.push_back(0);  // a row past cuSeqlensQ[B]
+        p.rows = static_cast<int64_t>(p.rowBatch.size());
+    } else {
+        for (int64_t b = 0; b < c.batch; b++)
+            for (int64_t t = 0; t < c.s1; t++) p.rowBatch.push_back(b), p.rowT.push_back(t);
+        p.rows = c.batch * c.s1;
+    }
+    for (int64_t b = 0; b < c.batch; b++) p.usedQ.push_back(static_cast<int32_t>(c.lenQ[b]));
+    for (int64_t b = 0; b < c.batch; b++) p.usedK.push_back(static_cast<int32_t>(c.lenK[b]));
+    if (p.tndK) {
+        p.cuK.push_back(0);
+        for (int64_t b = 0; b < c.batch; b++) {
+            p.keyBase.push_back(p.cuK.back());
+            p.cuK.push_back(p.cuK.back() + static_cast<int32_t>(c.lenK[b]));
+        }
+        p.keyRows = p.cuK.back();
+    } else if (p.paged) {
+        for (int64_t b = 0; b < c.batch; b++)
+            p.maxBlocks = std::max<int64_t>(p.maxBlocks, (c.lenK[b] + c.blockSize - 1) / c.blockSize);
+        p.blockNum = c.batch * p.maxBlocks + 3;  // spare blocks nobody reads
+        std::vector<int32_t> pool(static_cast<size_t>(p.blockNum));
+        std::iota(pool.begin(), pool.end(), 0);
+        for (size_t i = pool.size() - 1; i > 0; i--) std::swap(pool[i], pool[static_cast<size_t>(rng.Below(static_cast<int64_t>(i) + 1))]);
+        p.table.assign(pool.begin(), pool.begin() + c.batch * p.maxBlocks);
+        p.keyRows = p.blockNum * c.blockSize;
+    } else {
+        p.keyRows = c.batch * c.s2;
+    }
+    return p;
+}
+
+
+// The leading extents of a query-row tensor ([B,S1] or [T1]) and of the key ([B,S2] | [T2] | [blockNum, blockSize]).
+inline std::vector<int64_t> RowExtents(const V2Shape &sh, const V2Layout &p) {
+    return p.tndQ ? std::vector<int64_t>{p.rows} : std::vector<int64_t>{sh.batch, sh.s1};
+}
+inline std::vector<int64_t> KeyExtents(const V2Shape &sh, const V2Layout &p) {
+    return p.tndK ? std::vector<int64_t>{p.keyRows}
+           : p.paged ? std::vector<int64_t>{p.blockNum, sh.blockSize}
+                     : std::vector<int64_t>{sh.batch, sh.s2};
+}
+inline std::vector<int64_t> Extend(std::vector<int64_t> v, std::initializer_list<int64_t> more) {
+    v.insert(v.end(), more);
+    return v;
+}
+
+// The length arguments of a case as device tensors (nullptr where the case passes none).
+struct V2Lengths {
+    aclTensor *cuQ = nullptr, *cuK = nullptr, *usedQ = nullptr, *usedK = nullptr, *residual = nullptr,
+              *table = nullptr, *offset = nullptr;
+    void *addr[7] = {};
+
+    int Create(const V2Shape &sh, const V2Layout &p, const std::vector<int32_t> &res,
+               const std::vector<int32_t> *offsets) {
+        const int64_t B = sh.batch;
+        if (p.tndQ) CHECK_RET(CreateAclTensor(p.cuQ, {B + 1}, &addr[0], ACL_INT32, &cuQ) == 0, return 1);
+        if (p.tndK) CHECK_RET(CreateAclTensor(p.cuK, {B + 1}, &addr[1], ACL_INT32, &cuK) == 0, return 1);
+        if (sh.usedQ) CHECK_RET(CreateAclTensor(p.usedQ, {B}, &addr[2], ACL_INT32, &usedQ) == 0, return 1);
+        bool shortKeys = false;
+        for (int64_t b = 0; b < B; b++) shortKeys = shortKeys || sh.lenK[b] != sh.s2;
+        if (p.paged || (!p.tndK && shortKeys))
+            CHECK_RET(CreateAclTensor(p.usedK, {B}, &addr[3], ACL_INT32, &usedK) == 0, return 1);
+        if (!res.empty()) CHECK_RET(CreateAclTensor(res, {B}, &addr[4], ACL_INT32, &residual) == 0, return 1);
+        if (p.paged) CHECK_RET(CreateAclTensor(p.table, {B, p.maxBlocks}, &addr[5], ACL_INT32, &table) == 0, return 1);
+        if (offsets)
+            CHECK_RET(CreateAclTensor(*offsets, Extend(RowExtents(sh, p), {1}), &addr[6], ACL_INT32, &offset) == 0,
+                      return 1);
+        return 0;
+    }
+};
+
+// What a case asks of the operator, for the check.
+struct V2Run {
+    const std::vector<int32_t> &residual;
+    int64_t cmpRatio, maskMode, topk;
+    const std::vector<int32_t> *offsets;  // nullptr: none passed
+    bool returnValue, fillValues;
+    double valueSlack;                    // the values' dtype's relative rounding
+};
+
+// Checks every row's slots (one key head) against `score(r, b, s)`, the float64 score of entry s of
+// batch b for query row r with its bound.
+template <class ScoreFn>
+int CheckRows(const char *name, const V2Shape &sh, const V2Layout &p, const V2Run &run, const std::vector<int32_t> &idx,
+              const std::vector<double> &val, ScoreFn score) {
+    V2Checker check;
+    int64_t selected = 0;
+    for (int64_t r = 0; r < p.rows; r++) {
+        const int64_t b = p.rowBatch[static_cast<size_t>(r)], t = p.rowT[static_cast<size_t>(r)];
+        const int64_t res = run.residual.empty() || b < 0 ? 0 : run.residual[static_cast<size_t>(b)];
+        const int64_t vis = b < 0 ? 0 : VisibleEntries(sh.lenK[b], sh.lenQ[b], res, run.cmpRatio, run.maskMode, t);
+        std::vector<Scored> ref;
+        for (int64_t s = 0; s < vis; s++) ref.push_back(score(r, b, s));
+        std::vector<int64_t> slots(static_cast<size_t>(run.topk));
+        std::vector<double> values(static_cast<size_t>(run.topk));
+        for (int64_t j = 0; j < run.topk; j++) {
+            const size_t at = static_cast<size_t>(r * run.topk + j);
+            int64_t v = idx[at];
+            if (v != -1 && run.offsets) v -= (*run.offsets)[static_cast<size_t>(r)];
+            slots[static_cast<size_t>(j)] = v;
+            selected += v >= 0;
+            if (!val.empty()) values[static_cast<size_t>(j)] = val[at];
+        }
+        if (run.fillValues)
+            for (double v : values)
+                if (!(std::isinf(v) && v < 0)) check.Fail("returnValue 0: a value is not -inf", r, 0);
+        check.Check(r, 0, slots.data(), run.returnValue ? values.data() : nullptr, run.topk, ref, run.valueSlack);
+    }
+    if (selected == 0) check.Fail("no entry was selected", -1, 0);
+    return check.Verdict(name);
+}
 
 #endif  // LIG_ACLNN_SAMPLE_V2_CHECK_H
