@@ -1,4 +1,4 @@
-/* Every kind of bad argument to the four operators: the ACLNN_ERR_* code of lig's status, lig's
+/* Every kind of bad argument to the six operators: the ACLNN_ERR_* code of lig's status, lig's
  * message (or the front end's, for what only it checks), and nothing written on failure. */
 #include <stdint.h>
 #include <string.h>
@@ -6,7 +6,9 @@
 #include <acl/acl.h>
 #include <aclnnop/aclnn_lightning_indexer.h>
 #include <aclnnop/aclnn_lightning_indexer_grad.h>
+#include <aclnnop/aclnn_lightning_indexer_v2.h>
 #include <aclnnop/aclnn_quant_lightning_indexer.h>
+#include <aclnnop/aclnn_quant_lightning_indexer_v2.h>
 #include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h>
 #include <lig.h>
 
@@ -647,6 +649,150 @@ static void test_quant_indexer(void) {
     quant_drop(&a);
 }
 
+/* The V4-era pair (aclnnQuantLightningIndexerV2, aclnnLightningIndexerV2) on the quantized
+ * forward's arguments: what only the front end checks (quantMode, maskMode, cmpRatio, the residual,
+ * the lengths, the layouts, outputIdxOffset, returnValue), nothing written on failure; and with
+ * cmpRatio 1 and maskMode 3, which is the causal mask, the same indices as the V1 operators. */
+static void test_v2_indexers(void) {
+    quant_args a = quant_make();
+    char tnd[] = "TND", pa[] = "PA_BSND", pa_bbnd[] = "PA_BBND";
+    const int64_t one[1] = {1}, off_shape[3] = {B, S1, N2};
+    int32_t res4[1] = {4}, res1[1] = {1}, used9[1] = {9}, cu[2] = {0, S1}, offsets[B * S1 * N2] = {0};
+    float foff[B * S1 * N2] = {0};
+    dev r4 = make(res4, sizeof res4, one, 1, ACL_INT32), r1 = make(res1, sizeof res1, one, 1, ACL_INT32),
+        u9 = make(used9, sizeof used9, one, 1, ACL_INT32), cuq = make(cu, sizeof cu, (const int64_t[]){2}, 1, ACL_INT32),
+        off = make(offsets, sizeof offsets, off_shape, 3, ACL_INT32), foff_d = make(foff, sizeof foff, off_shape, 3, ACL_FLOAT);
+    uint16_t vals[B * S1 * N2 * QK] = {0};
+    dev bfv = make(vals, sizeof vals, q_out_shape, 4, ACL_BF16);
+#define QV2(q, k, sk, cuQ, usedK, res, bt, offs, qmode, lq, lk, mask, ratio, rv, vals) \
+    aclnnQuantLightningIndexerV2GetWorkspaceSize(q, k, a.w.t, a.sq.t, sk, cuQ, NULL, NULL, usedK, res, bt, offs, NULL, QK, \
+                                                 qmode, 0, lq, lk, mask, ratio, rv, a.out.t, vals, &ws_, &e_)
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 5, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: 5 (MXFP4)");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 4, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: 4 (HiFloat8)");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 3, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: 3 (MXFP8");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 0, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: expected 1 (FLOAT8_E4M3FN) or 2 (INT8)");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 1, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "query: expected dtype ACL_FLOAT8_E4M3FN with quantMode 1, got ACL_INT8");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 2, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "maskMode: expected 0 (no mask) or 3 (right-down causal), got 2");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 129, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "cmpRatio: expected 1..128, got 129");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 0, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "cmpRatio: expected 1..128, got 0");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, NULL, NULL, NULL, 2, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_NULLPTR, "cmpResidualKOptional: expected the (B,) residual");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r4.t, NULL, NULL, 2, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "cmpResidualKOptional[0]: expected 0..3 (below cmpRatio 4), got 4");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 4, 2, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "returnValueOptional: expected 0 or 1, got 2");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 4, 1, NULL),
+                       ACLNN_ERR_PARAM_NULLPTR, "sparseValuesOut: expected a tensor when returnValueOptional is 1");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, tnd, tnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "query: expected [T1,N1,D]");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.cache.t, a.cache_sk.t, NULL, a.lens.t, r1.t, a.table.t, NULL, 2, bsnd, pa_bbnd, 3, 4, 0,
+                           NULL),
+                       ACLNN_ERR_PARAM_INVALID, "layoutK: expected \"BSND\" (layoutQ's layout) or \"PA_BSND\"");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.cache.t, a.cache_sk.t, NULL, NULL, r1.t, a.table.t, NULL, 2, bsnd, pa, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_NULLPTR, "sequsedKOptional: expected the (B,) key lengths");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, u9.t, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "sequsedKOptional[0]: expected 0..4 (the batch's keys), got 9");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, foff_d.t, 2, bsnd, bsnd, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_INVALID, "outputIdxOffsetOptional: expected dtype ACL_INT32");
+    CHECK(quant_out_untouched(&a));
+
+    /* phase 2: a table entry past the cache, found before anything is written */
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclnnStatus planned = aclnnQuantLightningIndexerV2GetWorkspaceSize(
+        a.q.t, a.cache.t, a.w.t, a.sq.t, a.cache_sk.t, NULL, NULL, NULL, a.lens.t, NULL, a.bad_table.t, off.t, NULL, QK,
+        2, 0, bsnd, pa, 3, 1, 1, a.out.t, bfv.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "block_table");
+    CHECK(quant_out_untouched(&a));
+    /* a V2 executor handed to the V1 operator */
+    CHECK_EQ_INT(aclnnQuantLightningIndexerV2GetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL, NULL,
+                                                              NULL, NULL, NULL, NULL, QK, 2, 0, bsnd, bsnd, 3, 1, 0,
+                                                              a.out.t, NULL, &ws, &e),
+                 ACLNN_SUCCESS);
+    CHECK_EQ_INT(run_planned(ACLNN_SUCCESS, ws, e, aclnnQuantLightningIndexer), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnQuantLightningIndexerV2GetWorkspaceSize");
+    CHECK(quant_out_untouched(&a));
+
+    /* cmpRatio 1, maskMode 3 is V1's sparse mode 3: the same indices, plain keys and paged (TND
+     * query over the cache included) */
+    int32_t v1[B * S1 * N2 * QK], v2[B * S1 * N2 * QK];
+    planned = aclnnQuantLightningIndexerGetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL, 0, 0, bsnd,
+                                                         bsnd, QK, 3, INT64_MAX, INT64_MAX, a.out.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexer), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1, sizeof v1, a.out.mem, sizeof v1, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    aclTensor *tq = aclCreateTensor((const int64_t[]){S1, N1, D}, 3, ACL_INT8, NULL, 0, ACL_FORMAT_ND,
+                                    (const int64_t[]){S1, N1, D}, 3, a.q.mem),
+              *tw = aclCreateTensor((const int64_t[]){S1, N1}, 2, ACL_FLOAT16, NULL, 0, ACL_FORMAT_ND,
+                                    (const int64_t[]){S1, N1}, 2, a.w.mem),
+              *tsq = aclCreateTensor((const int64_t[]){S1, N1}, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND,
+                                     (const int64_t[]){S1, N1}, 2, a.sq.mem),
+              *tout = aclCreateTensor((const int64_t[]){S1, N2, QK}, 3, ACL_INT32, NULL, 0, ACL_FORMAT_ND,
+                                      (const int64_t[]){S1, N2, QK}, 3, a.out.mem);
+    for (int v = 0; v < 2; v++) {
+        planned = v ? aclnnQuantLightningIndexerV2GetWorkspaceSize(tq, a.cache.t, tw, tsq, a.cache_sk.t, cuq.t, NULL, NULL,
+                                                                   a.lens.t, NULL, a.table.t, NULL, NULL, QK, 2, S1, tnd,
+                                                                   pa, 3, 1, 0, tout, NULL, &ws, &e)
+                    : aclnnQuantLightningIndexerV2GetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL,
+                                                                   NULL, NULL, NULL, NULL, NULL, QK, 2, S1, NULL, NULL,
+                                                                   3, 1, 0, a.out.t, NULL, &ws, &e);
+        CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2), ACLNN_SUCCESS);
+        CHECK_EQ_INT(aclrtMemcpy(v2, sizeof v2, a.out.mem, sizeof v2, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+        CHECK(memcmp(v1, v2, sizeof v1) == 0);
+    }
+    aclTensor *views[] = {tq, tw, tsq, tout};
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++) CHECK_EQ_INT(aclDestroyTensor(views[i]), ACLNN_SUCCESS);
+
+    /* aclnnLightningIndexerV2: FLOAT16 q and k with FLOAT w and values, as CANN's; the same
+     * indices and values as aclnnLightningIndexer's sparse mode 3 when cmpRatio is 1 */
+    static float hq[B * S1 * N1 * D], hk[B * S2 * N2 * D], hw[B * S1 * N1];
+    uint16_t q16[B * S1 * N1 * D], k16[B * S2 * N2 * D];
+    float fv[B * S1 * N2 * QK];
+    for (int i = 0; i < B * S1 * N1 * D; i++) q16[i] = aclFloatToFloat16(hq[i] = (float)((i % 7) - 3) * 0.25f);
+    for (int i = 0; i < B * S2 * N2 * D; i++) k16[i] = aclFloatToFloat16(hk[i] = (float)((i % 5) - 1) * 0.5f);
+    for (int i = 0; i < B * S1 * N1; i++) hw[i] = 0.5f + 0.125f * (float)i;
+    for (int i = 0; i < B * S1 * N2 * QK; i++) fv[i] = SENTINEL;
+    dev fq = make(q16, sizeof q16, q_shape, 4, ACL_FLOAT16), fk = make(k16, sizeof k16, k_shape, 4, ACL_FLOAT16),
+        fw = make(hw, sizeof hw, w_shape, 3, ACL_FLOAT), fval = make(fv, sizeof fv, q_out_shape, 4, ACL_FLOAT);
+    int32_t nines[B * S1 * N2 * QK];
+    for (int i = 0; i < B * S1 * N2 * QK; i++) nines[i] = 99;
+    CHECK_EQ_INT(aclrtMemcpy(a.out.mem, sizeof nines, nines, sizeof nines, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+#define LIV2(k, offs, lk, rv, vals) \
+    aclnnLightningIndexerV2GetWorkspaceSize(fq.t, k, fw.t, NULL, NULL, NULL, NULL, NULL, NULL, offs, NULL, QK, S1, bsnd, lk, \
+                                            3, 1, rv, a.out.t, vals, &ws_, &e_)
+    CHECK_PHASE1_FAILS(LIV2(fk.t, NULL, bsnd, 1, bfv.t), ACLNN_ERR_PARAM_INVALID,
+                       "sparseValuesOut: expected dtype ACL_FLOAT, got ACL_BF16");
+    CHECK_PHASE1_FAILS(LIV2(fk.t, NULL, pa, 0, NULL), ACLNN_ERR_PARAM_INVALID, "or \"PA_BBND\" (a paged cache)");
+    CHECK_PHASE1_FAILS(LIV2(fk.t, NULL, bsnd, 1, NULL), ACLNN_ERR_PARAM_NULLPTR, "sparseValuesOut");
+    CHECK(quant_out_untouched(&a));
+    float v1val[B * S1 * N2 * QK], v2val[B * S1 * N2 * QK];
+    planned = aclnnLightningIndexerGetWorkspaceSize(fq.t, fk.t, fw.t, NULL, NULL, NULL, bsnd, bsnd, QK, 3, INT64_MAX,
+                                                    INT64_MAX, true, a.out.t, fval.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnLightningIndexer), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1, sizeof v1, a.out.mem, sizeof v1, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1val, sizeof v1val, fval.mem, sizeof v1val, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    planned = aclnnLightningIndexerV2GetWorkspaceSize(fq.t, fk.t, fw.t, NULL, NULL, NULL, NULL, NULL, NULL, off.t, NULL, QK,
+                                                      S1, NULL, NULL, 3, 1, 1, a.out.t, fval.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnLightningIndexerV2), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v2, sizeof v2, a.out.mem, sizeof v2, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v2val, sizeof v2val, fval.mem, sizeof v2val, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(memcmp(v1, v2, sizeof v1) == 0 && memcmp(v1val, v2val, sizeof v1val) == 0);
+    CHECK(v1[0] >= 0 && v1[QK - 1] == -1);
+#undef LIV2
+#undef QV2
+    dev *all[] = {&r4, &r1, &u9, &cuq, &off, &foff_d, &bfv, &fq, &fk, &fw, &fval};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+    quant_drop(&a);
+}
+
 int main(void) {
     CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
@@ -656,6 +802,7 @@ int main(void) {
     test_forward_huge_staged_view();
     test_kl_loss();
     test_quant_indexer();
+    test_v2_indexers();
     CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
     return check_report("aclnn-op-errors");
