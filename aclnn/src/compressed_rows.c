@@ -279,8 +279,9 @@ fe_view fe_view_of(const aclTensor *t, float *staged) {
             step *= t->shape[d] ? t->shape[d] : 1;
         }
     } else {
-        memcpy(v.strides, t->strides, sizeof v.strides);
-        v.data = t->numel ? (char *)t->data + (size_t)t->offset * fe_dtype_size(t->dtype) : (char *)t->data;
+        size_t start = 0;
+        (void)fe_byte_view(t, v.shape, v.strides, &start); /* bound already: a whole-byte view */
+        v.data = t->numel ? (char *)t->data + start : (char *)t->data;
     }
     return v;
 }

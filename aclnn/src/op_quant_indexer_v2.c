@@ -1,7 +1,8 @@
 /*
  * aclnnQuantLightningIndexerV2 over lig_quant_indexer with a paged key ("PA_BSND"), one query row
  * per batch with its visible compressed entries as its key length (compressed_rows.h). The codes
- * and scales are read in place; nothing is staged.
+ * and scales are read in place; nothing is staged. quantMode 5 (MXFP4) is lig's FLOAT4_E2M1X2 form:
+ * ACL_FLOAT4_E2M1 codes viewed two a byte, the (.., D/64, 2) e8m0 scales as UINT8 (.., D/32).
  */
 #include "../include/aclnnop/aclnn_quant_lightning_indexer_v2.h"
 
@@ -12,37 +13,61 @@
 
 static const char *const API = "aclnnQuantLightningIndexerV2GetWorkspaceSize";
 
-/* quantMode against what lig's C forward computes, and the codes' dtype it implies. */
-static aclnnStatus check_quant_mode(int64_t quantMode, const aclTensor *query, const aclTensor *key) {
+/* quantMode against what lig's C forward computes, and the codes' and scales' dtypes it implies. */
+static aclnnStatus check_quant_mode(int64_t quantMode, const aclTensor *query, const aclTensor *key,
+                                    const aclTensor *sq, const aclTensor *sk) {
     switch (quantMode) {
     case 1:
-    case 2: break;
+    case 2:
+    case 5: break;
     case 3:
         return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
                        "quantMode: 3 (MXFP8: FLOAT8_E4M3FN codes with a FLOAT8_E8M0 scale per 32 values) is not "
-                       "computed by lig; use 1 (FLOAT8_E4M3FN with per-token-head scales) or 2 (INT8)");
+                       "computed by lig; use 1 (FLOAT8_E4M3FN with per-token-head scales), 2 (INT8) or 5 (MXFP4)");
     case 4:
         return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
                        "quantMode: 4 (HiFloat8) is not computed by lig (it has no HiFloat8 decoder); use 1 "
-                       "(FLOAT8_E4M3FN) or 2 (INT8)");
-    case 5:
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
-                       "quantMode: 5 (MXFP4) is computed by lig's C forward (LIG_FLOAT4_E2M1X2 with e8m0 scales), "
-                       "but this front end does not yet take ACL_FLOAT4_E2M1 / ACL_FLOAT8_E8M0 tensors; call "
-                       "lig_quant_indexer_get_workspace_size, or use quantMode 1 or 2");
+                       "(FLOAT8_E4M3FN), 2 (INT8) or 5 (MXFP4)");
     default:
         return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
-                       "quantMode: expected 1 (FLOAT8_E4M3FN) or 2 (INT8) (CANN also names 3 MXFP8, 4 HiFloat8, "
-                       "5 MXFP4), got %lld",
+                       "quantMode: expected 1 (FLOAT8_E4M3FN), 2 (INT8) or 5 (MXFP4) (CANN also names 3 MXFP8 and "
+                       "4 HiFloat8), got %lld",
                        (long long)quantMode);
     }
-    const aclDataType want = quantMode == 1 ? ACL_FLOAT8_E4M3FN : ACL_INT8;
-    if (query && query->dtype != want)
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "query: expected dtype %s with quantMode %lld, got %s",
-                       fe_dtype_name(want), (long long)quantMode, fe_dtype_name(query->dtype));
-    if (key && key->dtype != want)
-        return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "key: expected dtype %s with quantMode %lld, got %s",
-                       fe_dtype_name(want), (long long)quantMode, fe_dtype_name(key->dtype));
+    const aclDataType want = quantMode == 1 ? ACL_FLOAT8_E4M3FN : quantMode == 2 ? ACL_INT8 : ACL_FLOAT4_E2M1;
+    const struct {
+        const aclTensor *t;
+        const char *name;
+    } codes[] = {{query, "query"}, {key, "key"}};
+    for (int i = 0; i < 2; i++)
+        if (codes[i].t && codes[i].t->dtype != want)
+            return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "%s: expected dtype %s with quantMode %lld, got %s",
+                           codes[i].name, fe_dtype_name(want), (long long)quantMode, fe_dtype_name(codes[i].t->dtype));
+    /* MX block scales and per-token scales are read differently: a mix-up is refused by name */
+    const struct {
+        const aclTensor *t;
+        const char *name;
+    } scales[] = {{sq, "queryDequantScale"}, {sk, "keyDequantScale"}};
+    for (int i = 0; i < 2; i++)
+        if (scales[i].t && (scales[i].t->dtype == ACL_FLOAT8_E8M0) != (quantMode == 5))
+            return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "%s: expected %s with quantMode %lld, got %s",
+                           scales[i].name, quantMode == 5 ? "dtype ACL_FLOAT8_E8M0" : "ACL_FLOAT or ACL_FLOAT16",
+                           (long long)quantMode, fe_dtype_name(scales[i].t->dtype));
+    return ACLNN_SUCCESS;
+}
+
+/* CANN's MX scales are (.., D/64, 2) FLOAT8_E8M0, "each scale covering 32 consecutive values of D":
+ * with each pair's two bytes adjacent they are the bytes of lig's UINT8 (.., D/32). */
+static aclnnStatus merge_scale_pairs(fe_view *v, const char *name) {
+    const int64_t n = v->ndim;
+    if (n < 2 || v->shape[n - 1] != 2 || v->strides[n - 1] != 1 || (v->shape[n - 2] > 1 && v->strides[n - 2] != 2))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, API,
+                       "%s: expected MX scales shaped (.., D/64, 2) with the last two axes contiguous, got %lld "
+                       "dimensions, last extent %lld",
+                       name, (long long)n, (long long)(n ? v->shape[n - 1] : 0));
+    v->shape[n - 2] *= 2;
+    v->strides[n - 2] = 1;
+    v->ndim = n - 1;
     return ACLNN_SUCCESS;
 }
 
@@ -50,8 +75,8 @@ typedef struct quant_tensors {
     const aclTensor *weights, *sq, *sk, *offset, *indices, *values;
 } quant_tensors;
 
-static aclnnStatus plan(const fe_v2_args *a, const quant_tensors *t, int64_t topk, int64_t returnValue, fe_args *args,
-                        uint64_t *ws, lig_executor **lx) {
+static aclnnStatus plan(const fe_v2_args *a, const quant_tensors *t, int64_t topk, int64_t returnValue, bool mx,
+                        fe_args *args, uint64_t *ws, lig_executor **lx) {
     fe_v2_rows rows;
     aclnnStatus st = fe_v2_rows_plan(a, args, &rows);
     if (st != ACLNN_SUCCESS) return st;
@@ -69,6 +94,9 @@ static aclnnStatus plan(const fe_v2_args *a, const quant_tensors *t, int64_t top
         return st;
     fe_view qv = fe_view_of(a->query, NULL), kv = fe_view_of(a->key, NULL), wv = fe_view_of(t->weights, NULL),
             sqv = fe_view_of(t->sq, NULL), skv = fe_view_of(t->sk, NULL), iv = fe_view_of(t->indices, NULL);
+    if (mx && ((st = merge_scale_pairs(&sqv, "queryDequantScale")) != ACLNN_SUCCESS ||
+               (st = merge_scale_pairs(&skv, "keyDequantScale")) != ACLNN_SUCCESS))
+        return st;
     fe_v2_cache_view(&rows, &kv);
     fe_v2_cache_view(&rows, &skv);
     if ((st = fe_v2_row_view(&rows, "query", API, &qv)) != ACLNN_SUCCESS ||
@@ -109,7 +137,7 @@ aclnnStatus aclnnQuantLightningIndexerV2GetWorkspaceSize(
     if (!workspaceSize || !executor)
         return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "%s: expected a pointer, got nullptr",
                        workspaceSize ? "executor" : "workspaceSize");
-    aclnnStatus st = check_quant_mode(quantMode, query, key);
+    aclnnStatus st = check_quant_mode(quantMode, query, key, queryDequantScale, keyDequantScale);
     if (st != ACLNN_SUCCESS) return st;
     if (returnValueOptional != 0 && returnValueOptional != 1)
         return fe_fail(ACLNN_ERR_PARAM_INVALID, API, "returnValueOptional: expected 0 or 1, got %lld",
@@ -147,7 +175,7 @@ aclnnStatus aclnnQuantLightningIndexerV2GetWorkspaceSize(
     fe_args args = {0};
     uint64_t ws = 0;
     lig_executor *lx = NULL;
-    if ((st = plan(&a, &t, topk, returnValueOptional, &args, &ws, &lx)) != ACLNN_SUCCESS) {
+    if ((st = plan(&a, &t, topk, returnValueOptional, quantMode == 5, &args, &ws, &lx)) != ACLNN_SUCCESS) {
         fe_args_release(&args);
         return st;
     }

@@ -668,13 +668,42 @@ static void test_v2_indexers(void) {
     aclnnQuantLightningIndexerV2GetWorkspaceSize(q, k, a.w.t, a.sq.t, sk, cuQ, NULL, NULL, usedK, res, bt, offs, NULL, QK, \
                                                  qmode, 0, lq, lk, mask, ratio, rv, a.out.t, vals, &ws_, &e_)
     CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 5, bsnd, bsnd, 3, 4, 0, NULL),
-                       ACLNN_ERR_PARAM_INVALID, "quantMode: 5 (MXFP4)");
+                       ACLNN_ERR_PARAM_INVALID, "query: expected dtype ACL_FLOAT4_E2M1 with quantMode 5, got ACL_INT8");
+    {
+        /* MX scales with per-token codes, and per-token scales with MXFP4 codes */
+        aclTensor *e8m0 = retyped(&a.sk, sk_shape, 3, ACL_FLOAT8_E8M0);
+        const int64_t fp4_q_shape[4] = {B, S1, N1, 2 * D}, fp4_k_shape[4] = {B, S2, N2, 2 * D};
+        aclTensor *fp4_q = retyped(&a.q, fp4_q_shape, 4, ACL_FLOAT4_E2M1), *fp4_k = retyped(&a.k, fp4_k_shape, 4, ACL_FLOAT4_E2M1);
+        CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, e8m0, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 4, 0, NULL),
+                           ACLNN_ERR_PARAM_INVALID, "keyDequantScale: expected ACL_FLOAT or ACL_FLOAT16 with quantMode 2");
+        CHECK_PHASE1_FAILS(QV2(fp4_q, fp4_k, e8m0, NULL, NULL, r1.t, NULL, NULL, 5, bsnd, bsnd, 3, 4, 0, NULL),
+                           ACLNN_ERR_PARAM_INVALID, "queryDequantScale: expected dtype ACL_FLOAT8_E8M0 with quantMode 5");
+        /* an FP4 view that splits a byte (an odd last extent), and e8m0 scales not shaped (.., D/64, 2) */
+        const int64_t odd_q_shape[4] = {B, S1, N1, 2 * D - 1}, e8_q_shape[3] = {B, S1, N1};
+        aclTensor *odd_q = retyped(&a.q, odd_q_shape, 4, ACL_FLOAT4_E2M1), *e8_q = retyped(&a.sq, e8_q_shape, 3, ACL_FLOAT8_E8M0);
+        uint64_t ws_ = 77;
+        aclOpExecutor *e_ = (aclOpExecutor *)&ws_;
+        CHECK_EQ_INT(aclnnQuantLightningIndexerV2GetWorkspaceSize(odd_q, fp4_k, a.w.t, e8_q, e8m0, NULL, NULL, NULL, NULL, r1.t,
+                                                                  NULL, NULL, NULL, QK, 5, 0, bsnd, bsnd, 3, 4, 0, a.out.t,
+                                                                  NULL, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "query: an ACL_FLOAT4_E2M1 view must cover whole bytes");
+        CHECK_EQ_INT(aclnnQuantLightningIndexerV2GetWorkspaceSize(fp4_q, fp4_k, a.w.t, e8_q, e8m0, NULL, NULL, NULL, NULL, r1.t,
+                                                                  NULL, NULL, NULL, QK, 5, 0, bsnd, bsnd, 3, 4, 0, a.out.t,
+                                                                  NULL, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "keyDequantScale: expected MX scales shaped (.., D/64, 2)");
+        CHECK(ws_ == 77 && e_ == (aclOpExecutor *)&ws_);
+        aclTensor *drop_these[] = {e8m0, fp4_q, fp4_k, odd_q, e8_q};
+        for (size_t i = 0; i < sizeof drop_these / sizeof drop_these[0]; i++)
+            CHECK_EQ_INT(aclDestroyTensor(drop_these[i]), ACLNN_SUCCESS);
+    }
     CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 4, bsnd, bsnd, 3, 4, 0, NULL),
                        ACLNN_ERR_PARAM_INVALID, "quantMode: 4 (HiFloat8)");
     CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 3, bsnd, bsnd, 3, 4, 0, NULL),
                        ACLNN_ERR_PARAM_INVALID, "quantMode: 3 (MXFP8");
     CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 0, bsnd, bsnd, 3, 4, 0, NULL),
-                       ACLNN_ERR_PARAM_INVALID, "quantMode: expected 1 (FLOAT8_E4M3FN) or 2 (INT8)");
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: expected 1 (FLOAT8_E4M3FN), 2 (INT8) or 5 (MXFP4)");
     CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 1, bsnd, bsnd, 3, 4, 0, NULL),
                        ACLNN_ERR_PARAM_INVALID, "query: expected dtype ACL_FLOAT8_E4M3FN with quantMode 1, got ACL_INT8");
     CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 2, 4, 0, NULL),

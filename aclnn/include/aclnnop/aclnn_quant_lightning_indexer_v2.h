@@ -9,9 +9,12 @@
  *   query [B,S1,N1,D] | [T1,N1,D]; key [B,S2,N2,D] | [T2,N2,D] | PA_BSND [blockNum,blockSize,N2,D]
  *   quantMode 1: ACL_FLOAT8_E4M3FN query and key, ACL_FLOAT scales (lig also takes ACL_FLOAT16)
  *   quantMode 2: ACL_INT8 query and key, ACL_FLOAT16 scales (lig also takes ACL_FLOAT)
- *   quantMode 3 (MXFP8), 4 (HiFloat8), 5 (MXFP4): refused with ACLNN_ERR_PARAM_INVALID, by name
- *   weights [B,S1,N1] | [T1,N1]: ACL_FLOAT (mode 1) or ACL_FLOAT16 (mode 2); lig takes either, or ACL_BF16
- *   queryDequantScale like weights; keyDequantScale like key without D
+ *   quantMode 5 (MXFP4): ACL_FLOAT4_E2M1 query and key (extents, strides and offsets counted in
+ *                elements, two a byte: the last extent even with stride 1), ACL_FLOAT8_E8M0 scales
+ *                shaped like the codes with D replaced by (D/64, 2): one per 32 values
+ *   quantMode 3 (MXFP8) and 4 (HiFloat8): refused with ACLNN_ERR_PARAM_INVALID, by name
+ *   weights [B,S1,N1] | [T1,N1]: ACL_FLOAT (modes 1, 5) or ACL_FLOAT16 (mode 2); lig takes either, or ACL_BF16
+ *   queryDequantScale like weights; keyDequantScale like key without D (modes 1, 2)
  *   cuSeqLensQOptional, cuSeqLensKOptional, sequsedQOptional, sequsedKOptional, cmpResidualKOptional,
  *   blockTableOptional, outputIdxOffsetOptional, metadataOptional, topk, maxSeqlenQOptional, the
  *   layouts (NULL: "BSND"; the paged key layout is "PA_BSND"), maskModeOptional, cmpRatioOptional:
