@@ -10,12 +10,15 @@
 //   case 2: BFLOAT16, TND with cuSeqlens and shorter sequsedQ, residuals 3/0/1, outputIdxOffset,
 //           returnValue 0 with a values tensor (filled with -inf), a trailing row outside every batch
 //   case 3: FLOAT16, BSND query (S1 3: MTP) over a PA_BBND cache (shuffled blocks), maskMode 0
+// Each case runs the 950's workflow: aclnnLightningIndexerV2Metadata first, its output handed to the
+// indexer (lig-aclnn writes a description there and the indexer does not read it).
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "aclnnop/aclnn_lightning_indexer_v2.h"
+#include "aclnnop/aclnn_lightning_indexer_v2_metadata.h"
 #include "sample_v2_check.h"
 
 namespace {
@@ -63,10 +66,25 @@ int RunCase(const V2Case &c, uint64_t seed) {
 
     std::vector<char> layoutQ(sh.layoutQ, sh.layoutQ + std::strlen(sh.layoutQ) + 1);
     std::vector<char> layoutK(sh.layoutK, sh.layoutK + std::strlen(sh.layoutK) + 1);
+    // the 950's workflow: the metadata op first, its output handed to the indexer
+    void *metaAddr = nullptr, *metaWorkspace = nullptr;
+    aclTensor *metaT = nullptr;
     uint64_t workspaceSize = 0;
     aclOpExecutor *executor = nullptr;
-    int ret = aclnnLightningIndexerV2GetWorkspaceSize(qT, kT, wT, len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual,
-                                                      len.table, len.offset, nullptr, c.topk, p.rows, layoutQ.data(),
+    CHECK_RET(CreateAclTensor(std::vector<int32_t>(1024, 0), {1024}, &metaAddr, ACL_INT32, &metaT) == 0, return 1);
+    int ret = aclnnLightningIndexerV2MetadataGetWorkspaceSize(len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual, c.n1, 1,
+                                                              c.d, c.topk, sh.batch, p.rows, p.keyRows, layoutQ.data(),
+                                                              layoutK.data(), c.maskMode, c.cmpRatio, metaT,
+                                                              &workspaceSize, &executor);
+    CHECK_RET(ret == ACL_SUCCESS,
+              LOG_PRINT("%s: aclnnLightningIndexerV2MetadataGetWorkspaceSize failed. ERROR: %d (%s)\n", c.name, ret,
+                        aclGetRecentErrMsg());
+              return 1);
+    CHECK_RET(RunPhase2("aclnnLightningIndexerV2Metadata", aclnnLightningIndexerV2Metadata, workspaceSize, executor,
+                        stream, &metaWorkspace) == 0,
+              return 1);
+    ret = aclnnLightningIndexerV2GetWorkspaceSize(qT, kT, wT, len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual,
+                                                      len.table, len.offset, metaT, c.topk, p.rows, layoutQ.data(),
                                                       layoutK.data(), c.maskMode, c.cmpRatio, c.returnValue ? 1 : 0,
                                                       idxT, valT, &workspaceSize, &executor);
     CHECK_RET(ret == ACL_SUCCESS,
@@ -102,9 +120,9 @@ int RunCase(const V2Case &c, uint64_t seed) {
                     c.fillValues, 0.0};
     const int verdict = CheckRows(c.name, sh, p, run, idx, std::vector<double>(val.begin(), val.end()), score);
     CHECK_RET(Release({qT, kT, wT, len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual, len.table, len.offset, idxT,
-                       valT},
+                       valT, metaT},
                       {qAddr, kAddr, wAddr, len.addr[0], len.addr[1], len.addr[2], len.addr[3], len.addr[4],
-                       len.addr[5], len.addr[6], idxAddr, valAddr, workspaceAddr},
+                       len.addr[5], len.addr[6], idxAddr, valAddr, workspaceAddr, metaAddr, metaWorkspace},
                       stream, context, deviceId) == 0,
               return 1);
     return verdict;

@@ -9,9 +9,7 @@
 
 /* ---- the length tensors, read in phase 1 ------------------------------------------------------ */
 
-/* A live, in-bounds INT32 / INT64 tensor of `ndim` dimensions (CANN's are INT32; lig's lengths take
- * INT64 too). Not kept: CANN reads these in phase 1, and so does this front end. */
-static aclnnStatus check_ints(const aclTensor *t, const char *name, const char *api, int64_t ndim) {
+aclnnStatus fe_check_int_tensor(const aclTensor *t, const char *name, const char *api, int64_t ndim) {
     fe_bound tmp;
     aclnnStatus st = fe_tensor_bind(t, name, api, &tmp);
     if (st != ACLNN_SUCCESS) return st;
@@ -27,7 +25,7 @@ static aclnnStatus check_ints(const aclTensor *t, const char *name, const char *
 
 static aclnnStatus check_len(const aclTensor *t, const char *name, const char *api, int64_t want,
                              const char *what) {
-    aclnnStatus st = check_ints(t, name, api, 1);
+    aclnnStatus st = fe_check_int_tensor(t, name, api, 1);
     if (st == ACLNN_SUCCESS && t->shape[0] != want)
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api, "%s: expected shape [%lld] (%s), got [%lld]", name,
                        (long long)want, what, (long long)t->shape[0]);
@@ -115,7 +113,7 @@ static aclnnStatus check_lengths(const fe_v2_args *a, bool paged, bool ktnd, int
     const char *api = a->api;
     aclnnStatus st;
     if (!strcmp(a->layoutQ, "TND")) {
-        if ((st = check_ints(a->cuSeqlensQ, a->cuQName, api, 1)) != ACLNN_SUCCESS) return st;
+        if ((st = fe_check_int_tensor(a->cuSeqlensQ, a->cuQName, api, 1)) != ACLNN_SUCCESS) return st;
         if (a->cuSeqlensQ->shape[0] < 1)
             return fe_fail(ACLNN_ERR_PARAM_INVALID, api, "%s: expected (B+1,) cumulative lengths, got an empty tensor",
                            a->cuQName);
@@ -136,7 +134,7 @@ static aclnnStatus check_lengths(const fe_v2_args *a, bool paged, bool ktnd, int
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api, "key: expected %lld batches (the query's), got %lld",
                        (long long)*B, (long long)a->key->shape[0]);
     if (paged) {
-        if ((st = check_ints(a->blockTable, "blockTableOptional", api, 2)) != ACLNN_SUCCESS) return st;
+        if ((st = fe_check_int_tensor(a->blockTable, "blockTableOptional", api, 2)) != ACLNN_SUCCESS) return st;
         if (a->blockTable->shape[0] != *B)
             return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
                            "blockTableOptional: expected %lld rows (one per batch), got %lld", (long long)*B,

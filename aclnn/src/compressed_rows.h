@@ -43,6 +43,10 @@ typedef struct fe_v2_rows {
     int64_t *table;      /* [R, cols] blocks of the row's batch */
 } fe_v2_rows;
 
+/* A live, in-bounds INT32 / INT64 tensor of `ndim` dimensions (CANN's are INT32; lig's lengths take
+ * INT64 too). Not kept: CANN reads these in phase 1, and so does this front end. */
+aclnnStatus fe_check_int_tensor(const aclTensor *t, const char *name, const char *api, int64_t ndim);
+
 /* Checks the layouts' tensors and lengths (read here, as CANN's tiling reads them) and fills *rows;
  * its two arrays live in one allocation handed to `args` (freed with the executor). */
 aclnnStatus fe_v2_rows_plan(const fe_v2_args *a, fe_args *args, fe_v2_rows *rows);

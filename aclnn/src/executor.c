@@ -124,7 +124,7 @@ static aclnnStatus create(fe_op op, lig_executor *lig, uint64_t workspace_size, 
     aclOpExecutor *e = malloc(sizeof *e);
     if (!e || !fe_reg_add(e, 0, FE_KIND_EXECUTOR)) {
         free(e);
-        lig_destroy_executor(lig);
+        if (lig) lig_destroy_executor(lig);
         fe_args_release(args);
         return fe_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, api, "out of memory for an executor");
     }
@@ -175,6 +175,8 @@ static const char *op_name(fe_op op) {
     case FE_OP_QUANT_INDEXER: return "aclnnQuantLightningIndexerGetWorkspaceSize";
     case FE_OP_INDEXER_V2: return "aclnnLightningIndexerV2GetWorkspaceSize";
     case FE_OP_QUANT_INDEXER_V2: return "aclnnQuantLightningIndexerV2GetWorkspaceSize";
+    case FE_OP_INDEXER_V2_METADATA: return "aclnnLightningIndexerV2MetadataGetWorkspaceSize";
+    case FE_OP_QUANT_INDEXER_V2_METADATA: return "aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize";
     }
     return "an unknown operator";
 }
@@ -188,6 +190,8 @@ static lig_status run_lig(fe_op op, void *workspace, uint64_t workspace_size, li
     case FE_OP_SPARSE_KL_LOSS: return lig_sparse_indexer_grad_kl_loss(workspace, workspace_size, lx, NULL);
     case FE_OP_QUANT_INDEXER:
     case FE_OP_QUANT_INDEXER_V2: return lig_quant_indexer(workspace, workspace_size, lx, NULL);
+    case FE_OP_INDEXER_V2_METADATA:
+    case FE_OP_QUANT_INDEXER_V2_METADATA: return LIG_SUCCESS; /* planned without lig */
     }
     lig_destroy_executor(lx);
     return LIG_ERR_INNER;

@@ -23,7 +23,9 @@ typedef enum fe_op {
     FE_OP_SPARSE_KL_LOSS,
     FE_OP_QUANT_INDEXER,
     FE_OP_INDEXER_V2,
-    FE_OP_QUANT_INDEXER_V2
+    FE_OP_QUANT_INDEXER_V2,
+    FE_OP_INDEXER_V2_METADATA, /* no lig operator: the post step is the whole run */
+    FE_OP_QUANT_INDEXER_V2_METADATA
 } fe_op;
 
 /* A step run after lig's phase 2 succeeded (what CANN's operator does that lig's does not, e.g.

@@ -7,8 +7,10 @@
 #include <aclnnop/aclnn_lightning_indexer.h>
 #include <aclnnop/aclnn_lightning_indexer_grad.h>
 #include <aclnnop/aclnn_lightning_indexer_v2.h>
+#include <aclnnop/aclnn_lightning_indexer_v2_metadata.h>
 #include <aclnnop/aclnn_quant_lightning_indexer.h>
 #include <aclnnop/aclnn_quant_lightning_indexer_v2.h>
+#include <aclnnop/aclnn_quant_lightning_indexer_v2_metadata.h>
 #include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h>
 #include <lig.h>
 
@@ -822,6 +824,73 @@ static void test_v2_indexers(void) {
     quant_drop(&a);
 }
 
+/* The V2 metadata ops: CANN's argument checks, nothing written on failure, and the documented
+ * description written by phase 2 (the rest of the 1024 values zeroed). */
+static void test_v2_metadata(void) {
+    enum { WORDS = 1024 };
+    static int32_t init[WORDS];
+    for (int i = 0; i < WORDS; i++) init[i] = 7;
+    const int64_t meta_shape[1] = {WORDS}, one[1] = {1}, empty[1] = {0};
+    int32_t len1[1] = {5};
+    float fmeta[WORDS] = {0};
+    dev meta = make(init, sizeof init, meta_shape, 1, ACL_INT32), fm = make(fmeta, sizeof fmeta, meta_shape, 1, ACL_FLOAT),
+        used1 = make(len1, sizeof len1, one, 1, ACL_INT32), none = make(len1, sizeof len1, empty, 1, ACL_INT32);
+    char bsnd_[] = "BSND", tnd[] = "TND", pa_bsnd[] = "PA_BSND";
+#define META(cuq, usedk, res, bs, lq, lk, mask, ratio, m) \
+    aclnnLightningIndexerV2MetadataGetWorkspaceSize(cuq, NULL, NULL, usedk, res, 16, 1, 128, 32, bs, 64, 32, lq, lk, mask, \
+                                                    ratio, m, &ws_, &e_)
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 1, 4, meta.t), ACLNN_ERR_PARAM_INVALID,
+                       "maskMode: expected 0 (no mask) or 3");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 3, 4, meta.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "cmpResidualKOptional");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, none.t, 2, bsnd_, bsnd_, 3, 4, meta.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "cmpResidualKOptional"); /* CANN's (0,) tensor is "absent" */
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, tnd, tnd, 0, 4, meta.t), ACLNN_ERR_PARAM_NULLPTR, "cuSeqlensQOptional");
+    CHECK_PHASE1_FAILS(META(NULL, used1.t, NULL, 2, bsnd_, bsnd_, 0, 4, meta.t), ACLNN_ERR_PARAM_INVALID,
+                       "batch size 2 and the key's 1");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 0, 0, meta.t), ACLNN_ERR_PARAM_INVALID, "cmpRatio");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, -1, bsnd_, bsnd_, 0, 4, meta.t), ACLNN_ERR_PARAM_INVALID, "batchSize");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 0, 4, fm.t), ACLNN_ERR_PARAM_INVALID,
+                       "metaData: expected an ACL_INT32 vector");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 0, 4, NULL), ACLNN_ERR_PARAM_NULLPTR, "metaData");
+    CHECK_PHASE1_FAILS(aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(NULL, NULL, NULL, NULL, NULL, 16, 1, 128, 32, 0,
+                                                                            2, 64, 32, bsnd_, pa_bsnd, 0, 4, meta.t, &ws_,
+                                                                            &e_),
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: expected 1..5");
+    int32_t host[WORDS];
+    CHECK_EQ_INT(aclrtMemcpy(host, sizeof host, meta.mem, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(memcmp(host, init, sizeof host) == 0);
+
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclnnStatus planned = aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(
+        NULL, NULL, NULL, NULL, used1.t, 16, 1, 128, 32, 2, 2, 64, 32, bsnd_, pa_bsnd, 3, 4, meta.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2Metadata), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "cmpResidualKOptional: expected 2 values (the query's batch size), got 1");
+    planned = aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(NULL, NULL, NULL, NULL, NULL, 16, 1, 128, 32, 2, 2, 64,
+                                                                  32, bsnd_, pa_bsnd, 0, 4, meta.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2Metadata), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(host, sizeof host, meta.mem, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(host[0], 0x4C494756);
+    CHECK_EQ_INT(host[1], 1);
+    CHECK_EQ_INT(host[2], 2);
+    CHECK_EQ_INT(host[3], 0);
+    CHECK_EQ_INT(host[4], 4);
+    CHECK_EQ_INT(host[5], 16);
+    CHECK_EQ_INT(host[7], 32);
+    CHECK_EQ_INT(host[8], 0);
+    CHECK_EQ_INT(host[WORDS - 1], 0);
+#undef META
+    /* a metadata executor handed to the indexer */
+    CHECK_EQ_INT(aclnnLightningIndexerV2MetadataGetWorkspaceSize(NULL, NULL, NULL, NULL, NULL, 16, 1, 128, 32, 2, 64, 32,
+                                                                 bsnd_, bsnd_, 0, 4, meta.t, &ws, &e),
+                 ACLNN_SUCCESS);
+    CHECK_EQ_INT(run_planned(ACLNN_SUCCESS, ws, e, aclnnLightningIndexerV2), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnLightningIndexerV2MetadataGetWorkspaceSize");
+    dev *all[] = {&meta, &fm, &used1, &none};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+}
+
 int main(void) {
     CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
@@ -832,6 +901,7 @@ int main(void) {
     test_kl_loss();
     test_quant_indexer();
     test_v2_indexers();
+    test_v2_metadata();
     CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
     return check_report("aclnn-op-errors");
