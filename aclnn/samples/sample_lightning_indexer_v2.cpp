@@ -41,8 +41,7 @@ int RunCase(const V2Case &c, uint64_t seed) {
     std::vector<uint16_t> k = RandomHalf(rng, p.keyRows * c.d, c.dtype);
     std::vector<float> w(static_cast<size_t>(p.rows * c.n1));
     for (auto &x : w) x = rng.Uniform(-1.0f, 1.0f);
-    std::vector<int32_t> offset(static_cast<size_t>(p.rows));
-    for (auto &x : offset) x = static_cast<int32_t>(rng.Below(1000));
+    const std::vector<int32_t> offset = RandomOffsets(rng, p.rows, 1000);
     const std::vector<int64_t> outShape = Extend(RowExtents(sh, p), {1, c.topk});
     const int64_t nOut = GetShapeSize(outShape);
 
@@ -72,27 +71,18 @@ int RunCase(const V2Case &c, uint64_t seed) {
     uint64_t workspaceSize = 0;
     aclOpExecutor *executor = nullptr;
     CHECK_RET(CreateAclTensor(std::vector<int32_t>(1024, 0), {1024}, &metaAddr, ACL_INT32, &metaT) == 0, return 1);
-    int ret = aclnnLightningIndexerV2MetadataGetWorkspaceSize(len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual, c.n1, 1,
-                                                              c.d, c.topk, sh.batch, p.rows, p.keyRows, layoutQ.data(),
-                                                              layoutK.data(), c.maskMode, c.cmpRatio, metaT,
-                                                              &workspaceSize, &executor);
-    CHECK_RET(ret == ACL_SUCCESS,
-              LOG_PRINT("%s: aclnnLightningIndexerV2MetadataGetWorkspaceSize failed. ERROR: %d (%s)\n", c.name, ret,
-                        aclGetRecentErrMsg());
+    int planned = aclnnLightningIndexerV2MetadataGetWorkspaceSize(
+        len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual, c.n1, 1, c.d, c.topk, sh.batch, p.rows, p.keyRows,
+        layoutQ.data(), layoutK.data(), c.maskMode, c.cmpRatio, metaT, &workspaceSize, &executor);
+    CHECK_RET(RunV2(c.name, "aclnnLightningIndexerV2Metadata", planned, aclnnLightningIndexerV2Metadata, workspaceSize,
+                    executor, stream, &metaWorkspace) == 0,
               return 1);
-    CHECK_RET(RunPhase2("aclnnLightningIndexerV2Metadata", aclnnLightningIndexerV2Metadata, workspaceSize, executor,
-                        stream, &metaWorkspace) == 0,
-              return 1);
-    ret = aclnnLightningIndexerV2GetWorkspaceSize(qT, kT, wT, len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual,
+    planned = aclnnLightningIndexerV2GetWorkspaceSize(qT, kT, wT, len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual,
                                                       len.table, len.offset, metaT, c.topk, p.rows, layoutQ.data(),
                                                       layoutK.data(), c.maskMode, c.cmpRatio, c.returnValue ? 1 : 0,
                                                       idxT, valT, &workspaceSize, &executor);
-    CHECK_RET(ret == ACL_SUCCESS,
-              LOG_PRINT("%s: aclnnLightningIndexerV2GetWorkspaceSize failed. ERROR: %d (%s)\n", c.name, ret,
-                        aclGetRecentErrMsg());
-              return 1);
-    CHECK_RET(RunPhase2("aclnnLightningIndexerV2", aclnnLightningIndexerV2, workspaceSize, executor, stream,
-                        &workspaceAddr) == 0,
+    CHECK_RET(RunV2(c.name, "aclnnLightningIndexerV2", planned, aclnnLightningIndexerV2, workspaceSize, executor, stream,
+                    &workspaceAddr) == 0,
               return 1);
     std::vector<int32_t> idx;
     std::vector<float> val;
@@ -119,10 +109,9 @@ int RunCase(const V2Case &c, uint64_t seed) {
     const V2Run run{c.residual, c.cmpRatio, c.maskMode, c.topk, c.offset ? &offset : nullptr, c.returnValue,
                     c.fillValues, 0.0};
     const int verdict = CheckRows(c.name, sh, p, run, idx, std::vector<double>(val.begin(), val.end()), score);
-    CHECK_RET(Release({qT, kT, wT, len.cuQ, len.cuK, len.usedQ, len.usedK, len.residual, len.table, len.offset, idxT,
-                       valT, metaT},
-                      {qAddr, kAddr, wAddr, len.addr[0], len.addr[1], len.addr[2], len.addr[3], len.addr[4],
-                       len.addr[5], len.addr[6], idxAddr, valAddr, workspaceAddr, metaAddr, metaWorkspace},
+    CHECK_RET(len.Destroy() == 0, return 1);
+    CHECK_RET(Release({qT, kT, wT, idxT, valT, metaT}, {qAddr, kAddr, wAddr, idxAddr, valAddr, workspaceAddr, metaAddr,
+                                                       metaWorkspace},
                       stream, context, deviceId) == 0,
               return 1);
     return verdict;

@@ -196,6 +196,13 @@ inline std::vector<int64_t> Extend(std::vector<int64_t> v, std::initializer_list
     return v;
 }
 
+// outputIdxOffset values: one per query row (N2 is 1), below `bound`.
+inline std::vector<int32_t> RandomOffsets(Lcg &rng, int64_t rows, int64_t bound) {
+    std::vector<int32_t> offsets(static_cast<size_t>(rows));
+    for (auto &x : offsets) x = static_cast<int32_t>(rng.Below(bound));
+    return offsets;
+}
+
 // The length arguments of a case as device tensors (nullptr where the case passes none).
 struct V2Lengths {
     aclTensor *cuQ = nullptr, *cuK = nullptr, *usedQ = nullptr, *usedK = nullptr, *residual = nullptr,
@@ -219,7 +226,26 @@ struct V2Lengths {
                       return 1);
         return 0;
     }
+
+    // Destroys the tensors, then frees their memory (before the case's Release); -1 at a failure.
+    int Destroy() {
+        for (aclTensor *t : {cuQ, cuK, usedQ, usedK, residual, table, offset})
+            CHECK_RET(aclDestroyTensor(t) == ACL_SUCCESS, return -1);
+        for (void *a : addr)
+            if (a != nullptr) CHECK_RET(aclrtFree(a) == ACL_SUCCESS, return -1);
+        return 0;
+    }
 };
+
+// Phase 1's verdict `planned`, then phase 2 as CANN's samples run it; 1 (said) when either fails.
+inline int RunV2(const char *caseName, const char *op, int planned,
+                 aclnnStatus (*run)(void *, uint64_t, aclOpExecutor *, aclrtStream), uint64_t workspaceSize,
+                 aclOpExecutor *executor, aclrtStream stream, void **workspaceAddr) {
+    CHECK_RET(planned == ACL_SUCCESS,
+              LOG_PRINT("%s: %sGetWorkspaceSize failed. ERROR: %d (%s)\n", caseName, op, planned, aclGetRecentErrMsg());
+              return 1);
+    return RunPhase2(op, run, workspaceSize, executor, stream, workspaceAddr) == 0 ? 0 : 1;
+}
 
 // What a case asks of the operator, for the check.
 struct V2Run {

@@ -32,18 +32,18 @@ static aclnnStatus check_len(const aclTensor *t, const char *name, const char *a
     return st;
 }
 
+/* Element (i, j) of a 1- or 2-D length tensor (checked by fe_check_int_tensor), read unaligned. */
 static int64_t read_int(const aclTensor *t, int64_t i, int64_t j) {
-    const size_t es = t->dtype == ACL_INT32 ? 4 : 8;
-    int64_t at = t->offset + i * t->strides[0] + (t->ndim > 1 ? j * t->strides[1] : 0);
-    const char *p = (const char *)t->data + (size_t)at * es;
-    if (es == 4) {
-        int32_t v;
-        memcpy(&v, p, sizeof v);
-        return v;
+    const int64_t at = t->offset + i * t->strides[0] + (t->ndim > 1 ? j * t->strides[1] : 0);
+    const char *base = (const char *)t->data;
+    if (t->dtype == ACL_INT64) {
+        int64_t wide;
+        memcpy(&wide, base + (size_t)at * sizeof wide, sizeof wide);
+        return wide;
     }
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
+    int32_t narrow;
+    memcpy(&narrow, base + (size_t)at * sizeof narrow, sizeof narrow);
+    return narrow;
 }
 
 static int64_t gcd(int64_t a, int64_t b) {

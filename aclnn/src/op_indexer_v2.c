@@ -74,14 +74,19 @@ static aclnnStatus plan(const fe_v2_args *a, const aclTensor *w, const aclTensor
 #endif
 }
 
-aclnnStatus aclnnLightningIndexerV2GetWorkspaceSize(
-    const aclTensor *q, const aclTensor *k, const aclTensor *w, const aclTensor *cuSeqlensQOptional,
-    const aclTensor *cuSeqlensKOptional, const aclTensor *sequsedQOptional, const aclTensor *sequsedKOptional,
-    const aclTensor *cmpResidualKOptional, const aclTensor *blockTableOptional,
-    const aclTensor *outputIdxOffsetOptional, const aclTensor *metadataOptional, int64_t topk, int64_t maxSeqlenQ,
-    char *layoutQOptional, char *layoutKOptional, int64_t maskMode, int64_t cmpRatio, int64_t returnValue,
-    const aclTensor *sparseIndicesOut, const aclTensor *sparseValuesOut, uint64_t *workspaceSize,
-    aclOpExecutor **executor) {
+aclnnStatus aclnnLightningIndexerV2GetWorkspaceSize(const aclTensor *q, const aclTensor *k, const aclTensor *w,
+                                                    const aclTensor *cuSeqlensQOptional,
+                                                    const aclTensor *cuSeqlensKOptional,
+                                                    const aclTensor *sequsedQOptional, const aclTensor *sequsedKOptional,
+                                                    const aclTensor *cmpResidualKOptional,
+                                                    const aclTensor *blockTableOptional,
+                                                    const aclTensor *outputIdxOffsetOptional,
+                                                    const aclTensor *metadataOptional, int64_t topk, int64_t maxSeqlenQ,
+                                                    char *layoutQOptional, char *layoutKOptional, int64_t maskMode,
+                                                    int64_t cmpRatio, int64_t returnValue,
+                                                    const aclTensor *sparseIndicesOut,
+                                                    const aclTensor *sparseValuesOut, uint64_t *workspaceSize,
+                                                    aclOpExecutor **executor) {
     /* CANN's tiling reads maxSeqlenQ and the metadata op's split; lig needs neither (it reads the
      * lengths and plans on the host), so neither is read, as CANN's A2/A3 kernels do not. */
     (void)maxSeqlenQ, (void)metadataOptional;
@@ -96,22 +101,11 @@ aclnnStatus aclnnLightningIndexerV2GetWorkspaceSize(
         return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API,
                        "sparseValuesOut: expected a tensor when returnValue is 1, got nullptr");
     if (!w) return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "w: expected a tensor, got nullptr");
-    const fe_v2_args a = {.api = API,
-                          .query = q,
-                          .key = k,
-                          .blockTable = blockTableOptional,
-                          .cuSeqlensQ = cuSeqlensQOptional,
-                          .cuSeqlensK = cuSeqlensKOptional,
-                          .sequsedQ = sequsedQOptional,
-                          .sequsedK = sequsedKOptional,
-                          .cmpResidualK = cmpResidualKOptional,
-                          .cuQName = "cuSeqlensQOptional",
-                          .cuKName = "cuSeqlensKOptional",
-                          .layoutQ = layoutQOptional ? layoutQOptional : "BSND",
-                          .layoutK = layoutKOptional ? layoutKOptional : "BSND",
-                          .pagedLayout = "PA_BBND",
-                          .maskMode = maskMode,
-                          .cmpRatio = cmpRatio};
+    /* the lengths and layouts in compressed_rows' terms (the paged key is "PA_BBND" here) */
+    const fe_v2_args a = {API, q, k, blockTableOptional, cuSeqlensQOptional, cuSeqlensKOptional, sequsedQOptional,
+                          sequsedKOptional, cmpResidualKOptional, "cuSeqlensQOptional", "cuSeqlensKOptional",
+                          layoutQOptional ? layoutQOptional : "BSND", layoutKOptional ? layoutKOptional : "BSND",
+                          "PA_BBND", maskMode, cmpRatio};
     fe_args args = {0};
     uint64_t ws = 0;
     lig_executor *lx = NULL;

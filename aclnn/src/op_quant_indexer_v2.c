@@ -125,14 +125,24 @@ static aclnnStatus plan(const fe_v2_args *a, const quant_tensors *t, int64_t top
     return ls == LIG_SUCCESS ? ACLNN_SUCCESS : fe_fail_lig(ls, API);
 }
 
-aclnnStatus aclnnQuantLightningIndexerV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensor *key, const aclTensor *weights, const aclTensor *queryDequantScale,
-    const aclTensor *keyDequantScale, const aclTensor *cuSeqLensQOptional, const aclTensor *cuSeqLensKOptional,
-    const aclTensor *sequsedQOptional, const aclTensor *sequsedKOptional, const aclTensor *cmpResidualKOptional,
-    const aclTensor *blockTableOptional, const aclTensor *outputIdxOffsetOptional, const aclTensor *metadataOptional,
-    int64_t topk, int64_t quantMode, int64_t maxSeqlenQOptional, char *layoutQOptional, char *layoutKOptional,
-    int64_t maskModeOptional, int64_t cmpRatioOptional, int64_t returnValueOptional, const aclTensor *sparseIndicesOut,
-    const aclTensor *sparseValuesOut, uint64_t *workspaceSize, aclOpExecutor **executor) {
+aclnnStatus aclnnQuantLightningIndexerV2GetWorkspaceSize(const aclTensor *query, const aclTensor *key,
+                                                         const aclTensor *weights, const aclTensor *queryDequantScale,
+                                                         const aclTensor *keyDequantScale,
+                                                         const aclTensor *cuSeqLensQOptional,
+                                                         const aclTensor *cuSeqLensKOptional,
+                                                         const aclTensor *sequsedQOptional,
+                                                         const aclTensor *sequsedKOptional,
+                                                         const aclTensor *cmpResidualKOptional,
+                                                         const aclTensor *blockTableOptional,
+                                                         const aclTensor *outputIdxOffsetOptional,
+                                                         const aclTensor *metadataOptional, int64_t topk,
+                                                         int64_t quantMode, int64_t maxSeqlenQOptional,
+                                                         char *layoutQOptional, char *layoutKOptional,
+                                                         int64_t maskModeOptional, int64_t cmpRatioOptional,
+                                                         int64_t returnValueOptional,
+                                                         const aclTensor *sparseIndicesOut,
+                                                         const aclTensor *sparseValuesOut, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
     (void)maxSeqlenQOptional, (void)metadataOptional; /* as for aclnnLightningIndexerV2: not read */
     if (!workspaceSize || !executor)
         return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "%s: expected a pointer, got nullptr",
@@ -154,22 +164,11 @@ aclnnStatus aclnnQuantLightningIndexerV2GetWorkspaceSize(
         if (!required[i].t)
             return fe_fail(ACLNN_ERR_PARAM_NULLPTR, API, "%s: expected a tensor%s, got nullptr", required[i].name,
                            i == 4 ? " when returnValueOptional is 1" : "");
-    const fe_v2_args a = {.api = API,
-                          .query = query,
-                          .key = key,
-                          .blockTable = blockTableOptional,
-                          .cuSeqlensQ = cuSeqLensQOptional,
-                          .cuSeqlensK = cuSeqLensKOptional,
-                          .sequsedQ = sequsedQOptional,
-                          .sequsedK = sequsedKOptional,
-                          .cmpResidualK = cmpResidualKOptional,
-                          .cuQName = "cuSeqLensQOptional",
-                          .cuKName = "cuSeqLensKOptional",
-                          .layoutQ = layoutQOptional ? layoutQOptional : "BSND",
-                          .layoutK = layoutKOptional ? layoutKOptional : "BSND",
-                          .pagedLayout = "PA_BSND",
-                          .maskMode = maskModeOptional,
-                          .cmpRatio = cmpRatioOptional};
+    /* compressed_rows' terms: CANN spells this operator's lengths cuSeqLens*, its paged key PA_BSND */
+    const fe_v2_args a = {API, query, key, blockTableOptional, cuSeqLensQOptional, cuSeqLensKOptional,
+                          sequsedQOptional, sequsedKOptional, cmpResidualKOptional, "cuSeqLensQOptional",
+                          "cuSeqLensKOptional", layoutQOptional ? layoutQOptional : "BSND",
+                          layoutKOptional ? layoutKOptional : "BSND", "PA_BSND", maskModeOptional, cmpRatioOptional};
     const quant_tensors t = {weights, queryDequantScale, keyDequantScale, outputIdxOffsetOptional, sparseIndicesOut,
                              sparseValuesOut};
     fe_args args = {0};

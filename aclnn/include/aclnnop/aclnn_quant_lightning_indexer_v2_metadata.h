@@ -15,11 +15,26 @@ extern "C" {
 #endif
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(
-    const aclTensor *cuSeqlensQOptional, const aclTensor *cuSeqlensKOptional, const aclTensor *sequsedQOptional,
-    const aclTensor *sequsedKOptional, const aclTensor *cmpResidualKOptional, int64_t numHeadsQ, int64_t numHeadsK,
-    int64_t headDim, int64_t topk, int64_t quantMode, int64_t batchSize, int64_t maxSeqlenQ, int64_t maxSeqlenK,
-    char *layoutQOptional, char *layoutKOptional, int64_t maskMode, int64_t cmpRatio, const aclTensor *metadata,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
+    const aclTensor *cuSeqlensQOptional,
+    const aclTensor *cuSeqlensKOptional,
+    const aclTensor *sequsedQOptional,
+    const aclTensor *sequsedKOptional,
+    const aclTensor *cmpResidualKOptional,
+    int64_t numHeadsQ,
+    int64_t numHeadsK,
+    int64_t headDim,
+    int64_t topk,
+    int64_t quantMode,
+    int64_t batchSize,
+    int64_t maxSeqlenQ,
+    int64_t maxSeqlenK,
+    char *layoutQOptional,
+    char *layoutKOptional,
+    int64_t maskMode,
+    int64_t cmpRatio,
+    const aclTensor *metadata,
+    uint64_t *workspaceSize,
+    aclOpExecutor **executor);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnQuantLightningIndexerV2Metadata(void *workspace, uint64_t workspaceSize,
                                                                      aclOpExecutor *executor, const aclrtStream stream);
