@@ -1,0 +1,63 @@
+/* MXFP4 block-dot micro-kernel, 12 key rows x 16 query columns, AVX-512 VNNI (see kernels.h,
+ * lig_mxfp4_dots_kernel).
+ *
+ * vpdpbusd multiplies unsigned by signed bytes: the packed query values are Q + 12 (in [0, 24]) and
+ * the key values K (signed, [-12, 12]) are each one 32-bit broadcast folded into the instruction
+ * ({1to16}); each block's accumulator starts at the key row's correction -12 * sum K, so after the
+ * block's 8 quads it holds P = sum Q K exactly (every partial sum is within 32 * 24 * 12 + 12 * 384).
+ * Then one vcvtdq2ps (exact: |P| <= 4608), one vpaddd making the bits of 2^(e + f) (the query
+ * panel's per-column exponents plus the key row's, broadcast) and one vfmadd231ps into the row's
+ * fp32 sum: the product is exact (the engine's check), so the fused add rounds as the portable
+ * engine's separate add does. Registers: 12 accumulators, 12 sums, the query quad. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "backends/cpu/kernels/avx512vnni/avx512vnni.h"
+#include "backends/cpu/kernels/tile_rows.h"
+
+#define MR 12
+#define NR 16
+
+static inline int32_t load_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t nblk, const int8_t *k,
+                                                       int64_t ldk, const int32_t *kt, const void *q_panel,
+                                                       float *out, int64_t ldo) {
+    const uint8_t *qv = (const uint8_t *)q_panel;
+    const int32_t *qe = (const int32_t *)(const void *)(qv + nblk * 32 * NR);
+    __m512 sum[MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < mr; i++) sum[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nblk; b++) {
+        __m512i acc[MR];
+#pragma GCC unroll 12
+        for (int i = 0; i < mr; i++) acc[i] = _mm512_set1_epi32(kt[i * 2 * nblk + 2 * b + 1]);
+        const int8_t *kb = k + b * 32;
+        const uint8_t *qb = qv + b * 32 * NR;
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) {
+            const __m512i q = _mm512_loadu_si512((const void *)(qb + t * 4 * NR));
+#pragma GCC unroll 12
+            for (int i = 0; i < mr; i++)
+                acc[i] = _mm512_dpbusd_epi32(acc[i], q, _mm512_set1_epi32(load_i32(kb + i * ldk + 4 * t)));
+        }
+        const __m512i qbits = _mm512_loadu_si512((const void *)(qe + b * NR));
+#pragma GCC unroll 12
+        for (int i = 0; i < mr; i++) {
+            const __m512 scale = _mm512_castsi512_ps(_mm512_add_epi32(qbits, _mm512_set1_epi32(kt[i * 2 * nblk + 2 * b])));
+            sum[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), scale, sum[i]);
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << nr) - 1u);
+#pragma GCC unroll 12
+    for (int i = 0; i < mr; i++) _mm512_mask_storeu_ps(out + i * ldo, m, sum[i]);
+}
+
+void lig_mxfp4_dots_12x16__avx512vnni(int64_t mr, int64_t nr, int64_t nblk, const int8_t *k, int64_t ldk,
+                                      const int32_t *kt, const void *q_panel, float *out, int64_t ldo) {
+    LIG_TILE_ROWS(MR, mr, tile, nr, nblk, k, ldk, kt, q_panel, out, ldo);
+}
