@@ -110,6 +110,7 @@ typedef struct lig_mxfp4_kernels {
     int64_t mr, nr;         /* the tile: key rows x query columns (one packed panel) */
     int32_t q_offset;       /* added to the packed query values (the unit's unsigned operand) */
     lig_mxfp4_dots_fn dots;
+    lig_mxfp4_decode_fn decode; /* unit-stride code rows to values (once per stripe and per key block) */
 } lig_mxfp4_kernels;
 
 /* A kernel set: what the CPU must have, and one configuration per kernel family. A set that

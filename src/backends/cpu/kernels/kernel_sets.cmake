@@ -97,7 +97,7 @@ int main(void) { return 0; }" LIG_COMPILER_HAS_AVXVNNI)
 endif()
 lig_kernel_set(NAME avx2 DIR avx2 ARCH x86_64 FLAGS -mavx2 -mfma -mf16c
   FILES convert f32_gemm_6x16 f32_gemm_12x8 fwd_scores quant_scores grad_gate i8_gemm_6x16 fp8_convert
-  mxfp4_dots_6x8)
+  mxfp4_dots_6x8 mxfp4_decode)
 lig_kernel_set(NAME avxvnni DIR avxvnni ARCH x86_64 FLAGS -mavx2 -mfma -mavxvnni
   FILES i8_gemm_6x16 IF LIG_COMPILER_HAS_AVXVNNI)
 lig_kernel_set(NAME avx512 DIR avx512 ARCH x86_64 FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -mf16c

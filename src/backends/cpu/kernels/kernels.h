@@ -133,6 +133,15 @@ typedef void lig_mxfp4_dots_kernel(int64_t mr, int64_t nr, int64_t nblk, const i
                                    const int32_t *kt, const void *q_panel, float *out, int64_t ldo);
 typedef lig_mxfp4_dots_kernel *lig_mxfp4_dots_fn;
 
+/* MXFP4 code rows to values: for r < n, the D values of row r (two codes a byte at rows[r], unit
+ * stride, element 2j in byte j's low nibble) as int8 table[code] at out + r*ldo, zeros from D up to
+ * the whole blocks (ceil(D / 32) * 32; table[0] is 0), and each block's sum of values at sums[r*lds + 2*b] (sums NULL: none). table:
+ * the value of each of the 16 codes (the engine's: twice the e2m1 value). D even. No byte past
+ * D / 2 of a row is read. */
+typedef void lig_mxfp4_decode_kernel(int64_t n, int64_t D, const char *const *rows, const int8_t table[16], int8_t *out,
+                                     int64_t ldo, int32_t *sums, int64_t lds);
+typedef lig_mxfp4_decode_kernel *lig_mxfp4_decode_fn;
+
 /* FP8 e4m3fn (OCP: bias 7, 3 mantissa bits, no infinities, S.1111.111 NaN) to bf16 bits, a block
  * of rows: dst[r*ldd + j] = e4m3(src[r*lds + j]) for r < rows, j < n. Exact: every e4m3 value is a
  * bf16 value (subnormal e4m3 become normal bf16); the NaN codes 0x7F / 0xFF become the quiet bf16

@@ -38,6 +38,7 @@ enum { EXACT_SUM_LO = 256 - 126, EXACT_SUM_HI = 256 + 114, NAN_BYTE = 255 };
 typedef struct code_pairs {
     int8_t twice[256][2];
     int8_t sum[256];
+    int8_t codes[16]; /* the same values per code, for the set's decode kernel */
 } code_pairs;
 
 typedef struct layout {
@@ -93,12 +94,18 @@ static int8_t twice_e2m1(uint8_t c) {
     return (int8_t)((c & 8u) ? -t : t);
 }
 
+/* The 16 codes' values (twice the e2m1 value) for the family's decode. */
+static void build_codes(int8_t table[16]) {
+    for (int c = 0; c < 16; c++) table[c] = twice_e2m1((uint8_t)c);
+}
+
 static void build_pairs(code_pairs *t) {
     for (int b = 0; b < 256; b++) {
         t->twice[b][0] = twice_e2m1((uint8_t)(b & 15));
         t->twice[b][1] = twice_e2m1((uint8_t)(b >> 4));
         t->sum[b] = (int8_t)(t->twice[b][0] + t->twice[b][1]);
     }
+    build_codes(t->codes);
 }
 
 /* The D values of one head (byte j holds values 2j, low nibble, and 2j + 1), doubled, then zeros
@@ -143,10 +150,13 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
     const size_t se = c->sq_dtype == LIG_INT32 ? sizeof(int32_t) : 1;
     qx[0] = 1000;
     qx[1] = -1000;
+    const lig_mxfp4_kernels *f = c->ks->mxfp4;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t h = 0; h < G; h++) {
             const int64_t col = r * G + h;
-            decode_values(t, q[r] + h * c->q_head, c->q_dim, c->D, dpad, qv + col * dpad, NULL);
+            const char *head = q[r] + h * c->q_head;
+            if (f && c->q_dim == 1) f->decode(1, c->D, &head, t->codes, qv + col * dpad, dpad, NULL, 0);
+            else decode_values(t, head, c->q_dim, c->D, dpad, qv + col * dpad, NULL);
             const char *sp = sq[r] + (size_t)(h * c->sq_head) * se;
             for (int64_t j = 0; j < nblk; j++) {
                 const uint8_t e = scale_byte(c->sq_dtype, sp, c->sq_dim, j);
@@ -157,7 +167,6 @@ static void begin_rows(const lig_fwd_ctx *c, char *s, int64_t rows, const char *
                 qx[1] = qx[1] > range_byte(e) ? qx[1] : range_byte(e);
             }
         }
-    const lig_mxfp4_kernels *f = c->ks->mxfp4;
     if (f)
         lig_mxfp4_pack_q(f->nr, f->q_offset, nblk, cols, qv, dpad, qe, s + L.qp, lig_mxfp4_panel_bytes(f->nr, nblk));
     lig_fwd_ctx weights_only = *c; /* the block scales are not per-head factors: load the weights alone */
@@ -206,9 +215,11 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb,
     float *one = (float *)(void *)(s + L.one), *a = (float *)(void *)(s + L.a);
     /* the block's keys decoded once, for every row of the stripe */
     int32_t klo = 1000, khi = -1000;
+    const bool unit_decode = f && c->k_dim == 1;
+    if (unit_decode) f->decode(nb, c->D, key, t->codes, kv, dpad, kt + 1, 2 * nblk);
     for (int64_t n = 0; n < nb; n++) {
         int32_t *ktn = kt + n * 2 * nblk;
-        decode_values(t, key[n], c->k_dim, c->D, dpad, kv + n * dpad, ktn + 1);
+        if (!unit_decode) decode_values(t, key[n], c->k_dim, c->D, dpad, kv + n * dpad, ktn + 1);
         for (int64_t j = 0; j < nblk; j++) {
             const uint8_t e = scale_byte(c->sk_dtype, key_scale[n], c->sk_dim, j);
             ktn[2 * j] = (int32_t)((uint32_t)e << 23);
@@ -231,9 +242,9 @@ static void score_block(const lig_fwd_ctx *c, char *s, int64_t rows, int64_t nb,
         c->ks->f32->quant_scores(a + r * G, nb, cols, G, one, NULL, w + r * G, score + r * c->block);
 }
 
-/* the set's quant_scores runs the epilogue; the block dots run on the set's mxfp4 family when it
- * has one: the plan reports the set's fp32 kernels and, with them, the family's */
-static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->f32->name; }
+/* the plan reports the kernels of its dots: the set's mxfp4 family (as an INT8 plan reports its int8
+ * family), else the set's fp32 kernels, whose quant_scores runs the epilogue either way */
+static const char *kernels_name(const lig_fwd_ctx *c) { return c->ks->mxfp4 ? c->ks->mxfp4->name : c->ks->f32->name; }
 
 static void configure(lig_fwd_ctx *c) { c->block = c->ks->f32->fwd_block; }
 
