@@ -3,14 +3,13 @@
  *
  * vpdpbusd multiplies unsigned by signed bytes: the packed query values are Q + 12 (in [0, 24]) and
  * the key values K (signed, [-12, 12]) are each one 32-bit broadcast folded into the instruction
- * ({1to16}); each block's accumulator starts at the key row's correction -12 * sum K, so after the
+ * ({1to16}, in asm); each block's accumulator starts at the key row's correction -12 * sum K, so after the
  * block's 8 quads it holds P = sum Q K exactly (every partial sum is within 32 * 24 * 12 + 12 * 384).
  * Then one vcvtdq2ps (exact: |P| <= 4608), one vpaddd making the bits of 2^(e + f) (the query
  * panel's per-column exponents plus the key row's, broadcast) and one vfmadd231ps into the row's
  * fp32 sum: the product is exact (the engine's check), so the fused add rounds as the portable
  * engine's separate add does. Registers: 12 accumulators, 12 sums, the query quad. */
 #include <immintrin.h>
-#include <string.h>
 
 #include "backends/cpu/kernels/avx512vnni/avx512vnni.h"
 #include "backends/cpu/kernels/tile_rows.h"
@@ -18,10 +17,11 @@
 #define MR 12
 #define NR 16
 
-static inline int32_t load_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
+/* acc += q (u8) . the key quad at k (s8, broadcast {1to16} inside the instruction), as
+ * _mm512_dpbusd_epi32(acc, q, _mm512_set1_epi32(quad)); in asm because GCC 12 kept the broadcast
+ * apart (a vpbroadcastd and a register copy per vpdpbusd) */
+static inline __attribute__((always_inline)) void dot_quad(__m512i *acc, __m512i q, const int8_t *k) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*acc) : "v"(q), "m"(*(const int32_t *)(const void *)k));
 }
 
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr, int64_t nblk, const int8_t *k,
@@ -42,8 +42,7 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr,
         for (int t = 0; t < 8; t++) {
             const __m512i q = _mm512_loadu_si512((const void *)(qb + t * 4 * NR));
 #pragma GCC unroll 12
-            for (int i = 0; i < mr; i++)
-                acc[i] = _mm512_dpbusd_epi32(acc[i], q, _mm512_set1_epi32(load_i32(kb + i * ldk + 4 * t)));
+            for (int i = 0; i < mr; i++) dot_quad(&acc[i], q, kb + i * ldk + 4 * t);
         }
         const __m512i qbits = _mm512_loadu_si512((const void *)(qe + b * NR));
 #pragma GCC unroll 12
