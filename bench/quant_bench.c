@@ -22,6 +22,13 @@
  * every key), the mean and the minimum of |quantized selection & bf16 selection| / K, each against
  * the bf16 forward of the same kernel set.
  *
+ * MXFP4 (--codes mxfp4): q and k quantized by lig_mxfp4_quantize (the engines' recipe: e8m0 block
+ * scales of 32 values, UINT8 scale bytes passed as sq and sk), the weights unfolded; checked against
+ * the float64 scores of the codes' exact values. Its "unit" is the int8 unit the set's MXFP4 block
+ * dots run on (the plan's kernels: avx512vnni's vpdpbusd; avx2's vpmaddubsw, compared with the
+ * vpmaddwd peak, which counts half as many products per instruction). --topk K (2048) sets K;
+ * --rows 1 is one decode row against S keys (the split walk).
+ *
  * --dump DIR writes the inputs and selections of the first set run for bench/quant_peer.py:
  * DIR/prefill-S<S>-R<rows>-<int8|fp8>-{q,k}.u8, -{sk,w}.f32, -idx.i32 (the quantized selection) and
  * DIR/prefill-S<S>-R<rows>-bf16-idx.i32. --json FILE appends one JSON object per line: the peaks,
