@@ -106,7 +106,7 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr,
     for (int64_t b = 0; b < nblk; b++) {
         __m512i acc[MR];
 #pragma GCC unroll 12
-        for (int i = 0; i < mr; i++) acc[i] = _mm512_setzero_si512();
+        for (int i = 0; i < mr; i++) acc[i] = _mm512_set1_epi32(kt[i * 2 * nblk + 2 * b + 1]);
         const int8_t *kb = k + b * 32;
         const uint8_t *qb = qv + b * 32 * NR;
         if (mr == MR) {
@@ -124,8 +124,7 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t nr,
 #pragma GCC unroll 12
         for (int i = 0; i < mr; i++) {
             const __m512 scale = _mm512_castsi512_ps(_mm512_add_epi32(qbits, _mm512_set1_epi32(kt[i * 2 * nblk + 2 * b])));
-            const __m512i p = _mm512_add_epi32(acc[i], _mm512_set1_epi32(kt[i * 2 * nblk + 2 * b + 1]));
-            sum[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale, sum[i]);
+            sum[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), scale, sum[i]);
         }
     }
     const __mmask16 m = (__mmask16)((1u << nr) - 1u);
