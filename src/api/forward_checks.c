@@ -140,6 +140,10 @@ static lig_status check_qkw(lig_fwd_call *c) {
 
 static lig_status check_scale_dtype(const lig_tensor *t, const char *name) {
     if (t->dtype == LIG_FLOAT32 || t->dtype == LIG_FLOAT16) return LIG_SUCCESS;
+    if (t->dtype == LIG_UINT8 || t->dtype == LIG_INT32) /* e8m0 block scales with 8-bit codes: DeepGEMM's MXFP8 */
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32 or FLOAT16 (e8m0 block scales are MXFP4's, "
+                        "FLOAT4_E2M1X2 codes; MXFP8, e4m3 codes with e8m0 block scales, is not supported), got %s", name,
+                        lig_dtype_name(t->dtype));
     return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32 or FLOAT16, got %s", name,
                     lig_dtype_name(t->dtype));
 }
@@ -292,6 +296,9 @@ static lig_status check_sparse_blocks(lig_fwd_call *c) {
     const lig_tensor *ids = c->sparse_kv_block_indices, *out = c->sparse_logits;
     const lig_problem *pr = &c->pr;
     lig_status st;
+    if (!ids)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "sparse_kv_block_indices: expected a [B,S1,blocks] or [T1,blocks] tensor "
+                        "of block ids, got NULL");
     if (c->sparse_block_kv < 1)
         return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_block_kv: expected a value >= 1 (DeepGEMM: 8 or 16), got %lld",
                         (long long)c->sparse_block_kv);
