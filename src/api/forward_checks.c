@@ -43,25 +43,21 @@ static const arg_spec quant_indexer_args[] = {
     QKW_ARGS("key"), ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT), LENGTH_ARGS, SCALE_ARGS,
     TOPK_ARGS(LIG_ARG_OUTPUT),
 };
+/* the logits' inputs (lig_quant_logits, lig_sparse_logits): q/k/w, scales, table, key ranges */
+#define RANGE_INPUT_ARGS QKW_ARGS("key"), SCALE_ARGS, ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT), \
+                         ARG(key_start, "key_start", LIG_ARG_HOST_LENGTHS), ARG(key_end, "key_end", LIG_ARG_HOST_LENGTHS)
 static const arg_spec quant_logits_args[] = {
-    QKW_ARGS("key"),
-    SCALE_ARGS,
-    ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT),
-    ARG(key_start, "key_start", LIG_ARG_HOST_LENGTHS),
-    ARG(key_end, "key_end", LIG_ARG_HOST_LENGTHS),
+    RANGE_INPUT_ARGS,
     ARG(schedule, "schedule", LIG_ARG_HOST_LENGTHS),
     ARG(logits, "logits", LIG_ARG_OPTIONAL_OUTPUT),
     TOPK_ARGS(LIG_ARG_OPTIONAL_OUTPUT),
 };
 static const arg_spec sparse_logits_args[] = {
-    QKW_ARGS("key"),
-    SCALE_ARGS,
-    ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT),
-    ARG(key_start, "key_start", LIG_ARG_HOST_LENGTHS),
-    ARG(key_end, "key_end", LIG_ARG_HOST_LENGTHS),
+    RANGE_INPUT_ARGS,
     ARG(sparse_kv_block_indices, "sparse_kv_block_indices", LIG_ARG_HOST_LENGTHS),
     ARG(sparse_logits, "sparse_logits", LIG_ARG_OUTPUT),
 };
+#undef RANGE_INPUT_ARGS
 #undef TOPK_ARGS
 #undef SCALE_ARGS
 #undef LENGTH_ARGS

@@ -492,8 +492,21 @@ static void logits_perturb(lcase *L)
  * reference, sparse_logits_case.h): block size, blocks per row, alignment, id and output dtypes,
  * strides from the input; defect (one byte in 8): a counted block id moved out of its row's blocks
  * or repeated, which phase 1 must refuse by name with nothing written. */
+static int64_t g_sparse[2]; /* sparse-logits calls run, and those with a bad block id */
+
+static void print_sparse(void)
+{
+    fprintf(stderr, "lig fuzz: %lld sparse-logits calls (%lld with a bad block id)\n", (long long)g_sparse[0],
+            (long long)g_sparse[1]);
+}
+
 static void sparse(fz_in *in, th_rng *r, lcase *L, const char *label)
 {
+    static int registered;
+    if (!registered && fz_env_flag("LIG_FUZZ_STATS")) {
+        registered = 1;
+        atexit(print_sparse);
+    }
     const uint8_t a = fz_u8(in), b = fz_u8(in);
     scase S;
     memset(&S, 0, sizeof S);
@@ -517,6 +530,8 @@ static void sparse(fz_in *in, th_rng *r, lcase *L, const char *label)
             th_store_int(S.ids_buf, S.ids_dtype, row * S.M + S.count[row] - 1, v);
         }
     }
+    g_sparse[0]++;
+    g_sparse[1] += bad_row >= 0;
     if (bad_row >= 0) {
         memset(S.out_buf, 0x5a, S.out_bytes);
         uint64_t ws = 0;

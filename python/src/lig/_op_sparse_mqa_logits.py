@@ -298,6 +298,20 @@ def _pair(x, name: str, what: str):
     return x
 
 
+def _block_scaled_q(q, sf_shape: str) -> Tuple[Tensor, Tensor]:
+    """DeepGEMM's ``q = (q_fp, q_sf)`` of the sparse logits, whose scales are required."""
+    q_fp, q_sf = _pair(q, "q", "(q_fp, q_sf)")
+    if q_sf is None:
+        raise _args.invalid(f"q[1]: expected the block scales (int32 {sf_shape}): DeepGEMM's sparse logits are "
+                            "block-scaled only, got None")
+    return _registry.tensors((q_fp, "q[0]"), (q_sf, "q[1]"))
+
+
+def _sizes(num_max_sparse_blocks, sparse_block_kv) -> Tuple[int, int]:
+    return (_args.integer(num_max_sparse_blocks, "num_max_sparse_blocks", minimum=0),
+            _args.integer(sparse_block_kv, "sparse_block_kv", minimum=1))
+
+
 def fp8_fp4_sparse_mqa_logits(q, kv, weights, metadata, num_max_sparse_blocks: int, sparse_block_kv: int,
                               use_unaligned_ks: bool = False) -> Tensor:
     """DeepGEMM 2.8's ``fp8_fp4_sparse_mqa_logits``: ``q = (q_fp [M,H,D/2] int8, q_sf [M,H] int32)``
@@ -312,16 +326,11 @@ def fp8_fp4_sparse_mqa_logits(q, kv, weights, metadata, num_max_sparse_blocks: i
 
     Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no sparse
     logits): CUDA tensors raise :class:`LigValueError`, in any build."""
-    q_fp, q_sf = _pair(q, "q", "(q_fp, q_sf)")
     kv_fp, kv_sf = _pair(kv, "kv", "(kv_fp, kv_sf)")
-    if q_sf is None:
-        raise _args.invalid("q[1]: expected the block scales (int32 [M,H]): DeepGEMM's sparse logits are block-scaled "
-                            "only, got None")
     return torch.ops.lig.fp8_fp4_sparse_mqa_logits(
-        *_registry.tensors((q_fp, "q[0]"), (q_sf, "q[1]"), (kv_fp, "kv[0]"), (kv_sf, "kv[1]"), (weights, "weights"),
-                           (metadata, "metadata")),
-        _args.integer(num_max_sparse_blocks, "num_max_sparse_blocks", minimum=0),
-        _args.integer(sparse_block_kv, "sparse_block_kv", minimum=1), _args.flag(use_unaligned_ks, "use_unaligned_ks"))
+        *_block_scaled_q(q, "[M,H]"),
+        *_registry.tensors((kv_fp, "kv[0]"), (kv_sf, "kv[1]"), (weights, "weights"), (metadata, "metadata")),
+        *_sizes(num_max_sparse_blocks, sparse_block_kv), _args.flag(use_unaligned_ks, "use_unaligned_ks"))
 
 
 def _fp4_cache_views(kv_cache: Tensor, code_bytes: int) -> Tuple[Tensor, Tensor]:
@@ -385,12 +394,7 @@ def fp8_fp4_paged_sparse_mqa_logits(q, kv_cache, weights, metadata, num_max_spar
 
     Devices: CPU tensors only (the logits are allocated on the CPU, and the CUDA backend has no sparse
     logits): CUDA tensors raise :class:`LigValueError`, in any build."""
-    q_fp, q_sf = _pair(q, "q", "(q_fp, q_sf)")
-    if q_sf is None:
-        raise _args.invalid("q[1]: expected the block scales (int32 [M,1,H]): DeepGEMM's sparse logits are "
-                            "block-scaled only, got None")
     return torch.ops.lig.fp8_fp4_paged_sparse_mqa_logits(
-        *_registry.tensors((q_fp, "q[0]"), (q_sf, "q[1]"), (kv_cache, "kv_cache"), (weights, "weights"),
-                           (metadata, "metadata")),
-        _args.integer(num_max_sparse_blocks, "num_max_sparse_blocks", minimum=0),
-        _args.integer(sparse_block_kv, "sparse_block_kv", minimum=1))
+        *_block_scaled_q(q, "[M,1,H]"),
+        *_registry.tensors((kv_cache, "kv_cache"), (weights, "weights"), (metadata, "metadata")),
+        *_sizes(num_max_sparse_blocks, sparse_block_kv))
