@@ -93,7 +93,8 @@ def _unpack(metadata: Tensor, kind: int, rows: int, blocks: int, block_kv: int, 
             6: (int(unaligned), "use_unaligned_ks")}
     for i, (v, label) in want.items():
         if h[i] != v:
-            raise _args.invalid(f"metadata: expected {label} {v} (made by {what} for this call), got {h[i]} in word {i}")
+            raise _args.invalid(f"metadata: expected {label} {v} (this call's), got {h[i]} in header word {i} (not "
+                                f"{what}'s metadata for this call)")
     if kind == KIND_CONTIGUOUS:
         sizes = [rows, rows, rows * blocks]
     else:
