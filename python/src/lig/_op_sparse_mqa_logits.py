@@ -136,7 +136,7 @@ def _check_q(q_fp: Tensor, q_sf: Tensor, weights: Tensor, dims: int) -> None:
     if q_fp.dim() != dims:
         shape = "[M,H,D/2]" if dims == 3 else "[M,1,H,D/2]"
         raise _args.invalid(f"q[0]: expected {shape} packed MXFP4 codes, got {_args._shape(q_fp)}")
-    _args.tensor(q_sf, "q[1]", (torch.int32, torch.uint8))
+    _args.tensor(q_sf, "q[1]", (torch.int32,))  # DeepGEMM asserts int32: four e8m0 bytes a word
     _args.tensor(weights, "weights", (torch.bfloat16, torch.float32, torch.float16))
 
 
