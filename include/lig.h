@@ -235,6 +235,39 @@ LIG_API lig_status lig_quant_logits_schedule(const lig_tensor *key_end, int64_t 
                                              const lig_tensor *schedule);
 
 /*
+ * The sparse ("candidate") logits (DeepGEMM 2.8's fp8_fp4_sparse_mqa_logits and
+ * fp8_fp4_paged_sparse_mqa_logits; contract 2.8), phase 1: lig_quant_logits' scores at the keys of
+ * chosen blocks only.
+ *   query, key, weights, the two scales, block_table, key_start (NULL: all 0), key_end,
+ *     layout_query, layout_key: as for lig_quant_logits_get_workspace_size (row r's range
+ *     [key_start[r], key_end[r]))
+ *   sparse_kv_block_indices: INT32 or INT64 host tensor [B,S1,M] | [T1,M], read here; M =
+ *     max_blocks. Row r uses its first count(r) = min(M, ceil((key_end - key_start) / block_kv))
+ *     entries, which must be strictly increasing ids in [key_start / block_kv, that + count of
+ *     the range's blocks); the entries after them are never read (any value: -1, the last id)
+ *   sparse_block_kv: keys per block, >= 1 (DeepGEMM: 8 or 16)
+ *   use_unaligned_ks: block id i starts at key i * sparse_block_kv + key_start[r] % sparse_block_kv
+ *     (false: at i * sparse_block_kv)
+ *   sparse_logits: FLOAT32, FLOAT16 or BFLOAT16 [B,S1,N2,M * block_kv] | [T1,N2,M * block_kv]
+ *     (without N2 when N2 == 1), any strides: column j * block_kv + o holds the score of key
+ *     start(id_j) + o, rounded once from fp32, when j < count(r) and the key is in the row's range;
+ *     every other column gets -inf.
+ * Each written score is, bit for bit, lig_quant_logits' fp32 logit of that row and key on the same
+ * kernel set (rounded once when sparse_logits is not FLOAT32). Paged table entries of the blocks
+ * holding a scored key are checked in phase 2, before anything is written.
+ */
+LIG_API lig_status lig_sparse_logits_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *query_dequant_scale /* may be NULL */, const lig_tensor *key_dequant_scale,
+    const lig_tensor *block_table /* PA_BSND only */, const lig_tensor *key_start /* may be NULL: 0 */,
+    const lig_tensor *key_end, const char *layout_query, const char *layout_key,
+    const lig_tensor *sparse_kv_block_indices, int64_t sparse_block_kv, bool use_unaligned_ks,
+    const lig_tensor *sparse_logits, uint64_t *workspace_size, lig_executor **executor);
+
+/* The sparse logits, phase 2 (runs only executors of lig_sparse_logits_get_workspace_size). */
+LIG_API lig_status lig_sparse_logits(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream);
+
+/*
  * The fused training step of the indexer (DeepSeek-V3.2's KL objective), phase 1.
  * Rows run along the last axis of same-shaped tensors (e.g. [B,S1,N2,K] or [T1,K]):
  *   sparse_values  I at the selected slots (the forward's output), any float dtype

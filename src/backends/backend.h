@@ -48,6 +48,8 @@ typedef struct lig_backend {
     lig_status (*plan_quant_indexer)(const lig_fwd_problem *problem, lig_backend_plan *out);
     /* The quantized logits (problem->scales and problem->ranges set; logits, schedule optional). */
     lig_status (*plan_quant_logits)(const lig_fwd_problem *problem, lig_backend_plan *out);
+    /* The sparse logits (problem->scales, ->ranges and ->sparse set; paged or not). */
+    lig_status (*plan_sparse_logits)(const lig_fwd_problem *problem, lig_backend_plan *out);
     lig_status (*plan_kl_loss_and_dy)(const lig_kl_dy_problem *problem, lig_backend_plan *out);
     /* The KL loss with the main attention's target (contract 2.5). */
     lig_status (*plan_sparse_indexer_grad_kl_loss)(const lig_grad_kl_loss_problem *problem, lig_backend_plan *out);
