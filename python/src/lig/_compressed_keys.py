@@ -21,7 +21,9 @@ def compressed_context_lens(seq_lens, ratio: int, next_n: int = 1) -> Tensor:
     (V4's ``compress_ratio``, >= 1). Row ``(b, j)`` is the token at position ``p = seq_lens[b] -
     next_n + j`` and sees ``max(0, floor((p + 1) / ratio))`` entries; the result has ``seq_lens``'
     dtype and device, ready as the 2-D ``context_lens`` of :func:`fp8_fp4_paged_mqa_logits`,
-    :func:`get_paged_mqa_logits_metadata` and :func:`fp8_paged_mqa_topk`."""
+    :func:`get_paged_mqa_logits_metadata` and :func:`fp8_paged_mqa_topk`.
+
+    Devices: CPU or CUDA tensors, all on one device, in any build (torch code, no C call)."""
     seq_lens = tensor(seq_lens, "seq_lens")
     _args.tensor(seq_lens, "seq_lens", INDEX_DTYPES)
     ratio = _args.integer(ratio, "ratio", minimum=1)
