@@ -293,3 +293,45 @@ def test_compressed_context_lens_is_vllms_rule():
                     assert int(got[b, j]) == want, (L, ratio, next_n, j)
     with pytest.raises(lig.LigValueError, match="ratio"):
         lig.compressed_context_lens(seq, 0)
+
+
+@pytest.mark.parametrize("two_d", [False, True])
+def test_fp4_paged_topk_against_float64_and_the_logits(two_d):
+    gen = torch.Generator().manual_seed(41 + two_d)
+    B, next_n, H, D, block_kv, K = 2, 2, 8, 128, 16, 12
+    ctx = torch.tensor([9, 75], dtype=torch.int32)
+    N = int(ctx.max())
+    q, q_sf = fp4_data((B, next_n, H, D), gen)
+    w = torch.randn(B * next_n, H, generator=gen)
+    keys = [fp4_data((N, D), gen) for _ in range(B)]
+    caches, tables = zip(*(fused_fp4_cache(k, s, block_kv, gen) for k, s in keys))
+    cache = torch.cat(caches, 0)
+    table = torch.cat([tables[0], tables[1] + caches[0].shape[0]], 0)
+    lens = torch.stack([ctx - 3, ctx], 1).to(torch.int32) if two_d else ctx
+    ends = lens if two_d else (ctx[:, None] - next_n + 1 + torch.arange(next_n)).clamp_min(0)
+    idx, val = lig.fp8_fp4_paged_mqa_topk((q, q_sf), cache, w, lens, table, K, return_values=True)
+    assert idx.shape == (B * next_n, K) and idx.dtype == torch.int32 and val.dtype == torch.float32
+    logits = lig.fp8_fp4_paged_mqa_logits((q, q_sf), cache, w, lens, table, None, N, clean_logits=True)
+    exact_sets = 0
+    for b in range(B):
+        k64 = fp4_values(*keys[b])
+        for i in range(next_n):
+            r, e = b * next_n + i, int(ends[b, i])
+            n = min(K, e)
+            assert bool((idx[r, n:] == -1).all()) and bool((val[r, n:] == float("-inf")).all())
+            sel = idx[r, :n].long()
+            # the values are the logits' bits at the selected keys, in descending order
+            assert torch.equal(val[r, :n].view(torch.int32), logits[r, sel].view(torch.int32))
+            assert bool((val[r, 1:n] <= val[r, :n - 1]).all())
+            ref, tol = reference(fp4_values(q[b, i:i + 1], q_sf[b, i:i + 1]), k64, w[r:r + 1])
+            ref, tol = ref[0, :e], tol[0, :e]
+            order = torch.argsort(-ref, stable=True)
+            if n == e or float(ref[order[n - 1]] - ref[order[n]]) > float(tol[order[n - 1]] + tol[order[n]]):
+                assert set(sel.tolist()) == set(order[:n].tolist())  # the reference's cut is clear
+                exact_sets += 1
+    assert exact_sets >= 2
+    torch.library.opcheck(torch.ops.lig.fp8_fp4_paged_mqa_topk.default, (q, q_sf, cache, w, lens, table, K, True))
+    fn = torch.compile(lambda *a: lig.fp8_fp4_paged_mqa_topk((a[0], a[1]), *a[2:], K), fullgraph=True,
+                       backend="aot_eager")
+    torch._dynamo.reset()
+    assert torch.equal(fn(q, q_sf, cache, w, lens, table), idx)

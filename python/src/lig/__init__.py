@@ -37,7 +37,7 @@ from ._op_indexer_kl_grad import indexer_kl_grad, indexer_kl_loss
 from ._op_indexer_paged import indexer_paged
 from ._op_sparse_indexer_kl_loss import sparse_indexer_kl_loss
 from ._op_quant_indexer import quant_lightning_indexer
-from ._op_fp8_paged_mqa_topk import fp8_paged_mqa_topk
+from ._op_fp8_paged_mqa_topk import fp8_fp4_paged_mqa_topk, fp8_paged_mqa_topk
 from ._op_indexer_k_quant_and_cache import indexer_k_quant_and_cache
 from ._op_cp_gather_indexer_k_quant_cache import cp_gather_indexer_k_quant_cache
 from ._act_quant import act_quant
@@ -73,6 +73,7 @@ __all__ = [
     "sparse_indexer_kl_loss",
     "quant_lightning_indexer",
     "fp8_paged_mqa_topk",
+    "fp8_fp4_paged_mqa_topk",
     "indexer_k_quant_and_cache",
     "cp_gather_indexer_k_quant_cache",
     "act_quant",

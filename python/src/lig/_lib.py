@@ -145,8 +145,8 @@ class Descriptors:
         return handle
 
     def each(self, named) -> tuple:
-        """The descriptors of (tensor, name) pairs, in their order."""
-        return tuple(self(t, name) for t, name in named)
+        """The descriptors of (tensor, name) pairs (or (tensor, name, as_dtype) triples), in their order."""
+        return tuple(self(*item) for item in named)
 
     @staticmethod
     def _create(t: torch.Tensor, as_dtype: Optional[int] = None) -> Optional[int]:

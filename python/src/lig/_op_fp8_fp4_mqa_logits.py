@@ -22,14 +22,13 @@ import torch
 from torch import Tensor
 
 from . import _args, _capi, _threads
-from ._fp4_act_quant import FLOAT4_X2
 from ._fused_cache import cache_views
+from ._op_fp8_paged_mqa_topk import FP4_CODES
 from ._op_mqa_logits import (RANGE_DTYPES, _cache_views, _check_indices, _codes, _mqa_shape, mqa_logits,
                              paged_logits)
 from ._registry import op, optional_tensor, tensors
 
 LOGITS_DTYPES = (torch.float32, torch.bfloat16)
-FP4_CODES = (torch.int8, torch.uint8) + ((FLOAT4_X2,) if FLOAT4_X2 is not None else ())
 FP4_SCALES = (torch.int32, torch.uint8)
 
 
