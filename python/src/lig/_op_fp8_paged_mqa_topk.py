@@ -180,17 +180,10 @@ def fp8_paged_mqa_topk(q: Tensor, kv_cache: Tensor, weights: Tensor, context_len
 
 
 @op("fp8_fp4_paged_mqa_topk")
-def _fp8_fp4_paged_mqa_topk_op(
-    q: Tensor,
-    q_sf: Optional[Tensor],
-    kv_cache: Tensor,
-    weights: Tensor,
-    context_lens: Tensor,
-    block_table: Tensor,
-    topk: int,
-    return_values: bool,
-) -> Tuple[Tensor, Tensor]:
-    """(indices [B*next_n, topk] int32, values [B*next_n, topk] float32, or empty unless asked)."""
+def _fp8_fp4_paged_mqa_topk_op(q: Tensor, q_sf: Optional[Tensor], kv_cache: Tensor, weights: Tensor,
+                               context_lens: Tensor, block_table: Tensor, topk: int,
+                               return_values: bool) -> Tuple[Tensor, Tensor]:
+    """lig::fp8_paged_mqa_topk's outputs, over the fused FP4 cache when q_sf is given."""
     _check(q, kv_cache, weights, context_lens, block_table, topk, q_sf)
     return _topk(q, q_sf, kv_cache, weights, context_lens, block_table, topk, return_values)
 
