@@ -131,11 +131,12 @@ class Descriptors:
         t = t.detach()
         if t.is_neg() or t.is_conj():
             t = t.resolve_neg().resolve_conj()
-        handle = self._create(t, as_dtype)
+        retyped = () if as_dtype is None else (as_dtype,)
+        handle = self._create(t, *retyped)
         if handle is None and not t.is_contiguous():
             # A layout lig does not take: describe a contiguous copy instead.
             t = t.contiguous()
-            handle = self._create(t, as_dtype)
+            handle = self._create(t, *retyped)
         if handle is None:
             raise LigValueError(f"lig_create_tensor({name}): {last_error()}", LIG_ERR_PARAM_INVALID)
         self._handles.append(handle)
