@@ -58,7 +58,7 @@ static lig_tensor *ints(made *mk, lig_dtype dtype, int64_t ndim, const int64_t *
 
 /* The base case: B = 2, S1 = 3, N2 = 2, G = 4, D = 16, every row's range [0, its keys) (at least
  * one longer than one key), keys S2 = 20 (BSND), one sequence (TND), a paged cache of blocks of 4. */
-static void base_case(le_base base, lcase *L)
+static void base_case_of(le_base base, lig_dtype logits_dtype, lcase *L)
 {
     for (uint64_t seed = 0xe770u + (uint64_t)base;; seed += 16) {
         th_rng r = th_rng_make(seed);
@@ -69,6 +69,7 @@ static void base_case(le_base base, lcase *L)
         qspec_dims(&s.q, 3, 20, 2, 4, 16, 3);
         s.q.B = 2;
         s.full = 1;
+        s.logits_dtype = logits_dtype;
         lcase_make(&r, &s, L);
         /* every batch (TND: the sequence) holds two blocks of keys and a row: the cases below reach
          * a scored block and a range longer than one key */
@@ -82,6 +83,8 @@ static void base_case(le_base base, lcase *L)
         lcase_free(L);
     }
 }
+
+static void base_case(le_base base, lcase *L) { base_case_of(base, LIG_FLOAT32, L); }
 
 static largs base_args(const lcase *L)
 {
@@ -135,6 +138,17 @@ static void logits_shaped(largs *a, lcase *L, made *mk, lig_dtype dt, int64_t ro
     a->logits = keep(mk, mem, lig_create_tensor(mem, dt, 4, shape, NULL));
 }
 static void e_logits_dtype(largs *a, lcase *L, made *mk) { logits_shaped(a, L, mk, LIG_FLOAT16, L->c.p.S1, L->W); }
+static void e_logits_int32(largs *a, lcase *L, made *mk) { logits_shaped(a, L, mk, LIG_INT32, L->c.p.S1, L->W); }
+static void e_logits_fp8(largs *a, lcase *L, made *mk) { logits_shaped(a, L, mk, LIG_FLOAT8_E4M3FN, L->c.p.S1, L->W); }
+static void e_logits_bf16_columns(largs *a, lcase *L, made *mk)
+{
+    logits_shaped(a, L, mk, LIG_BFLOAT16, L->c.p.S1, L->W - 1);
+}
+static void e_logits_bf16_compressed(largs *a, lcase *L, made *mk)
+{
+    a->compressed = true;
+    logits_shaped(a, L, mk, LIG_BFLOAT16, L->c.p.S1, 1);
+}
 static void e_logits_rows(largs *a, lcase *L, made *mk) { logits_shaped(a, L, mk, LIG_FLOAT32, L->c.p.S1 + 1, L->W); }
 static void e_logits_columns(largs *a, lcase *L, made *mk) { logits_shaped(a, L, mk, LIG_FLOAT32, L->c.p.S1, L->W - 1); }
 static void e_logits_compressed(largs *a, lcase *L, made *mk)
@@ -247,6 +261,10 @@ static const le_case cases[] = {
     {"a table without PA_BSND", LE_BSND, e_table_on_bsnd, LIG_ERR_PARAM_INVALID, "block_table"},
     {"sparse_count 0", LE_PAGED, e_count, LIG_ERR_PARAM_INVALID, "sparse_count"},
     {"logits FLOAT16", LE_BSND, e_logits_dtype, LIG_ERR_PARAM_INVALID, "logits"},
+    {"logits INT32", LE_PAGED, e_logits_int32, LIG_ERR_PARAM_INVALID, "logits"},
+    {"logits FLOAT8_E4M3FN", LE_TND, e_logits_fp8, LIG_ERR_PARAM_INVALID, "logits"},
+    {"BFLOAT16 logits one column short", LE_BSND, e_logits_bf16_columns, LIG_ERR_PARAM_INVALID, "logits"},
+    {"compressed BFLOAT16 logits too narrow", LE_PAGED, e_logits_bf16_compressed, LIG_ERR_PARAM_INVALID, "logits"},
     {"logits rows", LE_PAGED, e_logits_rows, LIG_ERR_PARAM_INVALID, "logits"},
     {"logits one column short", LE_BSND, e_logits_columns, LIG_ERR_PARAM_INVALID, "logits"},
     {"compressed logits too narrow", LE_PAGED, e_logits_compressed, LIG_ERR_PARAM_INVALID, "logits"},
@@ -316,10 +334,10 @@ LIG_TEST(errors_logits_phase1)
 /* Phase 2: a bad table entry in a block a row scores fails before anything is written; one in a
  * block before every row's start is never read; executors of the two quantized operators are
  * refused by each other's phase 2. */
-LIG_TEST(errors_logits_phase2)
+static void phase2_case(lig_dtype logits_dtype)
 {
     lcase L;
-    base_case(LE_PAGED, &L);
+    base_case_of(LE_PAGED, logits_dtype, &L);
     const int64_t mb = L.c.max_blocks, bs = L.c.s.block_size;
     int64_t *table = L.call.buf[QB_TABLE];
     const lig_dtype tdt = L.c.s.idx_dtype;
@@ -372,6 +390,13 @@ LIG_TEST(errors_logits_phase2)
     lig_destroy_tensor(mk.t[0]);
     free(mk.m[0]);
     lcase_free(&L);
+}
+
+/* FLOAT32 and BFLOAT16 logits alike. */
+LIG_TEST(errors_logits_phase2)
+{
+    phase2_case(LIG_FLOAT32);
+    phase2_case(LIG_BFLOAT16);
 }
 
 /* lig_quant_logits_schedule's arguments, nothing written on an error. */

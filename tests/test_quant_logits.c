@@ -4,13 +4,15 @@
  * and ranges up to the last key, strided logits, query scales present and absent; bitwise the
  * quantized forward's values at its selected keys; the same bytes for 1, 2 and 3 threads, with and
  * without key splits and schedules, on every kernel set; DeepGEMM's fused uint8 cache as two views
- * of one buffer; the balanced schedule's entries. */
+ * of one buffer; the balanced schedule's entries; BFLOAT16 logits (DeepGEMM's logits_dtype) bit for
+ * bit the FLOAT32 logits rounded once to nearest even. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "float_formats.h"
 #include "framework.h"
 #include "lig.h"
 #include "logits_case.h"
@@ -53,6 +55,7 @@ static void matrix_spec(th_rng *r, lspec *s, int qk, int kl, int n2, int v)
     s->start_null = v % 6 == 5;
     s->range_dtype = v % 3 ? LIG_INT64 : LIG_INT32;
     s->extra_cols = v % 3;
+    s->logits_dtype = v % 4 == 2 ? LIG_BFLOAT16 : LIG_FLOAT32;
 }
 
 /* Makes the case of spec s, runs it on `threads` threads and checks it against the reference; on a
@@ -142,6 +145,69 @@ LIG_TEST(quant_logits_matches_indexer)
     }
     CHECK(all > 1000, "only %lld selected keys compared", (long long)all);
     th_note("%lld selected keys compared", (long long)all);
+}
+
+static const lig_dtype bf16_qk[3] = {LIG_FLOAT8_E4M3FN, LIG_INT8, LIG_FLOAT4_E2M1X2};
+
+/* BFLOAT16 logits: every element of the view is the FLOAT32 run's element rounded once to nearest
+ * even (test-side rounding, float_formats.h), NaN kept a NaN; the unscored columns -inf or untouched
+ * as in FLOAT32; the top-k outputs the same bytes. FP8, INT8 and MXFP4; dense, TND and paged keys;
+ * clean or not, compressed, strided; 1 and 3 threads. Each case is also checked against the float64
+ * reference (logits_case.h, the bf16 bound). */
+LIG_TEST(quant_logits_bf16_is_fp32_rounded)
+{
+    int64_t compared = 0;
+    for (int v = 0; v < 18; v++) {
+        lspec s;
+        th_rng r0 = th_rng_make(0xbf16u + (uint64_t)v);
+        matrix_spec(&r0, &s, 0, v % 3, 1 + v % 2, v);
+        s.q.qk = bf16_qk[(v / 3) % 3];
+        if (s.q.qk == LIG_FLOAT4_E2M1X2) {
+            s.q.has_sq = 1;
+            s.q.sq_dtype = v % 2 ? LIG_INT32 : LIG_UINT8;
+            s.q.sk_dtype = v % 4 < 2 ? LIG_INT32 : LIG_UINT8;
+            s.q.D = (int64_t[]){64, 32, 96, 130}[v % 4];
+        }
+        s.with_logits = 1;
+        lcase A, Bf;
+        th_rng ra = th_rng_make(0x5eedu + (uint64_t)v), rb = ra; /* the same draws: the same data */
+        s.logits_dtype = LIG_FLOAT32;
+        lcase_make(&ra, &s, &A);
+        s.logits_dtype = LIG_BFLOAT16;
+        lcase_make(&rb, &s, &Bf);
+        char label[64];
+        snprintf(label, sizeof label, "bf16 logits case %d", v);
+        const int threads = v % 2 ? 3 : 1;
+        const lig_status sa = lcase_run(&A, threads, NULL), sb = lcase_run(&Bf, 4 - threads, NULL);
+        if (CHECK(sa == LIG_SUCCESS && sb == LIG_SUCCESS, "%s: %s", label, lig_get_last_error())) {
+            lcase_check(&Bf, label);
+            int64_t bad = 0;
+            for (int64_t row = 0; row < A.rows; row++)
+                for (int64_t g = 0; g < A.c.p.N2; g++)
+                    for (int64_t j = 0; j < A.W; j++) {
+                        const uint32_t fb = lcase_logit_bits(&A, row, g, j), hb = lcase_logit_bits(&Bf, row, g, j);
+                        float f;
+                        memcpy(&f, &fb, sizeof f);
+                        uint32_t want = th_bf16_bits((double)f);
+                        if (fb == LC_SENTINEL) {
+                            want = LC_SENTINEL_BF16; /* untouched in both */
+                        }
+                        const int both_nan = isnan(f) && (hb & 0x7fffu) > 0x7f80u && fb != LC_SENTINEL;
+                        bad += hb != want && !both_nan;
+                        compared++;
+                    }
+            CHECK(bad == 0, "%s: %lld logits are not the FLOAT32 logits rounded", label, (long long)bad);
+            for (int i = QB_IDX; i <= QB_VAL; i++) {
+                CHECK(A.call.buf[i] == NULL ||
+                          memcmp(A.call.buf[i], Bf.call.buf[i], A.call.bytes[i]) == 0,
+                      "%s: the top-k output %d differs with BFLOAT16 logits", label, i);
+            }
+        }
+        lcase_free(&A);
+        lcase_free(&Bf);
+    }
+    CHECK(compared > 1000, "only %lld logits compared", (long long)compared);
+    th_note("%lld logits compared", (long long)compared);
 }
 
 /* A decode step: next_n rows per batch at the end of each context (row i sees keys < ctx - next_n +

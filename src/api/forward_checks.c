@@ -236,8 +236,10 @@ static lig_status check_logits_outputs(lig_fwd_call *c) {
     if (c->sparse_indices && (st = check_topk(c)) != LIG_SUCCESS) return st;
     if (!c->sparse_indices) c->pr.K = 0;
     if (!c->logits) return LIG_SUCCESS;
-    if (c->logits->dtype != LIG_FLOAT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "logits: expected dtype FLOAT32, got %s", lig_dtype_name(c->logits->dtype));
+    /* BFLOAT16 is DeepGEMM's logits_dtype=torch.bfloat16 (DeepSeek-V4 scores in bf16) */
+    if (c->logits->dtype != LIG_FLOAT32 && c->logits->dtype != LIG_BFLOAT16)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "logits: expected dtype FLOAT32 or BFLOAT16, got %s",
+                        lig_dtype_name(c->logits->dtype));
     lig_problem columns = c->pr; /* takes W from the tensor; pr keeps its K */
     if ((st = lig_problem_check_slots(&columns, c->logits, "logits", -1, "rows like query, N2 like key, W columns",
                                       &c->logits_short)) != LIG_SUCCESS)

@@ -39,9 +39,9 @@ typedef struct lig_quant_scales {
     bool has_sq;
 } lig_quant_scales;
 
-/* The logits output (contract 2.6): [row][key head][column] FLOAT32, its column stride in
- * view.dim; column j is key j, or key lo + j when `compressed`; `clean` fills the columns a row
- * does not score with -inf. */
+/* The logits output (contract 2.6): [row][key head][column] FLOAT32 or BFLOAT16 (view.dtype: the
+ * fp32 score rounded once when stored), its column stride in view.dim; column j is key j, or key
+ * lo + j when `compressed`; `clean` fills the columns a row does not score with -inf. */
 typedef struct lig_logits_out {
     lig_view4 view;
     int64_t cols;

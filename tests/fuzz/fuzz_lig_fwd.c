@@ -28,8 +28,8 @@
  * and every byte past the outputs unchanged.
  * Quantized logits (lig_quant_logits_get_workspace_size, byte 6): the quantized forward's data
  * (as above, MXFP4 included, no NaN codes), per-row key ranges (empty, up to the last key, starting at 0 with
- * key_start NULL), logits clean or not, compressed or not, strided, with or without the top-k, and a
- * schedule of 1..9 workers on a paged cache; the result must match the float64 reference
+ * key_start NULL), logits FLOAT32 or BFLOAT16, clean or not, compressed or not, strided, with or
+ * without the top-k, and a schedule of 1..9 workers on a paged cache; the result must match the float64 reference
  * (tests/harness/logits_case.h: logits within the fp32 bound, unscored columns -inf or untouched,
  * exact index sets where the scores are apart), a schedule's the same bytes as none.
  * Fused KL loss (lig_sparse_indexer_grad_kl_loss, fuzz_kl_loss.h): the C tests' problems with dims
@@ -477,10 +477,14 @@ static void logits_perturb(lcase *L)
         }
         if (L->s.with_logits) {
             const size_t at = (size_t)(row * L->rs + (L->s.compressed ? 0 : L->ks[row]) * L->cs);
-            float v;
-            memcpy(&v, &L->lbuf[at], sizeof v);
-            v = v + 1.0f + fabsf(v); /* never v itself (finite scores) */
-            memcpy(&L->lbuf[at], &v, sizeof v);
+            if (L->s.logits_dtype == LIG_BFLOAT16) {
+                L->lbuf[at * 2 + 1] ^= 0x40; /* an exponent bit of the bf16 value: never the value itself */
+            } else {
+                float v;
+                memcpy(&v, &L->lbuf[at * 4], sizeof v);
+                v = v + 1.0f + fabsf(v); /* never v itself (finite scores) */
+                memcpy(&L->lbuf[at * 4], &v, sizeof v);
+            }
         } else {
             th_store_int(L->call.buf[QB_IDX], L->c.s.idx_dtype, row * L->c.p.N2 * L->c.p.K, -2);
         }
@@ -577,12 +581,15 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
     count_mxfp4(q, 1);
     const int64_t workers = q->paged && !s.with_topk ? fz_range(in, 0, 9) : 0;
     th_rng r = th_rng_make(fz_u32(in));
+    s.logits_dtype = fz_u8(in) & 1 ? LIG_BFLOAT16 : LIG_FLOAT32; /* DeepGEMM's logits_dtype */
     lcase L;
     lcase_make(&r, &s, &L);
     char desc[400];
     qcase_describe(&L.c, desc, sizeof desc);
-    snprintf(label, label_size, "quantized logits [%s] clean %d compressed %d strided %d topk %d logits %d workers %lld %s",
-             desc, s.clean, s.compressed, s.strided, s.with_topk, s.with_logits, (long long)workers, env);
+    snprintf(label, label_size,
+             "quantized logits [%s] clean %d compressed %d strided %d topk %d logits %d (%s) workers %lld %s", desc,
+             s.clean, s.compressed, s.strided, s.with_topk, s.with_logits, th_dtype_name(s.logits_dtype),
+             (long long)workers, env);
     const int ran = CHECK(lcase_run(&L, 0, NULL) == LIG_SUCCESS, "%s: %s", label, lig_get_last_error());
     if (ran && fz_perturb()) {
         logits_perturb(&L);

@@ -132,11 +132,13 @@ def main():
     # quantized logits (op 6): flags (dtype, layouts, sq, values, lengths, pad, short), flags (index,
     # value and weight dtypes, clean, compressed, strided, top-k, logits too), range flags (key_start
     # NULL, whole ranges, range dtype, extra columns, empty chance), then B, S1, S2, N2, G, D, K, block
-    # size, (paged without top-k) workers, and a data seed
+    # size, (paged without top-k) workers, a data seed, and the logits dtype (odd: BFLOAT16)
     write("fuzz-lig-fwd", "logits-fp8-paged-schedule", [6] + env() + [4 | 8, 8, 1 << 5] + [1, 2, 120, 0, 7, 64, 8, 3, 4] +
           [1, 2, 3, 4])
     write("fuzz-lig-fwd", "logits-int8-tnd-compressed-topk", [6] + env(2) + [1 | 2 | 16, 1 | 16 | 32 | 64 | 128, 4 | 8] +
           [0, 4, 90, 1, 3, 33, 9, 2] + [5, 6, 7, 8])
+    write("fuzz-lig-fwd", "logits-bf16-fp8-paged-clean-topk", [6] + env() + [4 | 8, 8 | 64 | 128, 1 << 5] +
+          [1, 2, 120, 0, 7, 64, 8, 3] + [1, 2, 3, 4] + [1])
 
     # the sparse logits after a clean, uncompressed logits case without top-k: two bytes (block size
     # 8 or 16 or 1-12, id and output dtypes; blocks 0-13, unaligned, strided, short, a bad id)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error_bounds.h"
+#include "float_formats.h"
 #include "framework.h"
 #include "problem_case.h"
 #include "tensor_buffers.h"
@@ -22,7 +23,29 @@ void lspec_default(lspec *s)
     s->with_topk = 1;
     s->p_empty = 0.15;
     s->range_dtype = LIG_INT64;
+    s->logits_dtype = LIG_FLOAT32;
 }
+
+static int bf16_logits(const lcase *L) { return L->s.logits_dtype == LIG_BFLOAT16; }
+
+static size_t lesize(const lcase *L) { return bf16_logits(L) ? 2 : 4; }
+
+static uint32_t lsentinel(const lcase *L) { return bf16_logits(L) ? LC_SENTINEL_BF16 : LC_SENTINEL; }
+
+/* The bits of logits element i (counted in the buffer's elements). */
+static uint32_t lbits(const lcase *L, size_t i)
+{
+    if (bf16_logits(L)) {
+        uint16_t h;
+        memcpy(&h, L->lbuf + i * 2, 2);
+        return h;
+    }
+    uint32_t w;
+    memcpy(&w, L->lbuf + i * 4, 4);
+    return w;
+}
+
+static size_t lcount(const lcase *L) { return L->lbytes / lesize(L); }
 
 int64_t lcase_row_keys(const lcase *L, int64_t row)
 {
@@ -110,7 +133,7 @@ void lcase_make(th_rng *r, const lspec *s, lcase *L)
     L->hs = L->W * L->cs + (s->strided ? 1 : 0);
     L->rs = N2 * L->hs + (s->strided ? 3 : 0);
     L->short_logits = N2 == 1 && c->s.short_form;
-    L->lbytes = (size_t)(L->rows * L->rs) * 4 + 64;
+    L->lbytes = (size_t)(L->rows * L->rs) * lesize(L) + 64;
     L->lbuf = th_xmalloc(L->lbytes);
     lcase_reset_outputs(L);
     const int64_t B = c->p.B, S1 = c->p.S1;
@@ -129,7 +152,7 @@ void lcase_make(th_rng *r, const lspec *s, lcase *L)
     strides[n++] = L->cs;
     /* no element (no column or no row): NULL data, as torch hands an empty tensor over */
     const int empty = L->W == 0 || L->rows == 0 || N2 == 0;
-    L->logits = lig_create_tensor(empty ? NULL : L->lbuf, LIG_FLOAT32, n, shape, strides);
+    L->logits = lig_create_tensor(empty ? NULL : L->lbuf, s->logits_dtype, n, shape, strides);
     L->key_start = range_tensor(L, 0, L->ks);
     L->key_end = range_tensor(L, 1, L->ke);
 }
@@ -150,8 +173,14 @@ void lcase_free(lcase *L)
 
 void lcase_reset_outputs(lcase *L)
 {
-    for (size_t i = 0; i < L->lbytes / 4; i++) {
-        L->lbuf[i] = LC_SENTINEL;
+    const uint32_t sent = lsentinel(L);
+    const uint16_t sent16 = (uint16_t)sent;
+    for (size_t i = 0; i < lcount(L); i++) {
+        if (bf16_logits(L)) {
+            memcpy(L->lbuf + i * 2, &sent16, 2);
+        } else {
+            memcpy(L->lbuf + i * 4, &sent, 4);
+        }
     }
     for (int i = QB_IDX; i <= QB_VAL; i++) {
         if (L->call.buf[i] != NULL) {
@@ -212,8 +241,8 @@ int lcase_inputs_unchanged(const lcase *L)
 
 int lcase_outputs_unchanged(const lcase *L)
 {
-    for (size_t i = 0; i < L->lbytes / 4; i++) {
-        if (L->lbuf[i] != LC_SENTINEL) {
+    for (size_t i = 0; i < lcount(L); i++) {
+        if (lbits(L, i) != lsentinel(L)) {
             return 0;
         }
     }
@@ -243,10 +272,19 @@ static size_t logit_word(const lcase *L, int64_t row, int64_t g, int64_t j)
     return (size_t)(row * L->rs + g * L->hs + j * L->cs);
 }
 
+uint32_t lcase_logit_bits(const lcase *L, int64_t row, int64_t g, int64_t j)
+{
+    return lbits(L, logit_word(L, row, g, j));
+}
+
 float lcase_logit(const lcase *L, int64_t row, int64_t g, int64_t j)
 {
+    const uint32_t b = lcase_logit_bits(L, row, g, j);
+    if (bf16_logits(L)) {
+        return (float)th_bf16_value((uint16_t)b);
+    }
     float v;
-    memcpy(&v, &L->lbuf[logit_word(L, row, g, j)], sizeof v);
+    memcpy(&v, &b, sizeof v);
     return v;
 }
 
@@ -301,8 +339,17 @@ static int check_topk(const lcase *L, int64_t row, int64_t g, const lranked *rk,
                 return 0;
             }
             prev = rank_of(v);
-            if (L->s.with_logits && vdt == LIG_FLOAT32) { /* one score, two outputs: the same bits */
-                const float lv = lcase_logit(L, row, g, L->s.compressed ? key - L->ks[row] : key), fv = (float)v;
+            /* one score, two outputs: the same bits (BFLOAT16 logits: the FLOAT32 value rounded once) */
+            const int64_t col = L->s.compressed ? key - L->ks[row] : key;
+            if (L->s.with_logits && vdt == LIG_FLOAT32 && bf16_logits(L)) {
+                const uint32_t lb = lcase_logit_bits(L, row, g, col), vb16 = th_bf16_bits(v);
+                if (lb != vb16 && !(isnan(v) && (lb & 0x7fffu) > 0x7f80u)) {
+                    snprintf(why, wsize, "slot %lld: value %a rounds to bf16 0x%04x, the logit of key %lld is 0x%04x",
+                             (long long)j, v, (unsigned)vb16, (long long)key, (unsigned)lb);
+                    return 0;
+                }
+            } else if (L->s.with_logits && vdt == LIG_FLOAT32) {
+                const float lv = lcase_logit(L, row, g, col), fv = (float)v;
                 if (memcmp(&lv, &fv, sizeof lv) != 0) {
                     snprintf(why, wsize, "slot %lld: value %a is not the logit %a of key %lld", (long long)j, (double)fv,
                              (double)lv, (long long)key);
@@ -356,7 +403,7 @@ int lcase_check(const lcase *L, const char *label)
     /* as qcase_check: the dot's D - 1 additions, two scale products, the weight, G - 1 head sums */
     const double steps = (double)(p->D + G + 4);
     const ref_quant_data x = {c->q, c->k, c->w, c->s.has_sq ? c->sq : NULL, c->sk};
-    unsigned char *in_view = calloc(L->lbytes / 4 + 1, 1);
+    unsigned char *in_view = calloc(lcount(L) + 1, 1);
     int ok = 1;
     char why[300];
     for (int64_t row = 0; row < L->rows && ok; row++) {
@@ -381,13 +428,13 @@ int lcase_check(const lcase *L, const char *label)
                 const float v = lcase_logit(L, row, g, j);
                 if (scored) {
                     const lranked *e = &rk[key - ks];
-                    const double bound = tol_element(LIG_FLOAT32, e->score, steps, e->mag);
+                    const double bound = tol_element(L->s.logits_dtype, e->score, steps, e->mag);
                     if (!(fabs((double)v - e->score) <= bound)) {
                         snprintf(why, sizeof why, "logit (row %lld, head %lld, key %lld) %.9g, reference %.17g (bound %g)",
                                  (long long)row, (long long)g, (long long)key, (double)v, e->score, bound);
                         ok = 0;
                     }
-                } else if (L->s.clean ? !(v == -INFINITY) : L->lbuf[word] != LC_SENTINEL) {
+                } else if (L->s.clean ? !(v == -INFINITY) : lbits(L, word) != lsentinel(L)) {
                     snprintf(why, sizeof why, "column %lld of (row %lld, head %lld), scoring [%lld, %lld): %s, got %a",
                              (long long)j, (long long)row, (long long)g, (long long)ks, (long long)ke,
                              L->s.clean ? "expected -inf" : "expected untouched", (double)v);
@@ -407,15 +454,15 @@ int lcase_check(const lcase *L, const char *label)
             free(rk);
         }
     }
-    for (size_t w = 0; ok && L->s.with_logits && w < L->lbytes / 4; w++) {
-        if (!in_view[w] && L->lbuf[w] != LC_SENTINEL) {
+    for (size_t w = 0; ok && L->s.with_logits && w < lcount(L); w++) {
+        if (!in_view[w] && lbits(L, w) != lsentinel(L)) {
             snprintf(why, sizeof why, "logits word %zu outside the view was written", w);
             ok = 0;
         }
     }
     if (ok && !L->s.with_logits) {
-        for (size_t w = 0; w < L->lbytes / 4 && ok; w++) {
-            ok = L->lbuf[w] == LC_SENTINEL;
+        for (size_t w = 0; w < lcount(L) && ok; w++) {
+            ok = lbits(L, w) == lsentinel(L);
         }
         if (!ok) {
             snprintf(why, sizeof why, "logits written without being passed");
@@ -425,8 +472,8 @@ int lcase_check(const lcase *L, const char *label)
     if (!ok) {
         char desc[200];
         qcase_describe(c, desc, sizeof desc);
-        CHECK(0, "%s: %s [%s; clean %d compressed %d strided %d topk %d]", label, why, desc, L->s.clean,
-              L->s.compressed, L->s.strided, L->s.with_topk);
+        CHECK(0, "%s: %s [%s; clean %d compressed %d strided %d topk %d logits %s]", label, why, desc, L->s.clean,
+              L->s.compressed, L->s.strided, L->s.with_topk, th_dtype_name(L->s.logits_dtype));
     }
     return ok;
 }

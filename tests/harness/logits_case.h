@@ -4,7 +4,8 @@
  * (optionally strided, prefilled with a sentinel, in the compressed form or not) and the top-k
  * outputs of the quantized case; the two-phase call; and the check against the float64 reference
  * of the formula (reference/indexer_quant_ref.h): logits within contract 2.4's fp32 bound, the
- * columns no row scores -inf (clean) or the sentinel, the top-k index sets exactly wherever the
+ * columns no row scores -inf (clean) or the sentinel (BFLOAT16 logits: the same bound plus one
+ * bf16 rounding), the top-k index sets exactly wherever the
  * reference's scores around the cut differ by more than the bound, the values bitwise the logits.
  */
 #ifndef LIG_TESTS_HARNESS_LOGITS_CASE_H
@@ -17,8 +18,10 @@
 #include "quant_case.h"
 #include "rng.h"
 
-/* The sentinel every logits byte starts as: a NaN payload the library never writes. */
+/* The sentinel every logits element starts as: a NaN payload the library never writes (FLOAT32,
+ * BFLOAT16). */
 #define LC_SENTINEL 0x7fc0bad5u
+#define LC_SENTINEL_BF16 0x7fd5u
 
 typedef struct lspec {
     qspec q;         /* the data; B = 1 for TND (one sequence) */
@@ -30,6 +33,7 @@ typedef struct lspec {
     double p_empty;  /* chance of an empty range */
     lig_dtype range_dtype;
     int extra_cols;  /* columns past the ones needed */
+    lig_dtype logits_dtype; /* FLOAT32 (the default) or BFLOAT16 */
 } lspec;
 
 void lspec_default(lspec *s);
@@ -41,9 +45,9 @@ typedef struct lcase {
     int64_t rows;          /* logical query rows: B x S1, or T1 */
     int64_t *ks, *ke;      /* per row */
     int64_t W;             /* logits columns */
-    int64_t cs, hs, rs;    /* logits strides in floats: column, head, row */
+    int64_t cs, hs, rs;    /* logits strides in elements: column, head, row */
     int short_logits;      /* [.., W] without N2 */
-    uint32_t *lbuf;        /* the logits' memory, lbytes bytes (a guard of 64 past the view) */
+    unsigned char *lbuf;   /* the logits' memory, lbytes bytes (a guard of 64 past the view) */
     size_t lbytes;
     void *rbuf[2];         /* key_start, key_end */
     lig_tensor *key_start, *key_end, *logits;
@@ -74,7 +78,9 @@ unsigned char *lcase_output_bytes(const lcase *L, size_t *bytes);
 /* Checks the last run against the reference. Returns 1 when everything matched. */
 int lcase_check(const lcase *L, const char *label);
 
-/* The logits value (row, g, column j). */
+/* The logits value (row, g, column j), as a float (BFLOAT16 logits widened exactly). */
 float lcase_logit(const lcase *L, int64_t row, int64_t g, int64_t j);
+/* The raw bits of logits element (row, g, column j): FLOAT32 or BFLOAT16 bits. */
+uint32_t lcase_logit_bits(const lcase *L, int64_t row, int64_t g, int64_t j);
 
 #endif /* LIG_TESTS_HARNESS_LOGITS_CASE_H */

@@ -37,7 +37,7 @@ from ._op_indexer_kl_grad import indexer_kl_grad, indexer_kl_loss
 from ._op_indexer_paged import indexer_paged
 from ._op_sparse_indexer_kl_loss import sparse_indexer_kl_loss
 from ._op_quant_indexer import quant_lightning_indexer
-from ._op_fp8_paged_mqa_topk import fp8_paged_mqa_topk
+from ._op_fp8_paged_mqa_topk import fp8_fp4_paged_mqa_topk, fp8_paged_mqa_topk
 from ._op_indexer_k_quant_and_cache import indexer_k_quant_and_cache
 from ._op_cp_gather_indexer_k_quant_cache import cp_gather_indexer_k_quant_cache
 from ._act_quant import act_quant
@@ -46,6 +46,8 @@ from ._op_indexer_k_mxfp4_quant_and_cache import indexer_k_mxfp4_quant_and_cache
 from ._op_mqa_logits import fp8_mqa_logits, fp8_paged_mqa_logits, get_paged_mqa_logits_metadata
 from ._op_sparse_mqa_logits import (fp8_fp4_paged_sparse_mqa_logits, fp8_fp4_sparse_mqa_logits,
                                     get_paged_sparse_mqa_logits_metadata, get_sparse_mqa_logits_metadata)
+from ._op_fp8_fp4_mqa_logits import fp8_fp4_mqa_logits, fp8_fp4_paged_mqa_logits, get_mqa_logits_metadata
+from ._compressed_keys import compressed_context_lens
 
 __version__ = _version()
 
@@ -73,6 +75,7 @@ __all__ = [
     "sparse_indexer_kl_loss",
     "quant_lightning_indexer",
     "fp8_paged_mqa_topk",
+    "fp8_fp4_paged_mqa_topk",
     "indexer_k_quant_and_cache",
     "cp_gather_indexer_k_quant_cache",
     "act_quant",
@@ -85,6 +88,10 @@ __all__ = [
     "get_paged_sparse_mqa_logits_metadata",
     "fp8_fp4_sparse_mqa_logits",
     "fp8_fp4_paged_sparse_mqa_logits",
+    "fp8_fp4_mqa_logits",
+    "fp8_fp4_paged_mqa_logits",
+    "get_mqa_logits_metadata",
+    "compressed_context_lens",
     "set_num_threads",
     "get_num_threads",
     "kernel_sets",

@@ -19,6 +19,7 @@ from ._capi import (
     LIG_DEVICE_CUDA,
     LIG_ERR_PARAM_INVALID,
     LIG_ERR_PARAM_NULLPTR,
+    LIG_FLOAT4_E2M1X2,
     LIG_FLOAT8_E4M3FN,
     LIG_FLOAT16,
     LIG_FLOAT32,
@@ -49,6 +50,8 @@ _DTYPES = {
     torch.int8: LIG_INT8,
     torch.uint8: LIG_UINT8,
 }
+if hasattr(torch, "float4_e2m1fn_x2"):  # torch 2.8+: two e2m1 codes a byte, as lig's FLOAT4_E2M1X2
+    _DTYPES[torch.float4_e2m1fn_x2] = LIG_FLOAT4_E2M1X2
 
 
 class LigError(Exception):
@@ -115,7 +118,10 @@ class Descriptors:
         self._handles.clear()
         self._keep.clear()
 
-    def __call__(self, t: Optional[torch.Tensor], name: str) -> Optional[int]:
+    def __call__(self, t: Optional[torch.Tensor], name: str, as_dtype: Optional[int] = None) -> Optional[int]:
+        """The descriptor of t (None for None). ``as_dtype``: a lig dtype the tensor's bytes are
+        described as, instead of the one its torch dtype maps to (MXFP4 codes held in int8 or uint8
+        tensors, as DeepGEMM and the engines keep them, described as FLOAT4_E2M1X2)."""
         if t is None:
             return None
         # Callers check each argument's dtype first (lig._args); this is the mapping's own guard.
@@ -125,11 +131,12 @@ class Descriptors:
         t = t.detach()
         if t.is_neg() or t.is_conj():
             t = t.resolve_neg().resolve_conj()
-        handle = self._create(t)
+        retyped = () if as_dtype is None else (as_dtype,)
+        handle = self._create(t, *retyped)
         if handle is None and not t.is_contiguous():
             # A layout lig does not take: describe a contiguous copy instead.
             t = t.contiguous()
-            handle = self._create(t)
+            handle = self._create(t, *retyped)
         if handle is None:
             raise LigValueError(f"lig_create_tensor({name}): {last_error()}", LIG_ERR_PARAM_INVALID)
         self._handles.append(handle)
@@ -139,20 +146,21 @@ class Descriptors:
         return handle
 
     def each(self, named) -> tuple:
-        """The descriptors of (tensor, name) pairs, in their order."""
-        return tuple(self(t, name) for t, name in named)
+        """The descriptors of (tensor, name) pairs (or (tensor, name, as_dtype) triples), in their order."""
+        return tuple(self(*item) for item in named)
 
     @staticmethod
-    def _create(t: torch.Tensor) -> Optional[int]:
+    def _create(t: torch.Tensor, as_dtype: Optional[int] = None) -> Optional[int]:
         if any(s < 0 for s in t.stride()):
             return None
+        dtype = _DTYPES[t.dtype] if as_dtype is None else as_dtype
         nd = t.dim()
         shape = (ctypes.c_int64 * max(nd, 1))(*t.shape)
         strides = (ctypes.c_int64 * max(nd, 1))(*t.stride())
         ptr = t.data_ptr() if t.numel() > 0 else None
         if t.device.type == "cuda":  # a build without the CUDA backend refuses it in phase 1, by name
-            return lig_create_tensor_on(ptr, _DTYPES[t.dtype], nd, shape, strides, LIG_DEVICE_CUDA, t.device.index or 0)
-        return lig_create_tensor(ptr, _DTYPES[t.dtype], nd, shape, strides)
+            return lig_create_tensor_on(ptr, dtype, nd, shape, strides, LIG_DEVICE_CUDA, t.device.index or 0)
+        return lig_create_tensor(ptr, dtype, nd, shape, strides)
 
 
 class _DeviceVerdicts:

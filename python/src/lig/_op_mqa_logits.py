@@ -48,17 +48,27 @@ def _fp8_mqa_logits_op(q: Tensor, k: Tensor, k_scale: Tensor, weights: Tensor, c
                        cu_seq_len_k_end: Tensor, clean_logits: bool, max_seqlen_k: int) -> Tensor:
     _codes(q, k, ("q", "kv[0]"))
     out = torch.empty(_mqa_shape(q, k, max_seqlen_k), dtype=torch.float32)
+    mqa_logits(q, None, k, k_scale, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits, max_seqlen_k, out)
+    return out
+
+
+def mqa_logits(q: Tensor, q_sf: Optional[Tensor], k: Tensor, k_scale: Tensor, weights: Tensor, start: Tensor,
+               end: Tensor, clean_logits: bool, max_seqlen_k: int, out: Tensor, code=None) -> None:
+    """lig_quant_logits in its TND form (one sequence, absolute ranges) into out [M, W]: q [M,H,D]
+    (or MXFP4 [M,H,D/2] with q_sf, ``code`` the lig dtype its bytes are described as), keys
+    [N,1,D] with scales [N,1] (or [N,1,words]), logits [T1,W]."""
     N = k.shape[0]
-    # lig's TND form: q [T1,N1,D], keys [T2,1,D] with scales [T2,1], logits [T1,W]
-    key, scale = k.unsqueeze(1), k_scale.reshape(N, 1) if k_scale.numel() == N else k_scale
+    key = k.unsqueeze(1)
+    # [N] (or [N,1]) -> [N,1]; MXFP4's [N, words] or [N, D/32] bytes -> [N,1,..]
+    scale = k_scale.reshape(N, 1) if k_scale.numel() == N and k_scale.dim() <= 2 else k_scale.unsqueeze(1)
 
     def args(desc):
-        return (desc(q, "q"), desc(key, "kv[0]"), desc(weights, "weights"), None, desc(scale, "kv[1]"), None,
-                desc(cu_seq_len_k_start, "cu_seq_len_k_start"), desc(cu_seq_len_k_end, "cu_seq_len_k_end"), b"TND",
-                b"TND", clean_logits, max_seqlen_k > 0, desc(out, "logits"), 0, None, None, None)
+        return (desc(q, "q[0]" if code else "q", code), desc(key, "kv[0]", code), desc(weights, "weights"),
+                desc(q_sf, "q[1]"), desc(scale, "kv[1]"), None, desc(start, "cu_seq_len_k_start"),
+                desc(end, "cu_seq_len_k_end"), b"TND", b"TND", clean_logits, max_seqlen_k > 0, desc(out, "logits"), 0,
+                None, None, None)
 
     _logits(args)
-    return out
 
 
 @_fp8_mqa_logits_op.register_fake
@@ -165,21 +175,30 @@ def _fp8_paged_mqa_logits_op(q: Tensor, kv_cache: Tensor, weights: Tensor, conte
     _codes(q, kv_cache, ("q", "kv_cache"))
     if q.dim() != 4:
         raise _args.invalid(f"q: expected [B,next_n,H,D], got {tuple(q.shape)}")
-    B, next_n, H = q.shape[0], q.shape[1], q.shape[2]
-    _check_indices(indices, B, next_n)
-    out = torch.empty((B * next_n, max_context_len), dtype=torch.float32)
+    _check_indices(indices, q.shape[0], q.shape[1])
+    out = torch.empty((q.shape[0] * q.shape[1], max_context_len), dtype=torch.float32)
     keys, scales = _cache_views(kv_cache, q.dtype)
+    paged_logits(q, None, keys, scales, weights, context_lens, block_table, schedule_meta, clean_logits, indices, out)
+    return out
+
+
+def paged_logits(q: Tensor, q_sf: Optional[Tensor], keys: Tensor, scales: Tensor, weights: Tensor,
+                 context_lens: Tensor, block_table: Tensor, schedule_meta: Optional[Tensor], clean_logits: bool,
+                 indices: Optional[Tensor], out: Tensor, code=None) -> None:
+    """lig_quant_logits over a paged cache's two views into out [B*next_n, max_context_len]: q
+    [B,next_n,H,D] (or MXFP4 [B,next_n,H,D/2] with q_sf [B,next_n,H], ``code`` the lig dtype the
+    query's and the keys' bytes are described as), DeepGEMM's row ends and varlen indices."""
+    B, next_n, H = q.shape[0], q.shape[1], q.shape[2]
     ends = _key_ends(context_lens, next_n)
     table = block_table if indices is None else _varlen_table(indices, ends, block_table)
 
     def args(desc):
-        return (desc(q, "q"), desc(keys, "kv_cache"), desc(weights.reshape(B, next_n, H), "weights"), None,
-                desc(scales, "kv_cache"), desc(table, "block_table"), None, desc(ends, "context_lens"),
-                b"BSND", b"PA_BSND", clean_logits, False, desc(out.view(B, next_n, max_context_len), "logits"), 0,
-                None, None, desc(schedule_meta, "schedule_meta"))
+        return (desc(q, "q[0]" if code else "q", code), desc(keys, "kv_cache", code),
+                desc(weights.reshape(B, next_n, H), "weights"), desc(q_sf, "q[1]"), desc(scales, "kv_cache"),
+                desc(table, "block_table"), None, desc(ends, "context_lens"), b"BSND", b"PA_BSND", clean_logits, False,
+                desc(out.view(B, next_n, out.shape[1]), "logits"), 0, None, None, desc(schedule_meta, "schedule_meta"))
 
     _logits(args)
-    return out
 
 
 @_fp8_paged_mqa_logits_op.register_fake

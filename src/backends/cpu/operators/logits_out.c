@@ -11,8 +11,10 @@ typedef struct fill_task {
     bool scored; /* true: the scored columns (the trivial zeros); false: the others */
 } fill_task;
 
-static void fill_run(float *dst, int64_t step, int64_t n, float value) {
-    for (int64_t j = 0; j < n; j++) dst[j * step] = value;
+/* n columns from dst, each `value` as the logits' dtype stores it */
+static void fill_run(const lig_logits_out *L, char *dst, int64_t n, float value) {
+    const size_t step = (size_t)L->view.dim * L->view.esize;
+    for (int64_t j = 0; j < n; j++) lig_logits_put(dst + (size_t)j * step, L->view.dtype, 1, &value, 1);
 }
 
 static void fill_units(void *ctx, int tid, int n) {
@@ -20,18 +22,18 @@ static void fill_units(void *ctx, int tid, int n) {
     const lig_fwd_problem *pb = f->pb;
     const lig_logits_out *L = pb->logits;
     const int64_t units = pb->pr.units, u0 = units * tid / n, u1 = units * (tid + 1) / n, W = L->cols;
-    const int64_t step = L->view.dim;
+    const int64_t step = L->view.dim * (int64_t)L->view.esize; /* bytes */
     for (int64_t u = u0; u < u1; u++) {
         const lig_unit x = lig_unit_decode(&pb->pr, u);
         const int64_t len = x.hi >= x.lo ? x.hi - x.lo + 1 : 0;
-        float *row = (float *)(void *)lig_q_row_ptr(&L->view, &pb->pr, x.b, x.t, x.g);
+        char *row = lig_q_row_ptr(&L->view, &pb->pr, x.b, x.t, x.g);
         if (f->scored) {
-            if (len > 0) fill_run(lig_logits_at(pb, &x, x.lo), step, len, f->value);
+            if (len > 0) fill_run(L, lig_logits_at(pb, &x, x.lo), len, f->value);
         } else if (L->compressed) {
-            fill_run(row + len * step, step, W - len, f->value);
+            fill_run(L, row + len * step, W - len, f->value);
         } else { /* [0, lo) and [hi + 1, W); an empty range has hi + 1 = lo */
-            fill_run(row, step, x.lo, f->value);
-            fill_run(row + (x.hi + 1) * step, step, W - (x.hi + 1), f->value);
+            fill_run(L, row, x.lo, f->value);
+            fill_run(L, row + (x.hi + 1) * step, W - (x.hi + 1), f->value);
         }
     }
 }
@@ -39,7 +41,7 @@ static void fill_units(void *ctx, int tid, int n) {
 static void fill(const lig_fwd_problem *pb, int threads, float value, bool scored) {
     if (pb->logits->cols == 0) return; /* no column (the tensor's data may be NULL) */
     fill_task f = {pb, value, scored};
-    const double bytes = 4.0 * (double)pb->pr.units * (double)pb->logits->cols;
+    const double bytes = (double)pb->logits->view.esize * (double)pb->pr.units * (double)pb->logits->cols;
     lig_parallel(lig_threads_for(bytes, threads), fill_units, &f);
 }
 
