@@ -19,7 +19,9 @@
  *     under a spin lock per key row: same updates, order left to the scheduler.
  *
  * The walk is shared: an operator that computes dy itself (the KL loss, sparse_grad_kl_loss.c) runs
- * lig_cpu_grad_execute with a dy source, which gives each unit's dy in fp32 before its walk.
+ * lig_cpu_grad_execute with a dy source, which gives each unit's dy in fp32 before its walk. A
+ * problem without sparse_indices (the dense KL gradient, dense_kl_grad.c) has every visible key of
+ * a unit as its slots, in key order.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -201,6 +203,15 @@ static void next_block(const lig_cpu_grad_plan *p, slot_cursor *c, slot_list *b)
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     b->n = 0;
+    if (lig_grad_dense(pb)) { /* every visible key, in key order; dy from the source */
+        for (; c->j < lig_grad_dense_slots(&c->x) && b->n < p->ctx.block; c->j++) {
+            const int64_t sk = c->x.lo + c->j;
+            b->key[b->n] = lig_k_row_ptr(&pb->k, pr, c->x.b, sk, c->x.g);
+            b->dy[b->n] = c->dy_counted[c->counted++];
+            b->acc_row[b->n++] = c->acc_row0 + sk * pr->N2;
+        }
+        return;
+    }
     for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep) {
         const int64_t sk = lig_load_int(pb->idx.dtype, c->ip);
         if (sk < c->x.lo || sk > c->x.hi) continue; /* padding (-1) or outside the visible range */
@@ -223,7 +234,7 @@ static void run_unit(grad_run *r, char *s, int64_t u) {
     const float *dy_counted = r->source ? r->source->unit_dy(r->source->ctx, s + L->extra, u, &x) : NULL;
     p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
                           lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
-    slot_cursor c = {.ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g),
+    slot_cursor c = {.ip = lig_grad_dense(pb) ? NULL : lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g),
                      .yp = dy_counted ? NULL : lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g),
                      .istep = pb->idx.dim * (int64_t)pb->idx.esize,
                      .ystep = pb->dy.dim * (int64_t)pb->dy.esize,
