@@ -54,3 +54,21 @@ lig_view4 lig_softmax_lse_view(const lig_problem *pr, const lig_tensor *t) {
     v.row = t->strides[at + 1];
     return v;
 }
+
+lig_status lig_compressed_phase1_begin(const lig_arguments *args, const char *layout, uint64_t *workspace_size,
+                                       lig_executor **executor, const lig_tensor *query, const lig_tensor *key,
+                                       const lig_tensor *weights, lig_problem *pr) {
+    lig_status st = lig_check_phase1_pointers(args, true, layout, workspace_size, executor);
+    if (st != LIG_SUCCESS) return st;
+    if ((st = lig_check_compressed_qkw(query, key, weights, layout, pr)) != LIG_SUCCESS) return st;
+    pr->K = 0;
+    return LIG_SUCCESS;
+}
+
+lig_status lig_compressed_phase1_rule(const lig_arguments *args, int64_t mask_mode, int64_t cmp_ratio,
+                                      lig_placement *placed) {
+    const lig_compressed_keys scalars = {.mask_mode = mask_mode, .ratio = cmp_ratio};
+    lig_status st = lig_compressed_keys_check(&scalars, 0);
+    if (st != LIG_SUCCESS) return st;
+    return lig_check_placement(args, placed);
+}

@@ -5,7 +5,19 @@
 #ifndef LIG_API_COMPRESSED_ARGUMENTS_H
 #define LIG_API_COMPRESSED_ARGUMENTS_H
 
+#include "api/argument_checks.h"
 #include "core/problem.h"
+
+/* The opening of such a phase 1: the table's pointers and the layout, then query, key and weights
+ * (lig_check_compressed_qkw) into *pr, with nothing selected (pr->K = 0). */
+lig_status lig_compressed_phase1_begin(const lig_arguments *args, const char *layout, uint64_t *workspace_size,
+                                       lig_executor **executor, const lig_tensor *query, const lig_tensor *key,
+                                       const lig_tensor *weights, lig_problem *pr);
+
+/* The rule's scalars (mask_mode, cmp_ratio), before the lengths so that a bad mode is named
+ * whatever the lengths, then the placement of the table's tensors. */
+lig_status lig_compressed_phase1_rule(const lig_arguments *args, int64_t mask_mode, int64_t cmp_ratio,
+                                      lig_placement *placed);
 
 /* query, key and weights as the forward checks them, except that weights may also be FLOAT32
  * with FLOAT16 / BFLOAT16 queries (CANN's V4 operators take FLOAT32 weights only). Fills the

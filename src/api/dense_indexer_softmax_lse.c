@@ -30,17 +30,12 @@ lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
         LIG_ARGUMENT(softmax_lse, LIG_ARG_OUTPUT), LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
         LIG_ARGUMENT(actual_seq_lengths_key, LIG_ARG_HOST_LENGTHS), LIG_ARGUMENT(cmp_residual_k, LIG_ARG_HOST_LENGTHS)};
     const lig_arguments args = LIG_ARGUMENTS_OF(list);
-    lig_status st = lig_check_phase1_pointers(&args, true, layout, workspace_size, executor);
-    if (st != LIG_SUCCESS) return st;
     lig_problem pr;
-    if ((st = lig_check_compressed_qkw(query, key, weights, layout, &pr)) != LIG_SUCCESS) return st;
-    pr.K = 0;
+    lig_status st = lig_compressed_phase1_begin(&args, layout, workspace_size, executor, query, key, weights, &pr);
+    if (st != LIG_SUCCESS) return st;
     if ((st = lig_check_softmax_lse(&pr, softmax_lse)) != LIG_SUCCESS) return st;
-    /* the rule's scalars before the lengths, so that a bad mode is named whatever the lengths */
-    const lig_compressed_keys scalars = {.mask_mode = mask_mode, .ratio = cmp_ratio};
-    if ((st = lig_compressed_keys_check(&scalars, 0)) != LIG_SUCCESS) return st;
     lig_placement placed;
-    if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
+    if ((st = lig_compressed_phase1_rule(&args, mask_mode, cmp_ratio, &placed)) != LIG_SUCCESS) return st;
 
     lig_dense_lse_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");

@@ -11,11 +11,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/dense_kl_grad_plan.h"
 #include "backends/cpu/operators/fill.h"
 #include "backends/cpu/runtime/fp_mode.h"
-#include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
@@ -23,28 +21,6 @@ typedef struct dense_kl_run {
     const lig_cpu_dense_kl_plan *p;
     double *unit_loss; /* [units] */
 } dense_kl_run;
-
-/* I at the unit's entries 0 .. n-1, with the forward's engine (one row: the unit's). */
-static void index_scores(const lig_cpu_dense_kl_plan *p, char *s, const lig_unit *x, int64_t n, float *value) {
-    const lig_grad_problem *g = &p->pb->g;
-    const lig_problem *pr = &g->pr;
-    if (pr->G == 0 || pr->D == 0) { /* an empty sum: every score is 0 */
-        memset(value, 0, sizeof(float) * (size_t)n);
-        return;
-    }
-    const lig_dense_kl_scratch *L = &p->scratch;
-    const int64_t h0 = x->g * pr->G;
-    const char *q = lig_q_row_ptr(&g->q, pr, x->b, x->t, h0), *w = lig_q_row_ptr(&g->w, pr, x->b, x->t, h0);
-    p->fwd->begin_rows(&p->fctx, s + L->fwd, 1, &q, &w, NULL); /* unquantized: no scales */
-    const char **key = (const char **)(void *)(s + L->key);
-    float *score = (float *)(void *)(s + L->score);
-    for (int64_t i0 = 0; i0 < n; i0 += p->fctx.block) {
-        const int64_t nb = n - i0 < p->fctx.block ? n - i0 : p->fctx.block;
-        for (int64_t i = 0; i < nb; i++) key[i] = lig_k_row_ptr(&g->k, pr, x->b, x->lo + i0 + i, x->g);
-        p->fwd->score_block(&p->fctx, s + L->fwd, 1, nb, key, NULL, score);
-        memcpy(value + i0, score, sizeof(float) * (size_t)nb);
-    }
-}
 
 /* Steps 1-2 for unit u (see the top); returns dI of its visible entries and stores its loss. */
 static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
@@ -57,7 +33,9 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     const char *target = lig_q_row_ptr(&pb->target, pr, x->b, x->t, x->g);
     char *out = lig_q_row_ptr(&pb->softmax_out, pr, x->b, x->t, x->g);
     const int64_t t_step = pb->target.dim * (int64_t)pb->target.esize, o_step = pb->softmax_out.dim * (int64_t)pb->softmax_out.esize;
-    index_scores(p, s, x, n, dy);
+    const lig_grad_problem *g = &pb->g;
+    lig_fwd_score_unit(p->fwd, &p->fctx, s + p->scratch.fwd, (const char **)(void *)(s + p->scratch.key),
+                       (float *)(void *)(s + p->scratch.score), pr, &g->q, &g->w, &g->k, x, NULL, n, dy);
     const double lse = lig_load_float(LIG_FLOAT32, lig_q_row_ptr(&pb->lse, pr, x->b, x->t, x->g));
     double total = 0.0;
     for (int64_t j = 0; j < n; j++) total += lig_load_float(LIG_FLOAT32, target + j * t_step);
@@ -73,23 +51,6 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     return dy;
 }
 
-/* A problem with nothing to multiply (D = 0, no key) still has its softmax and loss: the units
- * without the walk, split evenly (each unit's values are its own: any split gives the same). */
-static void units_only_task(void *ctx, int tid, int nthreads) {
-    dense_kl_run *r = ctx;
-    const lig_cpu_dense_kl_plan *p = r->p;
-    const lig_cpu_grad_plan *gp = &p->grad;
-    const lig_problem *pr = &p->pb->g.pr;
-    char *s = (char *)r->unit_loss - gp->ws.extra + gp->ws.scratch + (uint64_t)tid * gp->ws.scratch_stride +
-              gp->scratch.extra;
-    if (gp->extra_bf16_threads) lig_bf16_thread_begin(gp->ctx.ks);
-    for (int64_t u = pr->units * tid / nthreads; u < pr->units * (tid + 1) / nthreads; u++) {
-        const lig_unit x = lig_unit_decode(pr, u);
-        (void)unit_dy(r, s, u, &x);
-    }
-    if (gp->extra_bf16_threads) lig_bf16_thread_end(gp->ctx.ks);
-}
-
 static lig_status run_dense_kl(void *plan, void *workspace, void *stream) {
     const lig_cpu_dense_kl_plan *p = plan;
     const lig_dense_kl_grad_problem *pb = p->pb;
@@ -102,12 +63,9 @@ static lig_status run_dense_kl(void *plan, void *workspace, void *stream) {
     const double flops = entries * (double)pr->N2 * 8.0 * (double)(pr->G * pr->D);
     /* the rows no unit owns */
     lig_fill_query_rows(pr, &pb->softmax_out, pr->N2, pb->width, 0.0, false);
-    lig_status st = lig_cpu_grad_execute(&p->grad, workspace, p->unit_work ? &source : NULL, flops);
+    /* with nothing to multiply (D = 0, no key) the walk still gives every unit to the source */
+    const lig_status st = lig_cpu_grad_execute(&p->grad, workspace, p->unit_work ? &source : NULL, flops);
     if (st != LIG_SUCCESS) return st;
-    if (p->unit_work && p->grad.empty) {
-        const int threads = lig_cpu_grad_threads(&p->grad, flops);
-        (p->grad.own_threads ? lig_parallel_own_threads : lig_parallel)(threads, units_only_task, &r);
-    }
     if (pb->loss) {
         double total = 0.0;
         for (int64_t u = 0; p->unit_work && u < pr->units; u++) total += r.unit_loss[u]; /* unit order */

@@ -299,6 +299,21 @@ static void store_dk_task(void *ctx, int tid, int n) {
 
 int lig_cpu_grad_threads(const lig_cpu_grad_plan *p, double flops) { return lig_threads_for(flops, p->threads); }
 
+/* A problem with nothing to multiply still gives a dy source every unit (its own outputs: a loss,
+ * a softmax), split evenly: each unit's values are its own, so any split gives the same. */
+static void source_only_task(void *ctx, int tid, int nthreads) {
+    const grad_run *r = ctx;
+    const lig_cpu_grad_plan *p = r->p;
+    const lig_problem *pr = &p->pb->pr;
+    char *s = r->ws + p->ws.scratch + (uint64_t)tid * p->ws.scratch_stride + p->scratch.extra;
+    if (p->extra_bf16_threads) lig_bf16_thread_begin(p->ctx.ks);
+    for (int64_t u = pr->units * tid / nthreads; u < pr->units * (tid + 1) / nthreads; u++) {
+        const lig_unit x = lig_unit_decode(pr, u);
+        (void)r->source->unit_dy(r->source->ctx, s, u, &x);
+    }
+    if (p->extra_bf16_threads) lig_bf16_thread_end(p->ctx.ks);
+}
+
 lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, const lig_grad_dy_source *source,
                                 double flops) {
     const lig_grad_problem *pb = p->pb;
@@ -313,6 +328,10 @@ lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, con
         lig_fill_query_rows(pr, &pb->dq, pr->N1, pr->D, 0.0, true);
         lig_fill_query_rows(pr, &pb->dw, pr->N1, 1, 0.0, true);
         lig_fill_key_rows(pr, &pb->dk, pr->N2, pr->D, 0.0);
+        if (source && pr->units > 0) {
+            r.ws = lig_ws_base(workspace);
+            (p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, source_only_task, &r);
+        }
         return LIG_SUCCESS;
     }
 
