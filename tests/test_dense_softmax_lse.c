@@ -36,30 +36,13 @@ static void run_and_check(const lse_desc *d, uint64_t seed) {
 }
 
 LIG_TEST(dense_lse_matrix) {
-    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-    const int64_t ratios[3] = {1, 4, 128};
     int cases = 0;
+    const lse_desc b = base();
     for (int layout = 0; layout < 2; layout++)
         for (int di = 0; di < 3; di++)
             for (int ri = 0; ri < 3; ri++)
                 for (int64_t mask = 0; mask <= 3; mask += 3) {
-                    lse_desc d = base();
-                    d.tnd = layout == 1;
-                    d.dtype = dtypes[di];
-                    d.w_dtype = (di + ri) % 2 ? LIG_FLOAT32 : d.dtype; /* both weight dtypes for every dtype */
-                    d.ratio = ratios[ri];
-                    d.mask_mode = mask;
-                    d.residual = ratios[ri] > 1 && (ri + (int)mask) % 2 == 1 ? true : ratios[ri] > 1;
-                    d.lengths = (di + ri) % 2 == 0;
-                    d.len_dtype = ri % 2 ? LIG_INT32 : LIG_INT64;
-                    d.strides = (tc_strides)((di + ri + layout) % 3 == 0 ? TC_PADDED : (di + ri) % 3 == 1 ? TC_PERMUTED : TC_CONTIGUOUS);
-                    /* ratio 128 needs long original timelines: a few entries of many rows */
-                    d.S1 = ratios[ri] == 128 ? 300 : 13;
-                    d.S2 = ratios[ri] == 128 ? 5 : 11;
-                    d.N1 = di == 2 ? 16 : 4; /* wide enough for the bf16 engines, where a set has them */
-                    d.N2 = di == 1 ? 2 : 1;
-                    d.D = di == 0 ? 20 : 32;
-                    d.B = layout ? 3 : 2;
+                    const lse_desc d = lse_matrix_desc(&b, layout, di, ri, mask);
                     run_and_check(&d, 100 + (uint64_t)cases);
                     cases++;
                 }

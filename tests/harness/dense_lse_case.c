@@ -63,6 +63,29 @@ void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed) {
     tbuf_snapshot(&c->lse);
 }
 
+lse_desc lse_matrix_desc(const lse_desc *base, int layout, int di, int ri, int64_t mask) {
+    static const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    static const int64_t ratios[3] = {1, 4, 128};
+    lse_desc d = *base;
+    d.tnd = layout == 1;
+    d.dtype = dtypes[di];
+    d.w_dtype = (di + ri) % 2 ? LIG_FLOAT32 : d.dtype; /* both weight dtypes for every dtype */
+    d.ratio = ratios[ri];
+    d.mask_mode = mask;
+    d.residual = ratios[ri] > 1;
+    d.lengths = (di + ri) % 2 == 0;
+    d.len_dtype = ri % 2 ? LIG_INT32 : LIG_INT64;
+    d.strides = (tc_strides)((di + ri + layout) % 3 == 0 ? TC_PADDED : (di + ri) % 3 == 1 ? TC_PERMUTED : TC_CONTIGUOUS);
+    /* ratio 128 needs long original timelines: a few entries of many rows */
+    d.S1 = ratios[ri] == 128 ? 300 : 13;
+    d.S2 = ratios[ri] == 128 ? 5 : 11;
+    d.N1 = di == 2 ? 16 : 4; /* wide enough for the bf16 engines, where a set has them */
+    d.N2 = di == 1 ? 2 : 1;
+    d.D = di == 0 ? 20 : 32;
+    d.B = layout ? 3 : 2;
+    return d;
+}
+
 void lse_case_free(lse_case *c) {
     tbuf *all[] = {&c->q, &c->k, &c->w, &c->lse, &c->aq, &c->ak, &c->res};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

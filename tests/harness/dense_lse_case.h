@@ -28,6 +28,12 @@ typedef struct lse_case {
     int64_t *lq, *lk, *q0, *k0, *resv; /* per batch: valid rows, entries, first row, residual */
 } lse_case;
 
+/* Case `layout` x `di` x `ri` x `mask` of the dense operators' matrices (tests/test_dense_*.c):
+ * BSND/TND, FLOAT32/FLOAT16/BFLOAT16 (di), ratio 1/4/128 with residuals (ri), mask_mode 0/3, the
+ * weights' dtype, lengths, their dtype and the strides varied with them, shapes that let ratio 128
+ * see whole blocks and the bf16 engines run; label and scale from `base`. */
+lse_desc lse_matrix_desc(const lse_desc *base, int layout, int di, int ri, int64_t mask);
+
 /* The tensors of `d` with data drawn from `seed` (values in [-scale, scale], weights in [-1, 1],
  * lengths and residuals in range); softmax_lse holds the output sentinel, snapshotted. */
 void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed);
