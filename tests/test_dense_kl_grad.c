@@ -37,42 +37,31 @@ static void run_and_check(const lse_desc *d, uint64_t seed, int64_t extra_w, boo
     kl_case_free(&c);
 }
 
+/* Case `index` of the dense matrix, with 6 query heads (a head group of 3 with two key heads) where
+ * the lse's matrix has 4, and the extra target columns, d_weights dtype and loss varied. */
+static void matrix_case(const lse_desc *desc, int index, void *ctx) {
+    (void)ctx;
+    lse_desc d = *desc;
+    d.N1 += d.dtype == LIG_BFLOAT16 ? 0 : 2;
+    run_and_check(&d, 300 + (uint64_t)index, index % 3, index % 2 == 0, index % 4 != 3);
+}
+
 LIG_TEST(dense_kl_grad_matrix) {
-    int cases = 0;
     const lse_desc b = base();
-    for (int layout = 0; layout < 2; layout++)
-        for (int di = 0; di < 3; di++)
-            for (int ri = 0; ri < 3; ri++)
-                for (int64_t mask = 0; mask <= 3; mask += 3) {
-                    lse_desc d = lse_matrix_desc(&b, layout, di, ri, mask);
-                    d.N1 += di == 2 ? 0 : 2; /* 6: a head group of 3 with two key heads */
-                    run_and_check(&d, 300 + (uint64_t)cases, cases % 3, cases % 2 == 0, cases % 4 != 3);
-                    cases++;
-                }
-    th_note("%d cases", cases);
+    th_note("%d cases", lse_matrix_each(&b, matrix_case, NULL));
+}
+
+static void edge_case(const lse_desc *desc, int index, void *ctx) {
+    (void)ctx;
+    lse_desc d = *desc;
+    d.lengths = index % 2 == 1;
+    run_and_check(&d, 17 + (uint64_t)index, index % 2, true, true);
 }
 
 /* Shapes at the edges: no key, no row, D = 0 (I = 0), one head, 64 heads of D 128, odd groups. */
 LIG_TEST(dense_kl_grad_edges) {
-    const struct { const char *label; int64_t B, S1, S2, N1, N2, D; bool tnd; } shapes[] = {
-        {"no keys", 2, 3, 0, 2, 1, 8, false}, {"no rows", 2, 0, 4, 2, 1, 8, false}, {"D = 0", 2, 4, 6, 2, 1, 0, false},
-        {"one head", 1, 7, 40, 1, 1, 4, false}, {"64 heads", 1, 3, 70, 64, 1, 128, false},
-        {"heads per key head 3", 2, 5, 7, 6, 2, 8, true}, {"D = 1", 2, 6, 5, 3, 1, 1, true},
-        {"odd", 3, 17, 23, 5, 1, 13, false},
-    };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int64_t mask = 0; mask <= 3; mask += 3)
-            for (int64_t ratio = 1; ratio <= 4; ratio += 3) {
-                lse_desc d = base();
-                d.label = shapes[i].label;
-                d.B = shapes[i].B; d.S1 = shapes[i].S1; d.S2 = shapes[i].S2;
-                d.N1 = shapes[i].N1; d.N2 = shapes[i].N2; d.D = shapes[i].D; d.tnd = shapes[i].tnd;
-                d.mask_mode = mask;
-                d.ratio = ratio;
-                d.residual = ratio > 1;
-                d.lengths = i % 2 == 1;
-                run_and_check(&d, 17 + i, (int64_t)i % 2, true, true);
-            }
+    const lse_desc b = base();
+    lse_edges_each(&b, edge_case, NULL);
 }
 
 /* The reference's analytic gradients are the derivatives of its float64 loss (with the lse that
@@ -114,12 +103,9 @@ LIG_TEST(dense_kl_reference_is_the_loss_gradient) {
 
 /* Every output bitwise the same for 1 and 2 threads and across runs (deterministic default). */
 LIG_TEST(dense_kl_grad_threads_bitwise) {
-    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    const lse_desc b = base();
     for (int di = 0; di < 3; di++) {
-        lse_desc d = base();
-        d.label = "threads";
-        d.dtype = d.w_dtype = dtypes[di];
-        d.B = 3; d.S1 = 24; d.S2 = 300; d.N1 = 32; d.D = 64; d.ratio = 4; d.residual = true; d.lengths = true;
+        const lse_desc d = lse_threads_desc(&b, di);
         unsigned char *first[5] = {NULL};
         size_t bytes[5] = {0};
         const int threads[4] = {1, 2, 2, 1};

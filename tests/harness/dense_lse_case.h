@@ -33,6 +33,16 @@ typedef struct lse_case {
  * weights' dtype, lengths, their dtype and the strides varied with them, shapes that let ratio 128
  * see whole blocks and the bf16 engines run; label and scale from `base`. */
 lse_desc lse_matrix_desc(const lse_desc *base, int layout, int di, int ri, int64_t mask);
+/* Calls fn(desc, index, ctx) for every case of that matrix in order (index 0, 1, ...); returns the count. */
+int lse_matrix_each(const lse_desc *base, void (*fn)(const lse_desc *d, int index, void *ctx), void *ctx);
+/* The thread-count case of the dense operators' tests in dtype di (FLOAT32, FLOAT16, BFLOAT16):
+ * enough work for two threads, ratio 4 with residuals, lengths. */
+lse_desc lse_threads_desc(const lse_desc *base, int di);
+
+/* The same over the dense operators' edge shapes (no key, no row, D = 0, one head, 64 heads of
+ * D 128, a head group of 3, D = 1, odd extents), each with mask_mode 0/3 and ratio 1/4 (residuals
+ * with 4); `index` is the shape's (several calls share it). Returns the number of calls. */
+int lse_edges_each(const lse_desc *base, void (*fn)(const lse_desc *d, int index, void *ctx), void *ctx);
 
 /* The tensors of `d` with data drawn from `seed` (values in [-scale, scale], weights in [-1, 1],
  * lengths and residuals in range); softmax_lse holds the output sentinel, snapshotted. */
