@@ -318,6 +318,35 @@ LIG_API lig_status lig_dense_indexer_softmax_lse(void *workspace, uint64_t works
                                                  lig_executor *executor, void *stream);
 
 /*
+ * The dense KL gradient of the indexer over compressed keys (DeepSeek-V4's dense warm-up; CANN's
+ * aclnnDenseLightningIndexerKLLossGrad), phase 1. docs/contract.md 2.9.
+ *   query, key, weights, the lengths, cmp_residual_k, layout, mask_mode, cmp_ratio
+ *            as for lig_dense_indexer_softmax_lse (row t sees the entries of contract 4.1)
+ *   attn_softmax_l1_norm  FLOAT32 [B,S1,N2,W] | [T1,N2,W], W >= every batch's entry count: the
+ *            target p (the main attention's head-mean softmax), entry j of row t at [.., j]
+ *   softmax_lse FLOAT32 [B,N2,S1] | [N2,T1]: the indexer's lse (lig_dense_indexer_softmax_lse)
+ *   deterministic  true: every output bitwise the same for every thread count and run
+ * Outputs (over the visible entries j of each valid row; I = sum_h w_h ReLU(q_h . k_j)):
+ *   softmax_out  like attn_softmax_l1_norm: y_j = exp(I_j - lse), 0 at every other entry and row
+ *   d_query, d_key  the query's dtype and shapes; d_weights the weights' shape, their dtype or
+ *            FLOAT32: the gradients through I of dI_j = y_j * sum_j' p_j' - p_j
+ *   loss     FLOAT32, one element, or NULL: sum over rows of sum_j p_j (log p_j - log y_j)
+ *            (terms with p_j <= 0 add 0), the loss whose gradient dI is when lse is I's
+ */
+LIG_API lig_status lig_dense_indexer_kl_loss_grad_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *attn_softmax_l1_norm, const lig_tensor *softmax_lse,
+    const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    const lig_tensor *cmp_residual_k /* may be NULL */, const char *layout, int64_t mask_mode,
+    int64_t cmp_ratio, bool deterministic, const lig_tensor *d_query, const lig_tensor *d_key,
+    const lig_tensor *d_weights, const lig_tensor *softmax_out, const lig_tensor *loss /* may be NULL */,
+    uint64_t *workspace_size, lig_executor **executor);
+
+/* The dense KL gradient, phase 2. */
+LIG_API lig_status lig_dense_indexer_kl_loss_grad(void *workspace, uint64_t workspace_size,
+                                                  lig_executor *executor, void *stream);
+
+/*
  * Compressed keys (DeepSeek-V4's cmp_ratio; docs/contract.md 4.1): how many compressed entries each
  * query row of one batch sees, by the rule every lig operator that takes cmp_ratio applies. For a
  * caller (an inference engine, a front end) that hands lig's forward per-row key lengths or ranges.

@@ -35,56 +35,25 @@ static void run_and_check(const lse_desc *d, uint64_t seed) {
     lse_case_free(&c);
 }
 
-LIG_TEST(dense_lse_matrix) {
-    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-    const int64_t ratios[3] = {1, 4, 128};
-    int cases = 0;
-    for (int layout = 0; layout < 2; layout++)
-        for (int di = 0; di < 3; di++)
-            for (int ri = 0; ri < 3; ri++)
-                for (int64_t mask = 0; mask <= 3; mask += 3) {
-                    lse_desc d = base();
-                    d.tnd = layout == 1;
-                    d.dtype = dtypes[di];
-                    d.w_dtype = (di + ri) % 2 ? LIG_FLOAT32 : d.dtype; /* both weight dtypes for every dtype */
-                    d.ratio = ratios[ri];
-                    d.mask_mode = mask;
-                    d.residual = ratios[ri] > 1 && (ri + (int)mask) % 2 == 1 ? true : ratios[ri] > 1;
-                    d.lengths = (di + ri) % 2 == 0;
-                    d.len_dtype = ri % 2 ? LIG_INT32 : LIG_INT64;
-                    d.strides = (tc_strides)((di + ri + layout) % 3 == 0 ? TC_PADDED : (di + ri) % 3 == 1 ? TC_PERMUTED : TC_CONTIGUOUS);
-                    /* ratio 128 needs long original timelines: a few entries of many rows */
-                    d.S1 = ratios[ri] == 128 ? 300 : 13;
-                    d.S2 = ratios[ri] == 128 ? 5 : 11;
-                    d.N1 = di == 2 ? 16 : 4; /* wide enough for the bf16 engines, where a set has them */
-                    d.N2 = di == 1 ? 2 : 1;
-                    d.D = di == 0 ? 20 : 32;
-                    d.B = layout ? 3 : 2;
-                    run_and_check(&d, 100 + (uint64_t)cases);
-                    cases++;
-                }
-    th_note("%d cases", cases);
+static void matrix_case(const lse_desc *d, int index, void *ctx) {
+    (void)ctx;
+    run_and_check(d, 100 + (uint64_t)index);
 }
 
-/* Shapes at the edges: no key, no row, D = 0 (every score 0: lse = log(n)), one head, many heads. */
+LIG_TEST(dense_lse_matrix) {
+    const lse_desc b = base();
+    th_note("%d cases", lse_matrix_each(&b, matrix_case, NULL));
+}
+
+static void edge_case(const lse_desc *d, int index, void *ctx) {
+    (void)ctx;
+    run_and_check(d, 7 + (uint64_t)index);
+}
+
+/* Shapes at the edges (D = 0: every score 0, lse = log(n)), then large scores. */
 LIG_TEST(dense_lse_edges) {
-    const struct { const char *label; int64_t B, S1, S2, N1, N2, D; bool tnd; } shapes[] = {
-        {"no keys", 2, 3, 0, 2, 1, 8, false}, {"no rows", 2, 0, 4, 2, 1, 8, false}, {"D = 0", 2, 4, 6, 2, 1, 0, false},
-        {"one head", 1, 7, 40, 1, 1, 4, false}, {"64 heads", 1, 3, 70, 64, 1, 128, false},
-        {"heads per key head 3", 2, 5, 7, 6, 2, 8, true}, {"D = 1", 2, 6, 5, 3, 1, 1, true},
-    };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int64_t mask = 0; mask <= 3; mask += 3)
-            for (int64_t ratio = 1; ratio <= 4; ratio += 3) {
-                lse_desc d = base();
-                d.label = shapes[i].label;
-                d.B = shapes[i].B; d.S1 = shapes[i].S1; d.S2 = shapes[i].S2;
-                d.N1 = shapes[i].N1; d.N2 = shapes[i].N2; d.D = shapes[i].D; d.tnd = shapes[i].tnd;
-                d.mask_mode = mask;
-                d.ratio = ratio;
-                d.residual = ratio > 1;
-                run_and_check(&d, 7 + i);
-            }
+    const lse_desc b = base();
+    lse_edges_each(&b, edge_case, NULL);
     /* large scores: the running max must keep exp from overflowing */
     lse_desc d = base();
     d.label = "large scores";
@@ -95,12 +64,9 @@ LIG_TEST(dense_lse_edges) {
 
 /* Every thread count and run gives the same bits. */
 LIG_TEST(dense_lse_threads_bitwise) {
-    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    const lse_desc b = base();
     for (int di = 0; di < 3; di++) {
-        lse_desc d = base();
-        d.label = "threads";
-        d.dtype = d.w_dtype = dtypes[di];
-        d.B = 3; d.S1 = 24; d.S2 = 300; d.N1 = 32; d.D = 64; d.ratio = 4; d.residual = true; d.lengths = true;
+        const lse_desc d = lse_threads_desc(&b, di);
         float *first = NULL;
         int64_t n = 0;
         const int threads[4] = {1, 2, 2, 1};

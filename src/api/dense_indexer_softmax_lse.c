@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "api/argument_checks.h"
+#include "api/compressed_arguments.h"
 #include "api/executor.h"
 #include "api/problem_arguments.h"
 #include "core/dense_lse_problem.h"
@@ -19,58 +20,6 @@ static void free_problem(void *p) {
     free(pb);
 }
 
-/* query, key and weights as the forward checks them, except that weights may also be FLOAT32
- * with FLOAT16 / BFLOAT16 queries (CANN's V2 takes FLOAT32 weights only). */
-static lig_status check_inputs(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
-                               const char *layout, lig_problem *pr) {
-    lig_status st;
-    if ((st = lig_check_float_dtype(query, "query")) != LIG_SUCCESS) return st;
-    if (weights->dtype != query->dtype && weights->dtype != LIG_FLOAT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "weights: expected dtype %s (like query) or FLOAT32, got %s",
-                        lig_dtype_name(query->dtype), lig_dtype_name(weights->dtype));
-    lig_tensor weights_as_query = *weights; /* the shared checks compare the dtypes: checked above */
-    weights_as_query.dtype = query->dtype;
-    return lig_problem_check_qkw(query, key, &weights_as_query, layout, pr);
-}
-
-/* The residuals, one per batch (0 when absent), each batch's compressed rule checked. */
-static lig_status read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
-                                 int64_t *out) {
-    lig_status st;
-    if (res) {
-        if ((st = lig_check_index_dtype(res, "cmp_residual_k")) != LIG_SUCCESS) return st;
-        const int64_t expect[1] = {pr->B};
-        if ((st = lig_check_shape(res, "cmp_residual_k", 1, expect, "one per batch")) != LIG_SUCCESS) return st;
-    }
-    for (int64_t b = 0; b < pr->B; b++) {
-        out[b] = res ? lig_tensor_read_int_1d(res, b) : 0;
-        const lig_compressed_keys c = {.mask_mode = mask_mode, .ratio = ratio, .residual = out[b],
-                                       .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
-        if ((st = lig_compressed_keys_check(&c, b)) != LIG_SUCCESS) return st;
-    }
-    return LIG_SUCCESS;
-}
-
-/* softmax_lse: FLOAT32 [B,N2,S1] (BSND) or [N2,T1] (TND). */
-static lig_status check_output(const lig_problem *pr, const lig_tensor *lse) {
-    if (lse->dtype != LIG_FLOAT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "softmax_lse: expected dtype FLOAT32, got %s", lig_dtype_name(lse->dtype));
-    int64_t expect[3], n = 0;
-    if (!pr->tnd) expect[n++] = pr->B;
-    expect[n++] = pr->N2;
-    expect[n++] = pr->S1;
-    return lig_check_shape(lse, "softmax_lse", n, expect, pr->tnd ? "[N2,T1] like query and key" : "[B,N2,S1] like query and key");
-}
-
-static lig_view4 lse_view(const lig_problem *pr, const lig_tensor *t) {
-    lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
-    const int at = pr->tnd ? 0 : 1; /* the N2 axis */
-    v.batch = pr->tnd ? 0 : t->strides[0];
-    v.head = t->strides[at];
-    v.row = t->strides[at + 1];
-    return v;
-}
-
 lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
     const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
@@ -81,17 +30,12 @@ lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
         LIG_ARGUMENT(softmax_lse, LIG_ARG_OUTPUT), LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
         LIG_ARGUMENT(actual_seq_lengths_key, LIG_ARG_HOST_LENGTHS), LIG_ARGUMENT(cmp_residual_k, LIG_ARG_HOST_LENGTHS)};
     const lig_arguments args = LIG_ARGUMENTS_OF(list);
-    lig_status st = lig_check_phase1_pointers(&args, true, layout, workspace_size, executor);
-    if (st != LIG_SUCCESS) return st;
     lig_problem pr;
-    if ((st = check_inputs(query, key, weights, layout, &pr)) != LIG_SUCCESS) return st;
-    pr.K = 0;
-    if ((st = check_output(&pr, softmax_lse)) != LIG_SUCCESS) return st;
-    /* the rule's scalars before the lengths, so that a bad mode is named whatever the lengths */
-    const lig_compressed_keys scalars = {.mask_mode = mask_mode, .ratio = cmp_ratio};
-    if ((st = lig_compressed_keys_check(&scalars, 0)) != LIG_SUCCESS) return st;
+    lig_status st = lig_compressed_phase1_begin(&args, layout, workspace_size, executor, query, key, weights, &pr);
+    if (st != LIG_SUCCESS) return st;
+    if ((st = lig_check_softmax_lse(&pr, softmax_lse)) != LIG_SUCCESS) return st;
     lig_placement placed;
-    if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
+    if ((st = lig_compressed_phase1_rule(&args, mask_mode, cmp_ratio, &placed)) != LIG_SUCCESS) return st;
 
     lig_dense_lse_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
@@ -107,7 +51,7 @@ lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
         free_problem(pb);
         return lig_fail(LIG_ERR_RUNTIME, "cmp_residual_k: expected memory for %lld batches, got none", (long long)pr.B);
     }
-    if ((st = read_residuals(&pb->pr, cmp_residual_k, mask_mode, cmp_ratio, pb->residual)) != LIG_SUCCESS) {
+    if ((st = lig_read_cmp_residuals(&pb->pr, cmp_residual_k, mask_mode, cmp_ratio, pb->residual)) != LIG_SUCCESS) {
         free_problem(pb);
         return st;
     }
@@ -116,7 +60,7 @@ lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
     pb->q = lig_problem_view(&pb->pr, query, true, true);
     pb->k = lig_problem_view(&pb->pr, key, true, true);
     pb->w = lig_problem_view(&pb->pr, weights, true, false);
-    pb->lse = lse_view(&pb->pr, softmax_lse);
+    pb->lse = lig_softmax_lse_view(&pb->pr, softmax_lse);
     return lig_executor_plan(LIG_OP_DENSE_INDEXER_SOFTMAX_LSE, placed, pb, free_problem, workspace_size, executor);
 }
 

@@ -168,6 +168,7 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
     if (st != LIG_SUCCESS) return st;
     g->pr = pr;
     g->deterministic = deterministic;
+    g->dense = false;
     g->q = lig_problem_view(&pr, t->query, true, true);
     g->dq = lig_problem_view(&pr, t->d_query, true, true);
     g->w = lig_problem_view(&pr, t->weights, true, false);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/dense_kl_grad_problem.h"
 #include "core/dense_lse_problem.h"
 #include "core/fwd_problem.h"
 #include "core/problem.h"
@@ -55,6 +56,8 @@ typedef struct lig_backend {
     lig_status (*plan_sparse_indexer_grad_kl_loss)(const lig_grad_kl_loss_problem *problem, lig_backend_plan *out);
     /* The indexer's softmax log-sum-exp over compressed keys (contract 2.7). */
     lig_status (*plan_dense_indexer_softmax_lse)(const lig_dense_lse_problem *problem, lig_backend_plan *out);
+    /* The dense KL gradient over compressed keys (contract 2.9). */
+    lig_status (*plan_dense_indexer_kl_loss_grad)(const lig_dense_kl_grad_problem *problem, lig_backend_plan *out);
     /* lig_workspace_status for this device: the verdict its phase 2 left in the workspace, read
      * after `stream` (when not NULL) has completed. NULL: phase 2 returns its verdict itself. */
     lig_status (*workspace_status)(const void *workspace, void *stream);

@@ -156,12 +156,19 @@ static inline char *lig_view_row_ptr(const lig_view4 *v, int64_t b, int64_t row,
 
 /* ---- the operators' problems ----------------------------------------------------------- */
 
-/* LightningIndexerGrad (contract 2.2). */
+/* LightningIndexerGrad (contract 2.2). `dense` (the dense KL gradient, contract 2.9): no
+ * sparse_indices (idx unused), every visible key lo..hi of a unit is one of its slots, in key
+ * order, and dy comes from the operator (pr.K is then the most keys any unit may have). */
 typedef struct lig_grad_problem {
     lig_problem pr;
-    bool deterministic;
+    bool deterministic, dense;
     lig_view4 q, k, w, dy, idx, dq, dk, dw;
 } lig_grad_problem;
+
+static inline bool lig_grad_dense(const lig_grad_problem *g) { return g->dense; }
+
+/* The slots of a unit of a dense problem: its visible keys. */
+static inline int64_t lig_grad_dense_slots(const lig_unit *x) { return x->hi >= x->lo ? x->hi - x->lo + 1 : 0; }
 
 /* The fused KL step: rows of K slots along the last axis of same-shaped tensors of any rank
  * (sparse_values, the target p, dy, optionally sparse_indices). */

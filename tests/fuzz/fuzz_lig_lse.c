@@ -12,13 +12,18 @@
  * argument is broken (mask_mode 1/2/-1, cmp_ratio 0 or 129, a residual at cmp_ratio or -1), and
  * phase 1 must refuse it with PARAM_INVALID, a message naming it, and nothing written. Success
  * must match the float64 reference in every element, bytes past the view untouched.
+ *
+ * A last byte (absent: 0) with its low bit set runs the dense KL gradient on the lse just computed,
+ * as DeepSeek-V4's pipeline does (lig_dense_indexer_kl_loss_grad, contract 2.9,
+ * tests/harness/dense_kl_case.h): its other bits choose the non-deterministic mode, no loss,
+ * FLOAT32 d_weights and 0..3 extra target columns; every output must match the float64 reference.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "dense_lse_case.h"
+#include "dense_kl_case.h"
 #include "float_formats.h"
 #include "fuzz_case.h"
 #include "fuzz_input.h"
@@ -52,6 +57,37 @@ static void decode_desc(fz_in *in, lse_desc *d) {
     d->strides = strides[fz_range(in, 0, 2)];
 }
 
+/* The lse, then the KL gradient on it: both checked against the float64 references. */
+static int run_kl_grad(const lse_desc *d, uint64_t seed, uint8_t mode, const char *env, int before) {
+    char label[512];
+    kl_case c;
+    lig_status st;
+    kl_case_make(&c, d, seed, (mode >> 4) & 3, (mode & 8) != 0, &st);
+    c.deterministic = (mode & 2) == 0;
+    c.with_loss = (mode & 4) == 0;
+    snprintf(label, sizeof label, "kl grad %s B=%lld S1=%lld S2=%lld N1=%lld N2=%lld D=%lld %s w=%s mask=%lld r=%lld%s%s %s mode=%d",
+             d->tnd ? "TND" : d->lengths ? "BSND+lengths" : "BSND", (long long)d->B, (long long)d->S1, (long long)d->S2,
+             (long long)d->N1, (long long)d->N2, (long long)d->D, th_dtype_name(d->dtype), th_dtype_name(d->w_dtype),
+             (long long)d->mask_mode, (long long)d->ratio, d->residual ? " +res" : "", d->scale > 1 ? " x30" : "", env,
+             (int)mode);
+    fuzz_stats *stats = fz_stats();
+    stats->iterations++;
+    if (CHECK(st == LIG_SUCCESS, "%s: lse status %d (%s)", label, (int)st, lig_get_last_error())) {
+        lse_case_check(&c.in, label);
+        st = kl_case_call(&c);
+        if (CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) {
+            stats->successes++;
+            if (fz_perturb() && tbuf_numel(&c.sm) > 0) /* the check below must notice one changed element */
+                tbuf_write(&c.sm, 0, tbuf_read(&c.sm, 0) + 1.0);
+            kl_case_check(&c, label);
+        }
+    }
+    kl_case_free(&c);
+    fz_reset_env();
+    fz_verdict(before, label);
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_in in;
     const int before = fz_begin(&in, data, size);
@@ -62,6 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t defect_byte = fz_u8(&in);
     const int defect = defect_byte < 200 ? DEF_NONE : 1 + defect_byte % (DEF_KINDS - 1);
     const uint64_t seed = fz_u32(&in);
+    const uint8_t kl = fz_u8(&in);
+    if (defect == DEF_NONE && (kl & 1)) return run_kl_grad(&d, seed, kl, env, before);
     lse_case c;
     lse_case_make(&c, &d, seed);
     const char *names = NULL;

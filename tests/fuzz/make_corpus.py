@@ -160,9 +160,12 @@ def main():
     # fuzz-lig-lse: flags (1 TND, 2 lengths, 4 residuals, 8 mask 3, 16 INT64 lengths, 32 x30), B, the
     # long-S1 chance, S1, S2, N2, N1 / N2, D, dtype, FLOAT32 weights, the ratio byte (< 192: one of
     # 1,2,3,4,5,8,16,128), strides, the defect byte (< 200: none), the data seed
-    def lse(flags, B, S1, S2, N2, G, D, dtype, w32, ratio_byte, strides, defect=0, long_rows=False):
+    # then the KL byte (1: the dense KL gradient on the lse; 2 non-deterministic, 4 no loss,
+    # 8 FLOAT32 d_weights, 16 x 0..3 extra target columns)
+    def lse(flags, B, S1, S2, N2, G, D, dtype, w32, ratio_byte, strides, defect=0, long_rows=False, kl=None):
         rows = [0, S1 - 100] if long_rows else [255, S1]
-        return env() + [flags, B] + rows + [S2, N2 - 1, G, D, dtype, w32, ratio_byte, strides, defect, 1, 2, 3, 4]
+        tail = [] if kl is None else [kl]
+        return env() + [flags, B] + rows + [S2, N2 - 1, G, D, dtype, w32, ratio_byte, strides, defect, 1, 2, 3, 4] + tail
     write("fuzz-lig-lse", "bsnd-f32-causal-r4-res", lse(2 | 4 | 8, 2, 9, 7, 1, 2, 8, F32, 0, 3, 0))
     write("fuzz-lig-lse", "tnd-bf16-w32-causal-r1", lse(1 | 8 | 16, 3, 11, 10, 1, 3, 16, BF16, 1, 0, 1))
     write("fuzz-lig-lse", "bsnd-f16-nomask-r16-permuted", lse(4 | 32, 2, 6, 9, 2, 2, 5, F16, 0, 6, 2))
@@ -170,6 +173,9 @@ def main():
     write("fuzz-lig-lse", "defect-residual", lse(4 | 8, 2, 5, 5, 1, 1, 4, F32, 0, 3, 0, defect=203))
     # D = 0 (every score 0, no workspace): the trivial walk once offset the absent workspace (UBSan)
     write("fuzz-lig-lse", "regress-lse-d0-no-workspace", lse(8, 2, 5, 5, 1, 1, 0, F32, 0, 0, 0))
+    write("fuzz-lig-lse", "klgrad-bsnd-bf16-w32-causal-r4-res", lse(2 | 4 | 8, 2, 9, 7, 1, 4, 8, BF16, 1, 3, 0, kl=1 | 8 | 16))
+    write("fuzz-lig-lse", "klgrad-tnd-f16-nomask-r1-nondet", lse(1 | 16, 3, 11, 10, 2, 2, 16, F16, 0, 0, 1, kl=1 | 2 | 4))
+    write("fuzz-lig-lse", "klgrad-bsnd-f32-d0", lse(8, 2, 5, 5, 1, 1, 0, F32, 0, 0, 0, kl=1 | 32))
 
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,

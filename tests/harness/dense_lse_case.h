@@ -28,6 +28,22 @@ typedef struct lse_case {
     int64_t *lq, *lk, *q0, *k0, *resv; /* per batch: valid rows, entries, first row, residual */
 } lse_case;
 
+/* Case `layout` x `di` x `ri` x `mask` of the dense operators' matrices (tests/test_dense_*.c):
+ * BSND/TND, FLOAT32/FLOAT16/BFLOAT16 (di), ratio 1/4/128 with residuals (ri), mask_mode 0/3, the
+ * weights' dtype, lengths, their dtype and the strides varied with them, shapes that let ratio 128
+ * see whole blocks and the bf16 engines run; label and scale from `base`. */
+lse_desc lse_matrix_desc(const lse_desc *base, int layout, int di, int ri, int64_t mask);
+/* Calls fn(desc, index, ctx) for every case of that matrix in order (index 0, 1, ...); returns the count. */
+int lse_matrix_each(const lse_desc *base, void (*fn)(const lse_desc *d, int index, void *ctx), void *ctx);
+/* The thread-count case of the dense operators' tests in dtype di (FLOAT32, FLOAT16, BFLOAT16):
+ * enough work for two threads, ratio 4 with residuals, lengths. */
+lse_desc lse_threads_desc(const lse_desc *base, int di);
+
+/* The same over the dense operators' edge shapes (no key, no row, D = 0, one head, 64 heads of
+ * D 128, a head group of 3, D = 1, odd extents), each with mask_mode 0/3 and ratio 1/4 (residuals
+ * with 4); `index` is the shape's (several calls share it). Returns the number of calls. */
+int lse_edges_each(const lse_desc *base, void (*fn)(const lse_desc *d, int index, void *ctx), void *ctx);
+
 /* The tensors of `d` with data drawn from `seed` (values in [-scale, scale], weights in [-1, 1],
  * lengths and residuals in range); softmax_lse holds the output sentinel, snapshotted. */
 void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed);

@@ -396,3 +396,23 @@ void errtest_refused_on_cuda(const char *op, lig_status st, const lig_executor *
     CHECK(strstr(msg, want) != NULL && strstr(msg, "query") != NULL, "message \"%s\" lacks \"query\" and \"%s\"", msg,
           want);
 }
+
+void errtest_phase2_refusals(errtest_phase2_fn run, lig_executor *short_exec, uint64_t ws, errtest_phase2_fn foreign,
+                             lig_executor *foreign_exec, const char *maker) {
+    if (ws > 0) {
+        const lig_status st = run(NULL, ws - 1, short_exec, NULL);
+        CHECK(st == LIG_ERR_PARAM_INVALID && strstr(lig_get_last_error(), "workspace_size"), "short workspace: %d %s",
+              (int)st, lig_get_last_error());
+    } else
+        lig_destroy_executor(short_exec);
+    const lig_status st = foreign(NULL, ws, foreign_exec, NULL);
+    CHECK(st == LIG_ERR_PARAM_INVALID && strstr(lig_get_last_error(), maker), "foreign executor: %d %s", (int)st,
+          lig_get_last_error());
+}
+
+void errtest_describe_on_cuda(tbuf *const *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        lig_destroy_tensor(b[i]->t);
+        b[i]->t = lig_create_tensor_on(b[i]->base, b[i]->dtype, b[i]->ndim, b[i]->shape, NULL, LIG_DEVICE_CUDA, 0);
+    }
+}

@@ -12,6 +12,7 @@
 #include "reference/indexer_ref.h"
 #include "rng.h"
 #include "problem_case.h"
+#include "tensor_buffers.h"
 
 /* Case-insensitive substring search. */
 int contains_ci(const char *hay, const char *needle);
@@ -58,6 +59,19 @@ void errtest_named_verdict(const char *name, lig_status st, lig_status want, con
  * backend does not have: LIG_ERR_PARAM_INVALID, no executor, and a message naming `query` and why
  * (the backend's missing slot, or a build without the CUDA backend). */
 void errtest_refused_on_cuda(const char *op, lig_status st, const lig_executor *exec);
+
+/* Phase 2's refusals of an operator (`run`, its phase 2; `maker`, its phase-1 name) on two
+ * executors of a valid call: `short_exec` (workspace size ws) run with ws - 1 bytes must be refused
+ * naming workspace_size (skipped, the executor destroyed, when ws is 0); `foreign_exec` run by
+ * `foreign` (another operator's phase 2) must be refused naming `maker`. Both are consumed. */
+typedef lig_status (*errtest_phase2_fn)(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream);
+void errtest_phase2_refusals(errtest_phase2_fn run, lig_executor *short_exec, uint64_t ws, errtest_phase2_fn foreign,
+                             lig_executor *foreign_exec, const char *maker);
+
+/* Replaces the descriptor of each of the `n` buffers b[i] by one of the same host bytes as CUDA
+ * memory (device 0): what a phase 1 that reads no tensor data sees as CUDA tensors
+ * (errtest_refused_on_cuda). */
+void errtest_describe_on_cuda(tbuf *const *b, size_t n);
 
 /* The base problem's dimensions: tc_init, N1 = 4, N2 = 2, D = 8, K = 3, B = 2, then `edit`
  * (may be NULL) before anything is generated. */

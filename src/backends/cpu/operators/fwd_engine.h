@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
+#include "core/problem.h"
 #include "core/size.h"
 #include "core/workspace.h"
 #include "lig.h"
@@ -135,6 +136,30 @@ static inline lig_fwd_f32_layout lig_fwd_f32_layout_for(const lig_fwd_ctx *c, bo
     l.acc = lig_ws_take(&at, acc_bytes);
     l.total = at;
     return l;
+}
+
+/* The scores I of one row, the unit x, at n of its keys (entry slot[i] of x's batch and key head, or
+ * x->lo + i when slot is NULL) with engine e on a stripe of that one row: the training operators'
+ * I (the KL losses' dy sources), one block of keys at a time through key[] and score[] (a block
+ * each, the caller's scratch); with no head or D every score is 0 (an empty sum). */
+static inline void lig_fwd_score_unit(const lig_fwd_engine *e, const lig_fwd_ctx *c, char *scratch, const char **key,
+                                      float *score, const lig_problem *pr, const lig_view4 *q, const lig_view4 *w,
+                                      const lig_view4 *k, const lig_unit *x, const int64_t *slot, int64_t n,
+                                      float *value) {
+    if (pr->G == 0 || pr->D == 0) {
+        memset(value, 0, sizeof(float) * (size_t)n);
+        return;
+    }
+    const int64_t h0 = x->g * pr->G;
+    const char *qrow = lig_q_row_ptr(q, pr, x->b, x->t, h0), *wrow = lig_q_row_ptr(w, pr, x->b, x->t, h0);
+    e->begin_rows(c, scratch, 1, &qrow, &wrow, NULL); /* unquantized: no scales */
+    for (int64_t i0 = 0; i0 < n; i0 += c->block) {
+        const int64_t nb = n - i0 < c->block ? n - i0 : c->block;
+        for (int64_t i = 0; i < nb; i++)
+            key[i] = lig_k_row_ptr(k, pr, x->b, slot ? slot[i0 + i] : x->lo + i0 + i, x->g);
+        e->score_block(c, scratch, 1, nb, key, NULL, score);
+        memcpy(value + i0, score, sizeof(float) * (size_t)nb);
+    }
 }
 
 #endif

@@ -16,7 +16,8 @@ typedef struct lig_grad_ctx {
     int64_t G, D;
     int64_t block;                /* counted slots per block (the engine's choice) */
     int64_t contrib_ld;           /* floats between two slots' contributions (the engine's choice) */
-    lig_dtype dtype;              /* q, k, w and dy */
+    lig_dtype dtype;              /* q and k */
+    lig_dtype w_dtype;            /* w: dtype, or FLOAT32 (the fp32 engine only) */
     int64_t q_head, q_dim;        /* query: between heads, between elements */
     int64_t w_head, k_dim;
     lig_dtype dq_dtype, dw_dtype;

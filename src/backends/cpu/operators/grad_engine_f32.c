@@ -45,10 +45,11 @@ static uint64_t scratch_bytes(const lig_grad_ctx *c) { return layout_for(c).tota
 static void begin_unit(const lig_grad_ctx *c, char *s, const char *q_rows, const char *w_elems) {
     const layout L = layout_for(c);
     const int64_t G = c->G, D = c->D, esize = (int64_t)(c->dtype == LIG_FLOAT32 ? 4 : 2);
+    const int64_t w_esize = (int64_t)(c->w_dtype == LIG_FLOAT32 ? 4 : 2);
     float *q = (float *)(s + L.q), *qt = (float *)(s + L.qt), *w = (float *)(s + L.w);
     for (int64_t i = 0; i < G; i++) {
         c->ks->f32->load_row(c->dtype, q_rows + i * c->q_head * esize, c->q_dim, D, q + i * D);
-        w[i] = lig_load_float(c->dtype, w_elems + i * c->w_head * esize);
+        w[i] = lig_load_float(c->w_dtype, w_elems + i * c->w_head * w_esize);
     }
     for (int64_t i = 0; i < G; i++)
         for (int64_t d = 0; d < D; d++) qt[d * G + i] = q[i * D + d];

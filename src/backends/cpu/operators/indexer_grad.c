@@ -19,7 +19,9 @@
  *     under a spin lock per key row: same updates, order left to the scheduler.
  *
  * The walk is shared: an operator that computes dy itself (the KL loss, sparse_grad_kl_loss.c) runs
- * lig_cpu_grad_execute with a dy source, which gives each unit's dy in fp32 before its walk.
+ * lig_cpu_grad_execute with a dy source, which gives each unit's dy in fp32 before its walk. A
+ * problem without sparse_indices (the dense KL gradient, dense_kl_grad.c) has every visible key of
+ * a unit as its slots, in key order.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -201,6 +203,15 @@ static void next_block(const lig_cpu_grad_plan *p, slot_cursor *c, slot_list *b)
     const lig_grad_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     b->n = 0;
+    if (lig_grad_dense(pb)) { /* every visible key, in key order; dy from the source */
+        for (; c->j < lig_grad_dense_slots(&c->x) && b->n < p->ctx.block; c->j++) {
+            const int64_t sk = c->x.lo + c->j;
+            b->key[b->n] = lig_k_row_ptr(&pb->k, pr, c->x.b, sk, c->x.g);
+            b->dy[b->n] = c->dy_counted[c->counted++];
+            b->acc_row[b->n++] = c->acc_row0 + sk * pr->N2;
+        }
+        return;
+    }
     for (; c->j < pr->K && b->n < p->ctx.block; c->j++, c->ip += c->istep) {
         const int64_t sk = lig_load_int(pb->idx.dtype, c->ip);
         if (sk < c->x.lo || sk > c->x.hi) continue; /* padding (-1) or outside the visible range */
@@ -223,7 +234,7 @@ static void run_unit(grad_run *r, char *s, int64_t u) {
     const float *dy_counted = r->source ? r->source->unit_dy(r->source->ctx, s + L->extra, u, &x) : NULL;
     p->engine->begin_unit(&p->ctx, s + L->engine, lig_q_row_ptr(&pb->q, pr, x.b, x.t, h0),
                           lig_q_row_ptr(&pb->w, pr, x.b, x.t, h0));
-    slot_cursor c = {.ip = lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g),
+    slot_cursor c = {.ip = lig_grad_dense(pb) ? NULL : lig_q_row_ptr(&pb->idx, pr, x.b, x.t, x.g),
                      .yp = dy_counted ? NULL : lig_q_row_ptr(&pb->dy, pr, x.b, x.t, x.g),
                      .istep = pb->idx.dim * (int64_t)pb->idx.esize,
                      .ystep = pb->dy.dim * (int64_t)pb->dy.esize,
@@ -288,6 +299,21 @@ static void store_dk_task(void *ctx, int tid, int n) {
 
 int lig_cpu_grad_threads(const lig_cpu_grad_plan *p, double flops) { return lig_threads_for(flops, p->threads); }
 
+/* A problem with nothing to multiply still gives a dy source every unit (its own outputs: a loss,
+ * a softmax), split evenly: each unit's values are its own, so any split gives the same. */
+static void source_only_task(void *ctx, int tid, int nthreads) {
+    const grad_run *r = ctx;
+    const lig_cpu_grad_plan *p = r->p;
+    const lig_problem *pr = &p->pb->pr;
+    char *s = r->ws + p->ws.scratch + (uint64_t)tid * p->ws.scratch_stride + p->scratch.extra;
+    if (p->extra_bf16_threads) lig_bf16_thread_begin(p->ctx.ks);
+    for (int64_t u = pr->units * tid / nthreads; u < pr->units * (tid + 1) / nthreads; u++) {
+        const lig_unit x = lig_unit_decode(pr, u);
+        (void)r->source->unit_dy(r->source->ctx, s, u, &x);
+    }
+    if (p->extra_bf16_threads) lig_bf16_thread_end(p->ctx.ks);
+}
+
 lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, const lig_grad_dy_source *source,
                                 double flops) {
     const lig_grad_problem *pb = p->pb;
@@ -302,6 +328,10 @@ lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, con
         lig_fill_query_rows(pr, &pb->dq, pr->N1, pr->D, 0.0, true);
         lig_fill_query_rows(pr, &pb->dw, pr->N1, 1, 0.0, true);
         lig_fill_key_rows(pr, &pb->dk, pr->N2, pr->D, 0.0);
+        if (source && pr->units > 0) {
+            r.ws = lig_ws_base(workspace);
+            (p->own_threads ? lig_parallel_own_threads : lig_parallel)(threads, source_only_task, &r);
+        }
         return LIG_SUCCESS;
     }
 

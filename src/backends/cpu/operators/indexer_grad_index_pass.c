@@ -19,6 +19,10 @@ static void scan_units(void *ctx, int64_t u0, int64_t u1, lig_failure *first) {
     const int64_t step = idx->dim * (int64_t)idx->esize, block = c->p->ctx.block;
     for (int64_t u = u0; u < u1; u++) {
         const lig_unit x = lig_unit_decode(pr, u);
+        if (lig_grad_dense(c->p->pb)) { /* no index to check: the unit's visible keys are its slots */
+            if (c->chunk_base) c->chunk_base[u + 1] = (lig_grad_dense_slots(&x) + block - 1) / block;
+            continue;
+        }
         const int64_t lk = pr->bt.lk[x.b];
         const char *ip = lig_q_row_ptr(idx, pr, x.b, x.t, x.g);
         int64_t counted = 0;

@@ -108,12 +108,14 @@ lig_status lig_cpu_grad_plan_init(lig_cpu_grad_plan *p, const lig_grad_problem *
     p->extra_ws = extra_ws;
     p->extra_scratch = extra_scratch;
     p->extra_bf16_threads = extra_bf16_threads;
-    /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32 */
-    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && ks->bf16 != NULL && pr->G >= ks->bf16->min_group;
+    /* bf16 inputs go to the set's bf16 kernels when it has them; everything else is fp32, FLOAT32
+     * weights with bf16 queries too (the bf16 engine multiplies by the weights in bf16) */
+    const bool bf16 = pb->q.dtype == LIG_BFLOAT16 && pb->w.dtype == LIG_BFLOAT16 && ks->bf16 != NULL &&
+                      pr->G >= ks->bf16->min_group;
     p->engine = bf16 ? &lig_grad_engine_bf16 : &lig_grad_engine_f32;
     p->own_threads = (bf16 && ks->bf16->gemm.thread_begin != NULL) || extra_bf16_threads;
     p->ctx = (lig_grad_ctx){
-        .ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype,
+        .ks = ks, .G = pr->G, .D = pr->D, .dtype = pb->q.dtype, .w_dtype = pb->w.dtype,
         .q_head = pb->q.head, .q_dim = pb->q.dim, .w_head = pb->w.head, .k_dim = pb->k.dim,
         .dq_dtype = pb->dq.dtype, .dw_dtype = pb->dw.dtype, .dq_head = pb->dq.head, .dq_dim = pb->dq.dim,
         .dw_head = pb->dw.head,

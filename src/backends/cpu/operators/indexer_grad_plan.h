@@ -78,7 +78,8 @@ typedef struct lig_grad_dy_source {
 
 /* Phase 2 of the backward and of the operators built on it (indexer_grad.c): the index pass, the
  * fills, the units through the engine with dy from `source`, dK through the ring or the locks.
- * `flops` sizes the thread count. With an empty plan only the index pass and the zero fills run. */
+ * `flops` sizes the thread count. With an empty plan only the index pass and the zero fills run,
+ * then `source` (when given) once per unit for its own outputs, its dy unused. */
 lig_status lig_cpu_grad_execute(const lig_cpu_grad_plan *p, void *workspace, const lig_grad_dy_source *source,
                                 double flops);
 

@@ -16,10 +16,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "backends/cpu/operators/bf16_operands.h"
 #include "backends/cpu/operators/sparse_grad_kl_loss_plan.h"
 #include "backends/cpu/runtime/fp_mode.h"
-#include "backends/cpu/runtime/threadpool.h"
 #include "core/dtype_convert.h"
 #include "core/workspace.h"
 
@@ -70,29 +68,6 @@ static void teacher_mass(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_
     }
 }
 
-/* I at each counted slot, with the forward's engine (one row: the unit's). */
-static void index_scores(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_unit *x, int64_t n, const int64_t *slot,
-                         float *value) {
-    const lig_grad_problem *g = &p->pb->g;
-    const lig_problem *pr = &g->pr;
-    if (pr->G == 0 || pr->D == 0) { /* an empty sum: every score is 0 */
-        memset(value, 0, sizeof(float) * (size_t)n);
-        return;
-    }
-    const lig_kl_loss_scratch *L = &p->scratch;
-    const int64_t h0 = x->g * pr->G;
-    const char *q = lig_q_row_ptr(&g->q, pr, x->b, x->t, h0), *w = lig_q_row_ptr(&g->w, pr, x->b, x->t, h0);
-    p->fwd->begin_rows(&p->fctx, s + L->fwd, 1, &q, &w, NULL); /* unquantized: no scales */
-    const char **key = (const char **)(void *)(s + L->ikey);
-    float *score = (float *)(void *)(s + L->iscore);
-    for (int64_t i0 = 0; i0 < n; i0 += p->fctx.block) {
-        const int64_t nb = n - i0 < p->fctx.block ? n - i0 : p->fctx.block;
-        for (int64_t i = 0; i < nb; i++) key[i] = lig_k_row_ptr(&g->k, pr, x->b, slot[i0 + i], x->g);
-        p->fwd->score_block(&p->fctx, s + L->fwd, 1, nb, key, NULL, score);
-        memcpy(value + i0, score, sizeof(float) * (size_t)nb);
-    }
-}
-
 /* Steps 1-4 for unit u (see the top); returns dI of its counted slots and stores its loss. */
 static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     const kl_loss_run *r = ctx;
@@ -114,7 +89,8 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     r->unit_loss[u] = 0.0;
     if (n == 0) return dy;
     teacher_mass(p, s, x, n, slot, mass);
-    index_scores(p, s, x, n, slot, value);
+    lig_fwd_score_unit(p->fwd, &p->fctx, s + L->fwd, (const char **)(void *)(s + L->ikey), (float *)(void *)(s + L->iscore),
+                       pr, &g->q, &g->w, &g->k, x, slot, n, value);
 
     /* the target: head mean (also CANN's) or L1-normalised mass (a zero total gives p = 0) */
     const lig_kl_target target = p->pb->target;
@@ -155,22 +131,6 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     return dy;
 }
 
-/* A problem with nothing to multiply (no index dims or heads) still has a loss: I = 0, y uniform. */
-static void loss_only_task(void *ctx, int tid, int nthreads) {
-    kl_loss_run *r = ctx;
-    const lig_cpu_grad_kl_loss_plan *p = r->p;
-    const lig_cpu_grad_plan *gp = &p->grad;
-    const lig_problem *pr = &p->pb->g.pr;
-    char *s = (char *)r->unit_loss - gp->ws.extra + gp->ws.scratch + (uint64_t)tid * gp->ws.scratch_stride +
-              gp->scratch.extra;
-    if (gp->extra_bf16_threads) lig_bf16_thread_begin(gp->ctx.ks);
-    for (int64_t u = pr->units * tid / nthreads; u < pr->units * (tid + 1) / nthreads; u++) {
-        const lig_unit x = lig_unit_decode(pr, u);
-        (void)unit_dy(r, s, u, &x);
-    }
-    if (gp->extra_bf16_threads) lig_bf16_thread_end(gp->ctx.ks);
-}
-
 static lig_status run_kl_loss(void *plan, void *workspace, void *stream) {
     const lig_cpu_grad_kl_loss_plan *p = plan;
     const lig_grad_kl_loss_problem *pb = p->pb;
@@ -182,12 +142,10 @@ static lig_status run_kl_loss(void *plan, void *workspace, void *stream) {
     const double per_slot = 8.0 * (double)(pr->G * pr->D) + 2.0 * (double)pb->N1m * (double)(pb->Dm + pb->Dr);
     const double flops = (double)pr->units * (double)pr->K * per_slot;
     /* the index checks, the walk with dI and the stores; nothing is written when the checks fail */
-    lig_status st = lig_cpu_grad_execute(&p->grad, workspace, loss_work ? &source : NULL, flops);
+    /* with nothing to multiply (no index dims or heads) the walk still gives every unit to the
+     * source: its loss term with I = 0, y uniform */
+    const lig_status st = lig_cpu_grad_execute(&p->grad, workspace, loss_work ? &source : NULL, flops);
     if (st != LIG_SUCCESS) return st;
-    if (loss_work && p->grad.empty) {
-        const int threads = lig_cpu_grad_threads(&p->grad, flops);
-        (p->grad.own_threads ? lig_parallel_own_threads : lig_parallel)(threads, loss_only_task, &r);
-    }
     double total = 0.0;
     for (int64_t u = 0; loss_work && u < pr->units; u++) total += r.unit_loss[u]; /* unit order */
     const float out = (float)total;
