@@ -24,10 +24,12 @@ typedef struct lkcase_desc {
     bool short_form;                 /* [.., K] indices (N2 == 1) */
     lig_dtype index_dtype;
     lig_dtype dw_dtype;
+    bool sinks;                      /* attention sinks (through the V2 call), in the statistics too */
+    bool v2;                         /* call the V2 phase 1 (with the sinks, or NULL without) */
 } lkcase_desc;
 
 enum { KA_Q, KA_K, KA_QI, KA_KI, KA_W, KA_IDX, KA_SMAX, KA_SSUM, KA_LSE, KA_QR, KA_KR, KA_AQ, KA_AK, KA_DQ, KA_DK,
-       KA_DW, KA_LOSS, KA_COUNT };
+       KA_DW, KA_LOSS, KA_SINKS, KA_COUNT };
 
 typedef struct lkcase {
     lkcase_desc d;
@@ -35,6 +37,7 @@ typedef struct lkcase {
     int64_t seq_q[8], seq_k[8];
     int64_t rows_q, rows_k;
     double *mq, *mk, *mqr, *mkr, *smax, *ssum, *lse, *qi, *ki, *w;
+    double *sinks;              /* [N1m] when d.sinks: also the statistics' extra softmax term */
     int64_t *idx;
     void *buf[KA_COUNT];        /* the tensors' memory */
     uint64_t bytes[KA_COUNT];
