@@ -58,8 +58,7 @@ static double *uniform(th_rng *r, int64_t n) {
     return v;
 }
 
-/* scale * (q . k + rope) in double, from the rounded inputs, for the statistics */
-static double main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h) {
+double lkcase_main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h) {
     const lkcase_desc *d = &c->d;
     double s = 0.0;
     for (int64_t i = 0; i < d->Dm; i++) s += c->mq[(row * d->N1m + h) * d->Dm + i] * c->mk[key_row * d->Dm + i];
@@ -114,7 +113,7 @@ static void make_statistics(lkcase *c) {
                 for (int64_t j = 0; j < cnt; j++) {
                     const int64_t s = d->sparse_stats ? ix[j] : lo + j;
                     if (!info.valid || (d->sparse_stats && ref_classify(&c->p, &info, s) != REF_SLOT_COUNTED)) continue;
-                    const double x = main_score(c, row, info.key_base + s, h);
+                    const double x = lkcase_main_score(c, row, info.key_base + s, h);
                     if (pass == 0) m = x > m ? x : m;
                     else z += exp(x - m);
                 }

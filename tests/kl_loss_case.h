@@ -68,6 +68,8 @@ void lkcase_outputs(const lkcase *c, double **dq, double **dk, double **dw, doub
  * within the bounds of the fp32 teacher and dI and the outputs' rounding; an element with no
  * counted term must be exactly 0. */
 void lkcase_check_outputs(const lkcase *c, const char *label);
+/* scale * (query . key + rope) of main head h at (row, key row), in double from the rounded inputs. */
+double lkcase_main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h);
 /* The output rounding of a dtype, relative; the largest |v[i]|. */
 double lkcase_out_rel(lig_dtype t);
 double lkcase_maxabs(const double *v, int64_t n);

@@ -14,6 +14,7 @@
 #include "error_cases.h"
 #include "framework.h"
 #include "kl_loss_case.h"
+#include "kl_loss_checks.h"
 #include "lig.h"
 #include "reference/indexer_fwd_ref.h"
 #include "reference/indexer_ref.h"
@@ -21,20 +22,12 @@
 #include "testing/lig_testing.h"
 
 static lkcase_desc sinks_desc(void) {
-    return (lkcase_desc){.name = "sinks", .layout = REF_BSND, .B = 2, .S1 = 6, .S2 = 9, .N1 = 4, .N2 = 1, .D = 8,
-                         .K = 7, .N1m = 8, .Dm = 24, .Dr = 8, .dtype = LIG_FLOAT32, .target = LIG_KL_TARGET_HEAD_MEAN,
-                         .sparse_mode = 3, .pre_tokens = INT64_MAX, .next_tokens = INT64_MAX,
-                         .index_dtype = LIG_INT64, .dw_dtype = LIG_FLOAT32, .sinks = true};
+    lkcase_desc d = lkcase_base_desc();
+    d.name = "sinks";
+    d.sinks = true;
+    return d;
 }
 
-/* scale * (q_h . k_s + rope) in double from the case's rounded inputs */
-static double main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h) {
-    const lkcase_desc *d = &c->d;
-    double s = 0.0;
-    for (int64_t i = 0; i < d->Dm; i++) s += c->mq[(row * d->N1m + h) * d->Dm + i] * c->mk[key_row * d->Dm + i];
-    for (int64_t i = 0; i < d->Dr; i++) s += c->mqr[(row * d->N1m + h) * d->Dr + i] * c->mkr[key_row * d->Dr + i];
-    return c->scale * s;
-}
 
 /* The loss by definition: per row and main head, the softmax over the row's visible keys and the
  * head's sink; the target at a counted slot is the heads' summed probability of its key over the
@@ -58,11 +51,11 @@ static double definition_loss(const lkcase *c, int cann) {
         double keys_mass = 0.0; /* sum over heads and visible keys */
         for (int64_t h = 0; h < d->N1m; h++) {
             double m = c->sinks[h], z = 0.0;
-            for (int64_t s = lo; s <= hi; s++) m = fmax(m, main_score(c, row, info.key_base + s, h));
-            for (int64_t s = lo; s <= hi; s++) z += exp(main_score(c, row, info.key_base + s, h) - m);
+            for (int64_t s = lo; s <= hi; s++) m = fmax(m, lkcase_main_score(c, row, info.key_base + s, h));
+            for (int64_t s = lo; s <= hi; s++) z += exp(lkcase_main_score(c, row, info.key_base + s, h) - m);
             z += exp(c->sinks[h] - m);
             for (int64_t s = lo; s <= hi; s++) {
-                const double ph = exp(main_score(c, row, info.key_base + s, h) - m) / z;
+                const double ph = exp(lkcase_main_score(c, row, info.key_base + s, h) - m) / z;
                 prob[h * (d->S2 + 1) + (s - lo)] = ph;
                 keys_mass += ph;
             }
@@ -95,6 +88,11 @@ static double definition_loss(const lkcase *c, int cann) {
     free(prob);
     free(score);
     return total;
+}
+
+static double head_mean_definition(const lkcase *c, void *ctx) {
+    (void)ctx;
+    return definition_loss(c, 0);
 }
 
 /* The definition against the reference and the operator's loss; the reference's gradients (dI
@@ -133,36 +131,19 @@ LIG_TEST(kl_sinks_definition_and_finite_differences) {
             continue;
         }
 
-        /* continuous index data: no score sits on the ReLU's kink within the step */
-        th_rng r = th_rng_make(7 + (uint64_t)variant);
+        lkcase_continuous_index_data(&c, 7 + (uint64_t)variant);
         const int64_t nq = c.rows_q * d.N1 * d.D, nk = c.rows_k * d.N2 * d.D, nw = c.rows_q * d.N1;
-        for (int64_t i = 0; i < nq; i++) c.qi[i] = 2 * th_rng_unit(&r) - 1;
-        for (int64_t i = 0; i < nk; i++) c.ki[i] = 2 * th_rng_unit(&r) - 1;
-        for (int64_t i = 0; i < nw; i++) c.w[i] = 2 * th_rng_unit(&r) - 1;
         const int64_t ni = c.rows_q * d.N2 * d.K;
         double *dI = calloc((size_t)ni + 1, 8);
         ref_kl_loss(&rc, dI, NULL);
         ref_grads g = {.dq = calloc((size_t)nq + 1, 8), .dk = calloc((size_t)nk + 1, 8), .dw = calloc((size_t)nw + 1, 8)};
         ref_backward(&c.p, c.qi, c.ki, c.w, c.idx, dI, &g);
-        double *arrays[3] = {c.qi, c.ki, c.w}, *grads[3] = {g.dq, g.dk, g.dw};
-        const int64_t counts[3] = {nq, nk, nw};
-        int checked = 0, nonzero = 0;
-        for (int a = 0; a < 3; a++)
-            for (int64_t i = 0; i < counts[a]; i++) {
-                const double keep = arrays[a][i], h = 1e-6;
-                arrays[a][i] = keep + h;
-                const double up = definition_loss(&c, cann);
-                arrays[a][i] = keep - h;
-                const double down = definition_loss(&c, cann);
-                arrays[a][i] = keep;
-                const double fd = (up - down) / (2 * h);
-                /* the definition's target comes from fp32-free recomputation, the reference's from the
-                 * fp32 statistics: their p differ by ~1e-7 relative, so dI does too */
-                CHECK(fabs(fd - grads[a][i]) <= 1e-6 + 1e-4 * fabs(fd), "variant %d array %d [%lld]: fd %.9g, analytic %.9g",
-                      variant, a, (long long)i, fd, grads[a][i]);
-                checked++;
-                nonzero += fabs(fd) > 1e-4;
-            }
+        const double *const grads[3] = {g.dq, g.dk, g.dw};
+        /* the definition's target is recomputed without fp32, the reference's comes from the fp32
+         * statistics: their p differ by ~1e-7 relative, so dI does too (hence 1e-4) */
+        int nonzero = 0;
+        const int checked = lkcase_check_finite_differences(&c, head_mean_definition, NULL, grads, 1e-4,
+                                                            "head mean with sinks", &nonzero);
         CHECK(nonzero > checked / 4, "variant %d: the derivatives must not vanish (%d of %d)", variant, nonzero, checked);
         th_note("variant %d: %d derivatives checked (%d non-zero), loss %.6g", variant, checked, nonzero, def);
         free(dI); free(g.dq); free(g.dk); free(g.dw);
@@ -225,12 +206,6 @@ LIG_TEST(kl_sinks_matrix) {
     th_note("%d cases", n);
 }
 
-static int outputs_equal(const lkcase *a, const lkcase *b) {
-    for (int k = KA_DQ; k <= KA_LOSS; k++)
-        if (memcmp(a->buf[k], b->buf[k], a->bytes[k]) != 0) return 0;
-    return 1;
-}
-
 /* Sets every sink of the case to v (the statistics stay as they were made). */
 static void set_sinks(lkcase *c, double v) {
     for (int64_t h = 0; h < c->d.N1m; h++) {
@@ -267,18 +242,18 @@ LIG_TEST(kl_sinks_bitwise_v1) {
                 if (c.buf[a]) memcpy(c.buf[a], v1.buf[a], stat_bytes);
             set_sinks(&c, -INFINITY);
             REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "V2, -inf: %s", lig_get_last_error());
-            CHECK(outputs_equal(&v1, &c), "target %d variant %d: sinks -inf differ from V1", target, variant);
+            CHECK(lkcase_outputs_equal(&v1, &c), "target %d variant %d: sinks -inf differ from V1", target, variant);
             if (target == LIG_KL_TARGET_L1) {
                 set_sinks(&c, 1.5);
                 REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "V2, L1: %s", lig_get_last_error());
-                CHECK(outputs_equal(&v1, &c), "variant %d: the L1 target must ignore the sinks", variant);
+                CHECK(lkcase_outputs_equal(&v1, &c), "variant %d: the L1 target must ignore the sinks", variant);
             }
             lkcase n2;
             lkcase_desc dn = d1;
             dn.v2 = true;
             lkcase_make(&n2, &dn, 90 + (uint64_t)n);
             REQUIRE(lkcase_call(&n2) == LIG_SUCCESS, "V2, NULL: %s", lig_get_last_error());
-            CHECK(outputs_equal(&v1, &n2), "target %d variant %d: V2 without sinks differs from V1", target, variant);
+            CHECK(lkcase_outputs_equal(&v1, &n2), "target %d variant %d: V2 without sinks differs from V1", target, variant);
             lkcase_free(&n2);
             lkcase_free(&c);
             lkcase_free(&v1);
@@ -290,34 +265,14 @@ LIG_TEST(kl_sinks_bitwise_v1) {
 /* deterministic = true: bitwise across runs, thread counts 1-3 and ring capacities. */
 LIG_TEST(kl_sinks_determinism_threads) {
     for (int dt = 0; dt < 2; dt++) {
-        lkcase_desc d = sinks_desc();
-        d.B = 3;
-        d.S1 = 24;
-        d.S2 = 40;
-        d.K = 90;
-        d.N2 = 2;
-        d.N1 = 64;
-        d.N1m = 32;
-        d.dtype = dt ? LIG_BFLOAT16 : LIG_FLOAT32;
+        lkcase_desc d = lkcase_threads_desc(dt ? LIG_BFLOAT16 : LIG_FLOAT32);
+        d.sinks = true;
         lkcase first;
         lkcase_make(&first, &d, 19);
         lig_set_num_threads(1);
         REQUIRE(lkcase_call(&first) == LIG_SUCCESS, "call: %s", lig_get_last_error());
         lkcase_check_outputs(&first, dt ? "bf16, 1 thread" : "fp32, 1 thread");
-        static const int threads[] = {1, 2, 3, 2, 3};
-        static const int64_t ring[] = {0, 0, 0, 1, 3};
-        for (int i = 0; i < 5; i++) {
-            lkcase c;
-            lkcase_make(&c, &d, 19);
-            lig_set_num_threads(threads[i]);
-            lig_testing_set_grad_ring_chunks(ring[i]);
-            REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
-            CHECK(outputs_equal(&first, &c), "dtype %d: %d threads, ring %lld: outputs differ from 1 thread", dt,
-                  threads[i], (long long)ring[i]);
-            lkcase_free(&c);
-        }
-        lig_testing_set_tuning(NULL);
-        lig_set_num_threads(0);
+        lkcase_check_thread_invariance(&d, 19, &first, dt ? "bf16 with sinks" : "fp32 with sinks");
         lkcase_free(&first);
     }
 }
@@ -372,21 +327,7 @@ LIG_TEST(kl_sinks_errors) {
         lkcase c;
         lkcase_make(&c, &d, 51);
         e->edit(&c);
-        unsigned char *snap[KA_COUNT];
-        for (int a = KA_DQ; a <= KA_LOSS; a++) {
-            snap[a] = malloc(c.bytes[a]);
-            memcpy(snap[a], c.buf[a], c.bytes[a]);
-        }
-        uint64_t ws_size = 0;
-        lig_executor *ex = NULL;
-        const lig_status st = lkcase_phase1(&c, &ws_size, &ex);
-        CHECK(ex == NULL, "%s: a failed phase 1 leaves no executor", e->name);
-        CHECK(st == e->want, "%s: status %d, expected %d (%s)", e->name, (int)st, (int)e->want, lig_get_last_error());
-        if (st != LIG_SUCCESS) check_error_message(e->name, lig_get_last_error(), e->names);
-        for (int a = KA_DQ; a <= KA_LOSS; a++) {
-            CHECK(memcmp(snap[a], c.buf[a], c.bytes[a]) == 0, "%s: output %d written on failure", e->name, a);
-            free(snap[a]);
-        }
+        lkcase_expect_failure(&c, 1, e->want, e->names, e->name);
         lkcase_free(&c);
     }
 }

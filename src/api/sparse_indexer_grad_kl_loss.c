@@ -90,8 +90,8 @@ static lig_status check_sinks(const lig_tensor *sinks, int64_t n1) {
     return lig_check_shape(sinks, "sinks", 1, expect, "[N1], one per head of query");
 }
 
-/* Both versions: sinks NULL plans exactly the V1 operator. */
-static lig_status plan_kl_loss(
+/* Both versions (V1 is V2 with sinks NULL: exactly V1's plan). */
+lig_status lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
     const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
     const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
@@ -224,25 +224,10 @@ lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
     double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
     lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
     const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor) {
-    return plan_kl_loss(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum,
-                        softmax_lse, query_rope, key_rope, actual_seq_lengths_query, actual_seq_lengths_key, NULL,
-                        scale, layout, sparse_mode, pre_tokens, next_tokens, target, deterministic, d_query_index,
-                        d_key_index, d_weights, loss, workspace_size, executor);
-}
-
-lig_status lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
-    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
-    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
-    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
-    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
-    const lig_tensor *sinks, double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens,
-    int64_t next_tokens, lig_kl_target target, bool deterministic, const lig_tensor *d_query_index,
-    const lig_tensor *d_key_index, const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size,
-    lig_executor **executor) {
-    return plan_kl_loss(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum,
-                        softmax_lse, query_rope, key_rope, actual_seq_lengths_query, actual_seq_lengths_key, sinks,
-                        scale, layout, sparse_mode, pre_tokens, next_tokens, target, deterministic, d_query_index,
-                        d_key_index, d_weights, loss, workspace_size, executor);
+    return lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
+        query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, softmax_lse, query_rope,
+        key_rope, actual_seq_lengths_query, actual_seq_lengths_key, NULL, scale, layout, sparse_mode, pre_tokens,
+        next_tokens, target, deterministic, d_query_index, d_key_index, d_weights, loss, workspace_size, executor);
 }
 
 lig_status lig_sparse_indexer_grad_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
