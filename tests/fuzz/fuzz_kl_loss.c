@@ -54,9 +54,9 @@ void fz_decode_lkcase(fz_in *in, lkcase *c, int cann, char *desc, size_t desc_si
     }
     /* BSND lengths are drawn in 1..S */
     d.lengths = d.layout == REF_BSND && (f & 2) != 0 && d.S1 > 0 && d.S2 > 0;
-    /* V2: sinks in the main attention's softmax (lig's operator only), or V2 without them */
-    d.sinks = !cann && fz_chance(in, 96);
-    d.v2 = !cann && !d.sinks && fz_chance(in, 64);
+    /* V2: sinks in the main attention's softmax, or V2 without them (with `cann`, CANN's V2) */
+    d.sinks = fz_chance(in, 96);
+    d.v2 = !d.sinks && fz_chance(in, 64);
     lkcase_make(c, &d, fz_u32(in));
     c->deterministic = (f & 128) != 0;
     const int minus_inf = d.sinks && d.N1m > 0 && fz_chance(in, 64); /* a head without a sink (-inf) */
