@@ -284,6 +284,21 @@ LIG_API lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
 LIG_API lig_status lig_dense_indexer_softmax_lse(void *workspace, uint64_t workspace_size,
                                                  lig_executor *executor, void *stream);
 
+/*
+ * Compressed keys (DeepSeek-V4's cmp_ratio; docs/contract.md 4.1): how many compressed entries each
+ * query row of one batch sees, by the rule every lig operator that takes cmp_ratio applies. For a
+ * caller (an inference engine, a front end) that hands lig's forward per-row key lengths or ranges.
+ *   mask_mode 0 (every entry) or 3 (right-down causal over the original positions), cmp_ratio 1..128,
+ *   cmp_residual_k 0 .. cmp_ratio-1: the batch's original tokens past its last whole block,
+ *   key_entries >= 0 compressed entries, query_rows >= 0 rows, `batch` (only named in messages).
+ * Writes counts[t], t = 0 .. query_rows-1: row t sees entries 0 .. counts[t]-1. Nothing is written on
+ * failure (LIG_ERR_PARAM_INVALID naming the parameter; LIG_ERR_PARAM_NULLPTR for a NULL counts
+ * with query_rows > 0). Pure host arithmetic; exact for every int64 length.
+ */
+LIG_API lig_status lig_compressed_visible_counts(int64_t mask_mode, int64_t cmp_ratio, int64_t cmp_residual_k,
+                                                 int64_t key_entries, int64_t query_rows, int64_t batch,
+                                                 int64_t *counts);
+
 /* The target distribution p of lig_sparse_indexer_grad_kl_loss (docs/contract.md 2.5), from the main
  * attention's probabilities P[h,j] at the counted slots of a row:
  *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel's target)
