@@ -403,7 +403,30 @@ LIG_API lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
     lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
     const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor);
 
-/* The indexer's fused KL training loss, phase 2. */
+/*
+ * The same loss with attention sinks in the main attention's softmax (CANN's
+ * SparseLightningIndexerGradKLLossV2), phase 1; phase 2 is lig_sparse_indexer_grad_kl_loss.
+ *   sinks  FLOAT32 [N1] (one logit per main query head), or NULL: then every output is bitwise
+ *          the one of lig_sparse_indexer_grad_kl_loss_get_workspace_size's plan
+ * The statistics are those of the softmax over the keys and the sink, so head h's probabilities
+ * over the keys sum to 1 - P_sink[h], P_sink[h] = exp(sinks[h] - max_h) / sum_h (exp(sinks[h] -
+ * lse_h) with softmax_lse). The head-mean targets (LIG_KL_TARGET_HEAD_MEAN, LIG_KL_TARGET_CANN)
+ * remove the sinks' mass from the normaliser, as CANN's kernel does:
+ *   p[j] = sum_h P[h,j] / (N1 - sum_h P_sink[h])
+ * (sinks[h] = -inf: P_sink[h] = 0, the plain head mean). LIG_KL_TARGET_L1 normalises by the row's
+ * own mass, so the sinks cancel and its results are bitwise those without sinks.
+ */
+LIG_API lig_status lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
+    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
+    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
+    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    const lig_tensor *sinks, double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens,
+    int64_t next_tokens, lig_kl_target target, bool deterministic, const lig_tensor *d_query_index,
+    const lig_tensor *d_key_index, const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size,
+    lig_executor **executor);
+
+/* The indexer's fused KL training loss (with or without sinks), phase 2. */
 LIG_API lig_status lig_sparse_indexer_grad_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,
                                               void *stream);
 

@@ -58,8 +58,7 @@ static double *uniform(th_rng *r, int64_t n) {
     return v;
 }
 
-/* scale * (q . k + rope) in double, from the rounded inputs, for the statistics */
-static double main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h) {
+double lkcase_main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h) {
     const lkcase_desc *d = &c->d;
     double s = 0.0;
     for (int64_t i = 0; i < d->Dm; i++) s += c->mq[(row * d->N1m + h) * d->Dm + i] * c->mk[key_row * d->Dm + i];
@@ -114,10 +113,15 @@ static void make_statistics(lkcase *c) {
                 for (int64_t j = 0; j < cnt; j++) {
                     const int64_t s = d->sparse_stats ? ix[j] : lo + j;
                     if (!info.valid || (d->sparse_stats && ref_classify(&c->p, &info, s) != REF_SLOT_COUNTED)) continue;
-                    const double x = main_score(c, row, info.key_base + s, h);
+                    const double x = lkcase_main_score(c, row, info.key_base + s, h);
                     if (pass == 0) m = x > m ? x : m;
                     else z += exp(x - m);
                 }
+            }
+            if (c->sinks) { /* the sink is one more entry of the head's softmax */
+                const double sk = c->sinks[h], m2 = sk > m ? sk : m;
+                z = (z == 0.0 ? 0.0 : z * exp(m - m2)) + exp(sk - m2);
+                m = m2;
             }
             if (z == 0.0) { /* no key: any statistics (never used by a counted slot of key head 0) */
                 m = 0.0;
@@ -223,6 +227,12 @@ void lkcase_make(lkcase *c, const lkcase_desc *d, uint64_t seed) {
     c->t[KA_IDX] = lig_create_tensor(c->buf[KA_IDX], d->index_dtype, s_idx_n, s_idx, NULL);
     describe(c, KA_IDX, d->index_dtype, s_idx_n, s_idx);
 
+    if (d->sinks) { /* FLOAT32 [N1m], continuous, some far below the scores (negligible) or above them */
+        const int64_t s_sk[1] = {d->N1m};
+        c->sinks = malloc(sizeof(double) * (size_t)(d->N1m + 1));
+        for (int64_t h = 0; h < d->N1m; h++) c->sinks[h] = 4.0 * th_rng_unit(&r) - 2.0 - (h % 5 == 4 ? 30.0 : 0.0);
+        make_float(c, KA_SINKS, LIG_FLOAT32, 1, s_sk, c->sinks, d->N1m);
+    }
     make_statistics(c);
     if (d->lse) make_float(c, KA_LSE, LIG_FLOAT32, (int)s_st_n, s_st, c->lse, nq * d->N1m);
     else {
@@ -254,7 +264,7 @@ void lkcase_free(lkcase *c) {
         free(c->buf[a]);
     }
     free(c->mq); free(c->mk); free(c->mqr); free(c->mkr); free(c->smax); free(c->ssum); free(c->lse);
-    free(c->qi); free(c->ki); free(c->w); free(c->idx);
+    free(c->qi); free(c->ki); free(c->w); free(c->idx); free(c->sinks);
     memset(c, 0, sizeof *c);
 }
 
@@ -263,11 +273,17 @@ ref_kl_loss_case lkcase_ref(const lkcase *c) {
                               .mqr = c->mqr, .mkr = c->mkr, .smax = c->d.lse ? NULL : c->smax,
                               .ssum = c->d.lse ? NULL : c->ssum, .lse = c->d.lse ? c->lse : NULL, .scale = c->scale,
                               .l1 = c->target == LIG_KL_TARGET_L1,
-                              .cann = c->target == LIG_KL_TARGET_CANN, .qi = c->qi, .ki = c->ki, .w = c->w, .idx = c->idx};
+                              .cann = c->target == LIG_KL_TARGET_CANN, .qi = c->qi, .ki = c->ki, .w = c->w, .idx = c->idx,
+                              .sinks = c->d.sinks ? c->sinks : NULL};
 }
 
 lig_status lkcase_phase1(lkcase *c, uint64_t *ws_size, lig_executor **ex) {
     lig_tensor *const *t = c->t;
+    if (c->d.v2 || c->d.sinks)
+        return lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
+            t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
+            t[KA_KR], t[KA_AQ], t[KA_AK], t[KA_SINKS], c->scale, c->layout, c->sparse_mode, c->pre_tokens,
+            c->next_tokens, c->target, c->deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ws_size, ex);
     return lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
         t[KA_KR], t[KA_AQ], t[KA_AK], c->scale, c->layout, c->sparse_mode, c->pre_tokens, c->next_tokens, c->target,

@@ -24,10 +24,12 @@ typedef struct lkcase_desc {
     bool short_form;                 /* [.., K] indices (N2 == 1) */
     lig_dtype index_dtype;
     lig_dtype dw_dtype;
+    bool sinks;                      /* attention sinks (through the V2 call), in the statistics too */
+    bool v2;                         /* call the V2 phase 1 (with the sinks, or NULL without) */
 } lkcase_desc;
 
 enum { KA_Q, KA_K, KA_QI, KA_KI, KA_W, KA_IDX, KA_SMAX, KA_SSUM, KA_LSE, KA_QR, KA_KR, KA_AQ, KA_AK, KA_DQ, KA_DK,
-       KA_DW, KA_LOSS, KA_COUNT };
+       KA_DW, KA_LOSS, KA_SINKS, KA_COUNT };
 
 typedef struct lkcase {
     lkcase_desc d;
@@ -35,6 +37,7 @@ typedef struct lkcase {
     int64_t seq_q[8], seq_k[8];
     int64_t rows_q, rows_k;
     double *mq, *mk, *mqr, *mkr, *smax, *ssum, *lse, *qi, *ki, *w;
+    double *sinks;              /* [N1m] when d.sinks: also the statistics' extra softmax term */
     int64_t *idx;
     void *buf[KA_COUNT];        /* the tensors' memory */
     uint64_t bytes[KA_COUNT];
@@ -65,6 +68,8 @@ void lkcase_outputs(const lkcase *c, double **dq, double **dk, double **dw, doub
  * within the bounds of the fp32 teacher and dI and the outputs' rounding; an element with no
  * counted term must be exactly 0. */
 void lkcase_check_outputs(const lkcase *c, const char *label);
+/* scale * (query . key + rope) of main head h at (row, key row), in double from the rounded inputs. */
+double lkcase_main_score(const lkcase *c, int64_t row, int64_t key_row, int64_t h);
 /* The output rounding of a dtype, relative; the largest |v[i]|. */
 double lkcase_out_rel(lig_dtype t);
 double lkcase_maxabs(const double *v, int64_t n);

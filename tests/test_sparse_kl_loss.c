@@ -11,6 +11,7 @@
 #include "error_cases.h"
 #include "framework.h"
 #include "kl_loss_case.h"
+#include "kl_loss_checks.h"
 #include "lig.h"
 #include "reference/indexer_ref.h"
 #include "tensor_buffers.h"
@@ -19,18 +20,19 @@
 
 #define NOBAND INT64_MAX
 
-static lkcase_desc base_desc(void) {
-    return (lkcase_desc){.name = "base", .layout = REF_BSND, .B = 2, .S1 = 6, .S2 = 9, .N1 = 4, .N2 = 1, .D = 8,
-                         .K = 7, .N1m = 8, .Dm = 24, .Dr = 8, .dtype = LIG_FLOAT32, .target = LIG_KL_TARGET_HEAD_MEAN,
-                         .sparse_mode = 3, .pre_tokens = NOBAND, .next_tokens = NOBAND, .index_dtype = LIG_INT64,
-                         .dw_dtype = LIG_FLOAT32};
-}
+static lkcase_desc base_desc(void) { return lkcase_base_desc(); }
 
 /* Runs the case and compares every output with the reference (lkcase_check_outputs). */
 static void run_and_compare(lkcase *c, const char *label) {
     const lig_status st = lkcase_call(c);
     if (!CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) return;
     lkcase_check_outputs(c, label);
+}
+
+/* The reference's loss of the case (its arrays as they are now): ctx is its ref_kl_loss_case. */
+static double reference_loss(const lkcase *c, void *ctx) {
+    (void)c;
+    return ref_kl_loss((const ref_kl_loss_case *)ctx, NULL, NULL);
 }
 
 LIG_TEST(kl_loss_ref_finite_differences) {
@@ -42,34 +44,18 @@ LIG_TEST(kl_loss_ref_finite_differences) {
         d.target = (lig_kl_target)target;
         lkcase c;
         lkcase_make(&c, &d, 11 + (uint64_t)target);
-        /* continuous index data: no score sits on the ReLU's kink within the step */
-        th_rng r = th_rng_make(5);
+        lkcase_continuous_index_data(&c, 5);
         const int64_t nq = c.rows_q * d.N1 * d.D, nk = c.rows_k * d.N2 * d.D, nw = c.rows_q * d.N1;
-        for (int64_t i = 0; i < nq; i++) c.qi[i] = 2 * th_rng_unit(&r) - 1;
-        for (int64_t i = 0; i < nk; i++) c.ki[i] = 2 * th_rng_unit(&r) - 1;
-        for (int64_t i = 0; i < nw; i++) c.w[i] = 2 * th_rng_unit(&r) - 1;
         ref_kl_loss_case rc = lkcase_ref(&c);
         const int64_t ni = c.rows_q * d.N2 * d.K;
         double *dI = calloc((size_t)ni + 1, 8);
         ref_kl_loss(&rc, dI, NULL);
         ref_grads g = {.dq = calloc((size_t)nq, 8), .dk = calloc((size_t)nk, 8), .dw = calloc((size_t)nw, 8)};
         ref_backward(&c.p, c.qi, c.ki, c.w, c.idx, dI, &g);
-        double *arrays[3] = {c.qi, c.ki, c.w}, *grads[3] = {g.dq, g.dk, g.dw};
-        const int64_t counts[3] = {nq, nk, nw};
-        int checked = 0;
-        for (int a = 0; a < 3; a++)
-            for (int64_t i = 0; i < counts[a]; i++) {
-                const double keep = arrays[a][i], h = 1e-6;
-                arrays[a][i] = keep + h;
-                const double up = ref_kl_loss(&rc, NULL, NULL);
-                arrays[a][i] = keep - h;
-                const double down = ref_kl_loss(&rc, NULL, NULL);
-                arrays[a][i] = keep;
-                const double fd = (up - down) / (2 * h);
-                CHECK(fabs(fd - grads[a][i]) <= 1e-6 + 1e-5 * fabs(fd), "target %d array %d [%lld]: fd %.9g, analytic %.9g",
-                      target, a, (long long)i, fd, grads[a][i]);
-                checked++;
-            }
+        const double *const grads[3] = {g.dq, g.dk, g.dw};
+        char label[32];
+        snprintf(label, sizeof label, "target %d", target);
+        const int checked = lkcase_check_finite_differences(&c, reference_loss, &rc, grads, 1e-5, label, NULL);
         th_note("target %d: %d derivatives checked", target, checked);
         free(dI); free(g.dq); free(g.dk); free(g.dw);
         lkcase_free(&c);
@@ -155,41 +141,15 @@ LIG_TEST(kl_loss_sparse_statistics_targets_agree) {
     }
 }
 
-static int outputs_equal(const lkcase *a, const lkcase *b) {
-    for (int k = KA_DQ; k <= KA_LOSS; k++)
-        if (memcmp(a->buf[k], b->buf[k], a->bytes[k]) != 0) return 0;
-    return 1;
-}
-
 /* deterministic = true: bitwise across runs, thread counts 1-3 and ring capacities; false: close. */
 LIG_TEST(kl_loss_determinism_threads) {
     for (int dt = 0; dt < 2; dt++) {
-        lkcase_desc d = base_desc();
-        d.B = 3;
-        d.S1 = 24;
-        d.S2 = 40;
-        d.K = 90; /* several blocks per unit */
-        d.N2 = 2;
-        d.N1 = 64;
-        d.N1m = 32;
-        d.dtype = dt ? LIG_BFLOAT16 : LIG_FLOAT32;
+        const lkcase_desc d = lkcase_threads_desc(dt ? LIG_BFLOAT16 : LIG_FLOAT32);
         lkcase first;
         lkcase_make(&first, &d, 9);
         lig_set_num_threads(1);
         REQUIRE(lkcase_call(&first) == LIG_SUCCESS, "call: %s", lig_get_last_error());
-        static const int threads[] = {1, 2, 3, 2, 3};
-        static const int64_t ring[] = {0, 0, 0, 1, 3};
-        for (int i = 0; i < 5; i++) {
-            lkcase c;
-            lkcase_make(&c, &d, 9);
-            lig_set_num_threads(threads[i]);
-            lig_testing_set_grad_ring_chunks(ring[i]);
-            REQUIRE(lkcase_call(&c) == LIG_SUCCESS, "call: %s", lig_get_last_error());
-            CHECK(outputs_equal(&first, &c), "dtype %d: %d threads, ring %lld: outputs differ from 1 thread", dt,
-                  threads[i], (long long)ring[i]);
-            lkcase_free(&c);
-        }
-        lig_testing_set_tuning(NULL);
+        lkcase_check_thread_invariance(&d, 9, &first, dt ? "bf16" : "fp32");
         lkcase c;
         lkcase_make(&c, &d, 9);
         c.deterministic = false;
@@ -434,29 +394,7 @@ LIG_TEST(kl_loss_errors) {
         lkcase c;
         lkcase_make(&c, &d, 31);
         e->edit(&c);
-        unsigned char *snap[KA_COUNT];
-        for (int a = KA_DQ; a <= KA_LOSS; a++) {
-            snap[a] = malloc(c.bytes[a]);
-            memcpy(snap[a], c.buf[a], c.bytes[a]);
-        }
-        uint64_t ws_size = 0;
-        lig_executor *ex = NULL;
-        lig_status st = lkcase_phase1(&c, &ws_size, &ex);
-        if (e->phase == 2 && st == LIG_SUCCESS) {
-            void *ws = ws_size ? malloc(ws_size) : NULL;
-            st = lig_sparse_indexer_grad_kl_loss(ws, ws_size, ex, NULL);
-            free(ws);
-        } else if (e->phase == 2) {
-            CHECK(0, "%s: phase 1 failed: %s", e->name, lig_get_last_error());
-        } else {
-            CHECK(ex == NULL, "%s: a failed phase 1 leaves no executor", e->name);
-        }
-        CHECK(st == e->want, "%s: status %d, expected %d (%s)", e->name, (int)st, (int)e->want, lig_get_last_error());
-        if (st != LIG_SUCCESS) check_error_message(e->name, lig_get_last_error(), e->names);
-        for (int a = KA_DQ; a <= KA_LOSS; a++) {
-            CHECK(memcmp(snap[a], c.buf[a], c.bytes[a]) == 0, "%s: output %d written on failure", e->name, a);
-            free(snap[a]);
-        }
+        lkcase_expect_failure(&c, e->phase, e->want, e->names, e->name);
         lkcase_free(&c);
         n++;
     }

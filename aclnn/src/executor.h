@@ -13,7 +13,7 @@
 #include "staging.h"
 #include "tensor.h"
 
-#define FE_EXEC_MAX_ARGS 16
+#define FE_EXEC_MAX_ARGS 20 /* the most an operator binds: the KL loss V2, 17 (with its two length arrays) */
 #define FE_EXEC_MAX_STAGES 3
 #define FE_EXEC_MAX_OWNED 2 /* copies of aclIntArray arguments */
 

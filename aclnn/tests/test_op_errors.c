@@ -1,6 +1,7 @@
 /* Every kind of bad argument to the six operators: the ACLNN_ERR_* code of lig's status, lig's
  * message (or the front end's, for what only it checks), and nothing written on failure. */
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #include <acl/acl.h>
@@ -12,6 +13,7 @@
 #include <aclnnop/aclnn_quant_lightning_indexer_v2.h>
 #include <aclnnop/aclnn_quant_lightning_indexer_v2_metadata.h>
 #include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h>
+#include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss_v2.h>
 #include <lig.h>
 
 #include "check.h"
@@ -488,6 +490,63 @@ static void test_kl_loss(void) {
     kl_drop(&a);
 }
 
+/* V2 with `sinks` (and otherwise kl_make's arguments). */
+static aclnnStatus kl_v2_phase1(const kl_args *a, const aclTensor *sinks, uint64_t *ws, aclOpExecutor **e) {
+    return aclnnSparseLightningIndexerGradKLLossV2GetWorkspaceSize(
+        a->q.t, a->k.t, a->qi.t, a->ki.t, a->w.t, a->idx.t, a->smax.t, a->ssum.t, NULL, NULL, NULL, NULL, sinks, 0.5,
+        bsnd, 3, INT64_MAX, INT64_MAX, true, a->dqi.t, a->dki.t, a->dw.t, a->loss.t, ws, e);
+}
+
+/* The fp32 outputs of a successful V2 call with `sinks` (loss, then d_weights). */
+static void kl_v2_outputs(const aclTensor *sinks, float *out) {
+    kl_args a = kl_make(0);
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    const aclnnStatus planned = kl_v2_phase1(&a, sinks, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnSparseLightningIndexerGradKLLossV2), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(out, 4, a.loss.mem, 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(out + 1, 4 * B * S1 * N1, a.dw.mem, 4 * B * S1 * N1, ACL_MEMCPY_DEVICE_TO_HOST),
+                 ACL_SUCCESS);
+    kl_drop(&a);
+}
+
+/* aclnnSparseLightningIndexerGradKLLossV2: the sinks' errors (nothing written), and its results:
+ * no sinks and sinks of -inf give V1's bits, finite sinks another loss. */
+static void test_kl_loss_v2(void) {
+    kl_args a = kl_make(0);
+    int not_a_tensor = 0;
+    const float sk[N1 + 1] = {0.5f, -1.0f, 2.0f};
+    const int64_t n1[1] = {N1}, n1p[1] = {N1 + 1};
+    dev half = make(sk, sizeof sk, n1, 1, ACL_FLOAT16), longer = make(sk, sizeof sk, n1p, 1, ACL_FLOAT);
+    CHECK_PHASE1_FAILS(kl_v2_phase1(&a, half.t, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "sinks");
+    CHECK_PHASE1_FAILS(kl_v2_phase1(&a, longer.t, &ws_, &e_), ACLNN_ERR_PARAM_INVALID, "sinks");
+    CHECK_PHASE1_FAILS(kl_v2_phase1(&a, (const aclTensor *)&not_a_tensor, &ws_, &e_), ACLNN_ERR_PARAM_INVALID,
+                       "sinksOptional: ");
+    CHECK(kl_outputs_untouched(&a));
+    drop(&half), drop(&longer);
+    kl_drop(&a);
+
+    const float minus_inf[N1] = {-INFINITY, -INFINITY};
+    dev finite = make(sk, sizeof(float) * N1, n1, 1, ACL_FLOAT), none = make(minus_inf, sizeof minus_inf, n1, 1, ACL_FLOAT);
+    float v1[1 + B * S1 * N1], v2_null[1 + B * S1 * N1], v2_inf[1 + B * S1 * N1], v2_sinks[1 + B * S1 * N1];
+    a = kl_make(0);
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    const aclnnStatus planned = kl_phase1(&a, a.q.t, NULL, a.smax.t, a.loss.t, NULL, NULL, bsnd, 3, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnSparseLightningIndexerGradKLLoss), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1, 4, a.loss.mem, 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1 + 1, 4 * B * S1 * N1, a.dw.mem, 4 * B * S1 * N1, ACL_MEMCPY_DEVICE_TO_HOST),
+                 ACL_SUCCESS);
+    kl_drop(&a);
+    kl_v2_outputs(NULL, v2_null);
+    kl_v2_outputs(none.t, v2_inf);
+    kl_v2_outputs(finite.t, v2_sinks);
+    CHECK(memcmp(v1, v2_null, sizeof v1) == 0);
+    CHECK(memcmp(v1, v2_inf, sizeof v1) == 0);
+    CHECK(v2_sinks[0] != v1[0]);
+    drop(&finite), drop(&none);
+}
+
 /* The quantized forward's arguments: INT8 BSND codes, FLOAT16 weights, FLOAT scales, INT32 indices
  * [B,S1,N2,QK] set to 99; a paged cache of one block of S2 keys with its table and lengths. */
 enum { QK = 8 };
@@ -913,6 +972,7 @@ int main(void) {
     test_forward_phase1();
     test_forward_huge_staged_view();
     test_kl_loss();
+    test_kl_loss_v2();
     test_quant_indexer();
     test_v2_indexers();
     test_v2_metadata();

@@ -1,5 +1,5 @@
 /* lig_sparse_indexer_grad_kl_loss: the indexer's KL loss with the target taken from the main attention
- * (docs/contract.md 2.5). Phase 1 validates every argument (the indexer's like the backward's, the
+ * (docs/contract.md 2.5), and its V2 with attention sinks. Phase 1 validates every argument (the indexer's like the backward's, the
  * main attention's and its statistics), builds the problem and has the backend of the tensors plan
  * it; phase 2 runs the plan. Nothing here touches tensor data except the host sequence lengths. */
 #include <math.h>
@@ -82,14 +82,24 @@ static lig_status check_statistics_present(const lig_tensor *smax, const lig_ten
     return LIG_SUCCESS;
 }
 
-lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
+/* The sinks: FLOAT32, one logit per main query head, [N1]. */
+static lig_status check_sinks(const lig_tensor *sinks, int64_t n1) {
+    if (sinks->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "sinks: expected dtype FLOAT32, got %s", lig_dtype_name(sinks->dtype));
+    const int64_t expect[1] = {n1};
+    return lig_check_shape(sinks, "sinks", 1, expect, "[N1], one per head of query");
+}
+
+/* Both versions (V1 is V2 with sinks NULL: exactly V1's plan). */
+lig_status lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
     const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
     const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
     const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
     const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
-    double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
-    lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
-    const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor) {
+    const lig_tensor *sinks, double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens,
+    int64_t next_tokens, lig_kl_target target, bool deterministic, const lig_tensor *d_query_index,
+    const lig_tensor *d_key_index, const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size,
+    lig_executor **executor) {
     /* which statistics, and whether the rope pair, are given is checked below */
     const lig_argument list[] = {
         LIG_ARGUMENT(query, LIG_ARG_INPUT), LIG_ARGUMENT(key, LIG_ARG_INPUT), LIG_ARGUMENT(query_index, LIG_ARG_INPUT),
@@ -97,6 +107,7 @@ lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         LIG_ARGUMENT(sparse_indices, LIG_ARG_INPUT), LIG_ARGUMENT(softmax_max, LIG_ARG_OPTIONAL_INPUT),
         LIG_ARGUMENT(softmax_sum, LIG_ARG_OPTIONAL_INPUT), LIG_ARGUMENT(softmax_lse, LIG_ARG_OPTIONAL_INPUT),
         LIG_ARGUMENT(query_rope, LIG_ARG_OPTIONAL_INPUT), LIG_ARGUMENT(key_rope, LIG_ARG_OPTIONAL_INPUT),
+        LIG_ARGUMENT(sinks, LIG_ARG_OPTIONAL_INPUT),
         LIG_ARGUMENT(d_query_index, LIG_ARG_OUTPUT), LIG_ARGUMENT(d_key_index, LIG_ARG_OUTPUT),
         LIG_ARGUMENT(d_weights, LIG_ARG_OUTPUT), LIG_ARGUMENT(loss, LIG_ARG_OUTPUT),
         LIG_ARGUMENT(actual_seq_lengths_query, LIG_ARG_HOST_LENGTHS),
@@ -134,6 +145,7 @@ lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
     for (size_t i = 0; i < 3; i++)
         if (stats[i].tensor && (st = check_statistic(&pr, stats[i].tensor, stats[i].name, n1m)) != LIG_SUCCESS)
             return st;
+    if (sinks && (st = check_sinks(sinks, n1m)) != LIG_SUCCESS) return st;
 
     /* outputs */
     if ((st = lig_check_same_dtype(d_query_index, "d_query_index", query_index, "query_index")) != LIG_SUCCESS)
@@ -194,11 +206,28 @@ lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
         pb->smax = statistic_view(resolved, softmax_max);
         pb->ssum = statistic_view(resolved, softmax_sum);
     }
+    pb->has_sinks = sinks != NULL;
+    if (sinks)
+        pb->sinks = (lig_view4){.data = sinks->data, .dtype = LIG_FLOAT32, .esize = 4, .head = sinks->strides[0]};
     pb->scale = scale32;
     pb->target = target;
     pb->loss = loss->data;
 
     return lig_executor_plan(LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS, placed, pb, free_problem, workspace_size, executor);
+}
+
+lig_status lig_sparse_indexer_grad_kl_loss_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *query_index, const lig_tensor *key_index,
+    const lig_tensor *weights, const lig_tensor *sparse_indices, const lig_tensor *softmax_max,
+    const lig_tensor *softmax_sum, const lig_tensor *softmax_lse, const lig_tensor *query_rope,
+    const lig_tensor *key_rope, const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key,
+    double scale, const char *layout, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+    lig_kl_target target, bool deterministic, const lig_tensor *d_query_index, const lig_tensor *d_key_index,
+    const lig_tensor *d_weights, const lig_tensor *loss, uint64_t *workspace_size, lig_executor **executor) {
+    return lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
+        query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, softmax_lse, query_rope,
+        key_rope, actual_seq_lengths_query, actual_seq_lengths_key, NULL, scale, layout, sparse_mode, pre_tokens,
+        next_tokens, target, deterministic, d_query_index, d_key_index, d_weights, loss, workspace_size, executor);
 }
 
 lig_status lig_sparse_indexer_grad_kl_loss(void *workspace, uint64_t workspace_size, lig_executor *executor,

@@ -209,6 +209,8 @@ typedef struct lig_grad_kl_loss_problem {
     lig_view4 mq, mk, mqr, mkr; /* main query / key, their rope parts (when Dr > 0 or has_rope) */
     bool has_rope, has_lse;
     lig_view4 smax, ssum, lse;  /* statistics, [rows][N1m] through lig_q_row_ptr; has_lse: lse only */
+    bool has_sinks;
+    lig_view4 sinks;            /* FLOAT32 [N1m]: head h at data + h * head * esize (has_sinks) */
     float scale;                /* rounded once to fp32 */
     lig_kl_target target;
     char *loss;                 /* one FLOAT32 */

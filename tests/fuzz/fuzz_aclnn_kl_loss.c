@@ -1,7 +1,8 @@
 /*
- * aclnnSparseLightningIndexerGradKLLoss in fuzz-aclnn (fuzz_aclnn_kl_loss.h). lig's own call runs
- * on the case's host memory (fuzz-lig-fwd checks that one against float64); the front end's on
- * copies in aclrtMalloc memory, described with aclCreateTensor, the lengths as aclIntArray.
+ * aclnnSparseLightningIndexerGradKLLoss (and its V2, with or without sinks) in fuzz-aclnn
+ * (fuzz_aclnn_kl_loss.h). lig's own call runs on the case's host memory (fuzz-lig-fwd checks that
+ * one against float64); the front end's on copies in aclrtMalloc memory, described with
+ * aclCreateTensor, the lengths as aclIntArray.
  */
 #include "fuzz_aclnn_kl_loss.h"
 
@@ -11,6 +12,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h"
+#include "aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss_v2.h"
 #include "float_formats.h"
 #include "framework.h"
 #include "fuzz_case.h"
@@ -169,6 +171,11 @@ static void mirror_free(kl_mirror *m)
 static aclnnStatus acl_phase1(const lkcase *c, const kl_mirror *m, char *layout, uint64_t *ws, aclOpExecutor **ex)
 {
     aclTensor *const *t = m->t;
+    if (c->d.sinks || c->d.v2)
+        return aclnnSparseLightningIndexerGradKLLossV2GetWorkspaceSize(
+            t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_QR], t[KA_KR],
+            m->seq[0], m->seq[1], t[KA_SINKS], c->scale, layout, c->sparse_mode, c->pre_tokens, c->next_tokens,
+            c->deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ws, ex);
     return aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize(
         t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_QR], t[KA_KR],
         m->seq[0], m->seq[1], c->scale, layout, c->sparse_mode, c->pre_tokens, c->next_tokens, c->deterministic,
@@ -242,7 +249,9 @@ int fz_aclnn_kl_loss(fz_in *in, char *label, size_t label_size)
             outs[a - KA_DQ] = m.dev[a];
             out_bytes[a - KA_DQ] = (size_t)c.bytes[a];
         }
-        a2 = fz_acl_phase2(aclnnSparseLightningIndexerGradKLLoss, ws, ex, p2, outs, out_bytes, 4, &phase2_defect, label);
+        a2 = fz_acl_phase2(c.d.sinks || c.d.v2 ? aclnnSparseLightningIndexerGradKLLossV2
+                                               : aclnnSparseLightningIndexerGradKLLoss,
+                           ws, ex, p2, outs, out_bytes, 4, &phase2_defect, label);
     }
     if (a1 == ACLNN_SUCCESS && a2 == ACLNN_SUCCESS && fz_env_flag("LIG_FUZZ_PERTURB")) {
         ((unsigned char *)m.dev[KA_LOSS])[0] ^= 1; /* the loss always has its element */

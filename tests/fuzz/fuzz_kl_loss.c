@@ -54,24 +54,34 @@ void fz_decode_lkcase(fz_in *in, lkcase *c, int cann, char *desc, size_t desc_si
     }
     /* BSND lengths are drawn in 1..S */
     d.lengths = d.layout == REF_BSND && (f & 2) != 0 && d.S1 > 0 && d.S2 > 0;
+    /* V2: sinks in the main attention's softmax, or V2 without them (with `cann`, CANN's V2) */
+    d.sinks = fz_chance(in, 96);
+    d.v2 = !d.sinks && fz_chance(in, 64);
     lkcase_make(c, &d, fz_u32(in));
     c->deterministic = (f & 128) != 0;
+    const int minus_inf = d.sinks && d.N1m > 0 && fz_chance(in, 64); /* a head without a sink (-inf) */
+    if (minus_inf) {
+        const int64_t h = fz_range(in, 0, d.N1m - 1);
+        th_store(c->buf[KA_SINKS], LIG_FLOAT32, h, -INFINITY);
+        c->sinks[h] = -INFINITY;
+    }
     snprintf(desc, desc_size,
              "%s B=%lld S1=%lld S2=%lld N1=%lld N2=%lld D=%lld K=%lld main N1=%lld Dm=%lld Dr=%lld %s%s %s %s "
-             "stats target=%d mode=%lld pre=%lld next=%lld idx=%s%s d_weights=%s%s",
+             "stats target=%d mode=%lld pre=%lld next=%lld idx=%s%s d_weights=%s%s%s",
              d.layout == REF_TND ? "TND" : "BSND", (long long)d.B, (long long)d.S1, (long long)d.S2, (long long)d.N1,
              (long long)d.N2, (long long)d.D, (long long)d.K, (long long)d.N1m, (long long)d.Dm, (long long)d.Dr,
              th_dtype_name(d.dtype), d.lengths ? " lengths" : "", d.lse ? "lse" : "max/sum",
              d.sparse_stats ? "sparse" : "dense", (int)d.target, (long long)d.sparse_mode,
              (long long)(d.pre_tokens == INT64_MAX ? -1 : d.pre_tokens),
              (long long)(d.next_tokens == INT64_MAX ? -1 : d.next_tokens), th_dtype_name(d.index_dtype),
-             d.short_form ? " short" : "", th_dtype_name(d.dw_dtype), c->deterministic ? " deterministic" : "");
+             d.short_form ? " short" : "", th_dtype_name(d.dw_dtype), c->deterministic ? " deterministic" : "",
+             d.sinks ? (minus_inf ? " V2 sinks (one -inf)" : " V2 sinks") : d.v2 ? " V2 without sinks" : "");
 }
 
 /* ---- defects ---- */
 
 enum { KD_NULL, KD_DTYPE, KD_SHAPE, KD_ALIAS, KD_POINTERS, KD_LAYOUT, KD_MODE, KD_BAND, KD_TARGET, KD_SCALE,
-       KD_STATS, KD_ROPE, KD_SEQ, KD_INDEX, KD_SHORT_WS, KD_STREAM, KD_NULL_WS, KD_COUNT };
+       KD_STATS, KD_ROPE, KD_SEQ, KD_INDEX, KD_SINKS, KD_SHORT_WS, KD_STREAM, KD_NULL_WS, KD_COUNT };
 
 /* What the defects allow: the statuses of phase 1, and what phase 2 must do. */
 typedef struct kl_expect {
@@ -273,6 +283,26 @@ static void apply_defect(fz_in *in, int kind, lkcase *c, kl_expect *ex)
             note(ex, &ex->invalid2, "an index out of range in a valid row");
         }
         break;
+    case KD_SINKS:
+        if (d->sinks || d->v2) { /* a sinks tensor of another dtype, length or rank, or over an output */
+            const int u = (int)fz_range(in, 0, 3);
+            void *data = c->buf[KA_SINKS] ? c->buf[KA_SINKS] : c->buf[KA_SMAX] ? c->buf[KA_SMAX] : c->buf[KA_LSE];
+            const int64_t n1[1] = {d->N1m + 1 + fz_range(in, 0, 2)}, n2[2] = {1, d->N1m}, n0[1] = {d->N1m};
+            if (u == 0) {
+                replace(c, KA_SINKS, lig_create_tensor(data, fz_u8(in) & 1 ? LIG_FLOAT16 : LIG_INT32, 1, n0, NULL));
+                note(ex, &ex->invalid1, "sinks dtype");
+            } else if (u == 1 && data) {
+                replace(c, KA_SINKS, lig_create_tensor(data, LIG_FLOAT32, 1, n1, NULL));
+                note(ex, &ex->invalid1, "sinks length");
+            } else if (u == 2) {
+                replace(c, KA_SINKS, lig_create_tensor(data, LIG_FLOAT32, 2, n2, NULL));
+                note(ex, &ex->invalid1, "sinks rank");
+            } else if (d->N1m > 0 && c->bytes[KA_DQ] >= (uint64_t)(4 * d->N1m)) {
+                replace(c, KA_SINKS, lig_create_tensor(c->buf[KA_DQ], LIG_FLOAT32, 1, n0, NULL));
+                note(ex, &ex->invalid1, "sinks inside d_query_index");
+            }
+        }
+        break;
     default: /* the phase-2 defects */
         ex->p2 = kind;
         break;
@@ -349,11 +379,18 @@ void fz_kl_loss(fz_in *in, const char *env, char *label, size_t label_size)
     uint64_t ws_size = 0;
     lig_executor *executor = NULL;
     lig_tensor *const *t = c.t;
-    lig_status st = lig_sparse_indexer_grad_kl_loss_get_workspace_size(
-        t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
-        t[KA_KR], t[KA_AQ], t[KA_AK], c.scale, c.layout, c.sparse_mode, c.pre_tokens, c.next_tokens, c.target,
-        c.deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ex.null_ws_size ? NULL : &ws_size,
-        ex.null_executor ? NULL : &executor);
+    uint64_t *ws_out = ex.null_ws_size ? NULL : &ws_size;
+    lig_executor **ex_out = ex.null_executor ? NULL : &executor;
+    lig_status st =
+        c.d.sinks || c.d.v2
+            ? lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
+                  t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
+                  t[KA_KR], t[KA_AQ], t[KA_AK], t[KA_SINKS], c.scale, c.layout, c.sparse_mode, c.pre_tokens,
+                  c.next_tokens, c.target, c.deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ws_out, ex_out)
+            : lig_sparse_indexer_grad_kl_loss_get_workspace_size(
+                  t[KA_Q], t[KA_K], t[KA_QI], t[KA_KI], t[KA_W], t[KA_IDX], t[KA_SMAX], t[KA_SSUM], t[KA_LSE], t[KA_QR],
+                  t[KA_KR], t[KA_AQ], t[KA_AK], c.scale, c.layout, c.sparse_mode, c.pre_tokens, c.next_tokens,
+                  c.target, c.deterministic, t[KA_DQ], t[KA_DK], t[KA_DW], t[KA_LOSS], ws_out, ex_out);
     if (ex.null1 || ex.invalid1) {
         check_failure(&c, &s, st, ex.null1, ex.invalid1, "phase 1", label);
         CHECK(executor == NULL, "%s: a failed phase 1 left an executor", label);

@@ -18,7 +18,8 @@
  * or lse, the target (head_mean, l1, cann), the short index form, index and d_weights dtypes,
  * determinism; then the data from a seed read from the input (indices with padding, duplicates
  * and masked keys; absurd values in invalid rows). With `cann`, CANN's operator's problem: target
- * LIG_KL_TARGET_CANN, softmax_max / softmax_sum. */
+ * LIG_KL_TARGET_CANN, softmax_max / softmax_sum. Either way, at times V2: sinks (one of them -inf at
+ * times), or V2 without them (c->d.sinks, c->d.v2). */
 void fz_decode_lkcase(fz_in *in, lkcase *c, int cann, char *desc, size_t desc_size);
 
 /* One call of lig_sparse_indexer_grad_kl_loss with up to two decoded defects; the label receives the

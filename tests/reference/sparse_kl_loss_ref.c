@@ -40,7 +40,11 @@ double ref_kl_loss(const ref_kl_loss_case *c, double *dI, double *abs_loss) {
                 score[j] = ref_fwd_score(p, c->qi, c->ki, c->w, row, &info, g, ix[j], NULL);
             }
             if (!any) continue;
-            const double norm = c->l1 ? msum : (double)c->N1m;
+            double norm = c->l1 ? msum : (double)c->N1m;
+            for (int64_t h = 0; c->sinks && !c->l1 && h < c->N1m; h++) { /* the sinks' mass leaves the target */
+                const int64_t at = row * c->N1m + h;
+                norm -= c->lse ? exp(c->sinks[h] - c->lse[at]) : exp(c->sinks[h] - c->smax[at]) / c->ssum[at];
+            }
             double vmax = -INFINITY, z = 0.0, tmass = 0.0;
             for (int64_t j = 0; j < K; j++)
                 if (on[j] && score[j] > vmax) vmax = score[j];

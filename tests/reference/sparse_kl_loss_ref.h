@@ -26,6 +26,8 @@ typedef struct ref_kl_loss_case {
                                               y clamped below at 1e-8 on every counted slot */
     const double *qi, *ki, *w;             /* the indexer's query, key, weights */
     const int64_t *idx;
+    const double *sinks;                   /* [N1m] or NULL: the head-mean targets (l1 = 0) divide by
+                                              N1m - sum_h exp(sinks[h] - max_h) / sum_h (or - lse_h) */
 } ref_kl_loss_case;
 
 /* P[h] at one (row, batch-local key s): exp(scale * (mq . mk + mqr . mkr) - max) / sum, or - lse. */

@@ -198,7 +198,14 @@ lig_sparse_indexer_grad_kl_loss_get_workspace_size = _bind(
     _enum, ctypes.c_bool,  # target (lig_kl_target), deterministic
     *[_handle] * 4,  # d_query_index, d_key_index, d_weights, loss
     _size_out, _executor_out)
-lig_sparse_indexer_grad_kl_loss = _bind("lig_sparse_indexer_grad_kl_loss", _enum, *_PHASE2)
+lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size = _bind(
+    "lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size", _enum,
+    *[_handle] * 14,  # V1's 13 tensors, then sinks
+    ctypes.c_double, _text, _i64, _i64, _i64,  # scale, layout, sparse_mode, pre/next_tokens
+    _enum, ctypes.c_bool,  # target (lig_kl_target), deterministic
+    *[_handle] * 4,  # d_query_index, d_key_index, d_weights, loss
+    _size_out, _executor_out)
+lig_sparse_indexer_grad_kl_loss = _bind("lig_sparse_indexer_grad_kl_loss", _enum, *_PHASE2)  # both phase 1s
 
 lig_workspace_status_from_copy = _bind("lig_workspace_status_from_copy", _enum, _enum, _address, _address)
 lig_destroy_executor = _bind("lig_destroy_executor", _enum, _handle)

@@ -1,7 +1,7 @@
 """lig::sparse_indexer_kl_loss, the indexer's KL loss with its target taken from the main attention
 (docs/contract.md 2.5), fused: one C call gives the loss and the gradients of query_index, key_index
-and weights, which autograd's backward scales by the incoming gradient; and
-lig.sparse_indexer_kl_loss."""
+and weights, which autograd's backward scales by the incoming gradient (with attention sinks, the
+C operator's V2); and lig.sparse_indexer_kl_loss."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
@@ -16,9 +16,9 @@ from ._lib import Descriptors, LigValueError
 from ._registry import LengthsLike, op, optional_tensor, run, tensors
 
 # The main attention's tensors: inputs of the loss, never differentiated (contract 2.5).
-MAIN_ATTENTION = ("query", "key", "softmax_max", "softmax_sum", "query_rope", "key_rope", "softmax_lse")
+MAIN_ATTENTION = ("query", "key", "softmax_max", "softmax_sum", "query_rope", "key_rope", "softmax_lse", "sinks")
 # their positions among the op's inputs
-_MAIN_POSITIONS = (0, 1, 6, 7, 9, 10, 8)
+_MAIN_POSITIONS = (0, 1, 6, 7, 9, 10, 8, 20)
 
 
 def _null(message: str) -> LigValueError:
@@ -27,14 +27,15 @@ def _null(message: str) -> LigValueError:
 
 
 def _check(query_index, key_index, weights, sparse_indices, query, key, softmax_max, softmax_sum, query_rope, key_rope,
-           softmax_lse, aq, ak, layout, target) -> None:
+           softmax_lse, aq, ak, layout, target, sinks=None) -> None:
     _args.tensors(((query_index, "query_index"), (key_index, "key_index"), (weights, "weights"), (query, "query"),
                    (key, "key")),
                   ((sparse_indices, "sparse_indices", False), (aq, "actual_seq_lengths_query", True),
                    (ak, "actual_seq_lengths_key", True)))
     for t, name in ((query_rope, "query_rope"), (key_rope, "key_rope")):
         _args.tensor(t, name, FLOAT_DTYPES, optional=True)
-    for t, name in ((softmax_max, "softmax_max"), (softmax_sum, "softmax_sum"), (softmax_lse, "softmax_lse")):
+    for t, name in ((softmax_max, "softmax_max"), (softmax_sum, "softmax_sum"), (softmax_lse, "softmax_lse"),
+                    (sinks, "sinks")):
         _args.tensor(t, name, (torch.float32,), optional=True)
     # which statistics, and the rope pair, in the library's words and statuses
     if softmax_lse is not None:
@@ -105,11 +106,13 @@ def _sparse_indexer_kl_loss_op(  # the C operator's (CANN's) argument order
     next_tokens: int,
     target: str,
     deterministic: bool,
+    sinks: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """(loss, d_query_index, d_key_index, d_weights): the loss a float32 scalar, d_weights float32
-    (so that the backward rounds it once, after scaling), the other two in query_index's dtype."""
+    (so that the backward rounds it once, after scaling), the other two in query_index's dtype.
+    ``sinks`` (last, so that V1's argument list stays as it was) selects the C operator's V2."""
     _check(query_index, key_index, weights, sparse_indices, query, key, softmax_max, softmax_sum, query_rope,
-           key_rope, softmax_lse, actual_seq_lengths_query, actual_seq_lengths_key, layout, target)
+           key_rope, softmax_lse, actual_seq_lengths_query, actual_seq_lengths_key, layout, target, sinks)
     device = query_index.device
     loss = torch.empty((), dtype=torch.float32, device=device)
     d_query_index = torch.empty(query_index.shape, dtype=query_index.dtype, device=device)
@@ -120,6 +123,8 @@ def _sparse_indexer_kl_loss_op(  # the C operator's (CANN's) argument order
               (softmax_sum, "softmax_sum"), (softmax_lse, "softmax_lse"), (query_rope, "query_rope"),
               (key_rope, "key_rope"), (actual_seq_lengths_query, "actual_seq_lengths_query"),
               (actual_seq_lengths_key, "actual_seq_lengths_key"))
+    if sinks is not None:  # V2: sinks follow the lengths (CANN's V2 order)
+        inputs += ((sinks, "sinks"),)
     with Descriptors() as desc:
         args = (
             *desc.each(inputs),
@@ -133,16 +138,17 @@ def _sparse_indexer_kl_loss_op(  # the C operator's (CANN's) argument order
             *desc.each(((d_query_index, "d_query_index"), (d_key_index, "d_key_index"), (d_weights, "d_weights"),
                         (loss, "loss"))),
         )
-        run(_capi.lig_sparse_indexer_grad_kl_loss_get_workspace_size, _capi.lig_sparse_indexer_grad_kl_loss, args,
-            "lig_sparse_indexer_grad_kl_loss", desc.device)
+        phase1 = (_capi.lig_sparse_indexer_grad_kl_loss_get_workspace_size if sinks is None
+                  else _capi.lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size)
+        run(phase1, _capi.lig_sparse_indexer_grad_kl_loss, args, "lig_sparse_indexer_grad_kl_loss", desc.device)
     return loss, d_query_index, d_key_index, d_weights
 
 
 @_sparse_indexer_kl_loss_op.register_fake
 def _(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, softmax_lse, query_rope,
-      key_rope, aq, ak, scale, layout, sparse_mode, pre_tokens, next_tokens, target, deterministic):
+      key_rope, aq, ak, scale, layout, sparse_mode, pre_tokens, next_tokens, target, deterministic, sinks=None):
     _check(query_index, key_index, weights, sparse_indices, query, key, softmax_max, softmax_sum, query_rope,
-           key_rope, softmax_lse, aq, ak, layout, target)
+           key_rope, softmax_lse, aq, ak, layout, target, sinks)
     return (query_index.new_empty((), dtype=torch.float32), query_index.new_empty(query_index.shape),
             key_index.new_empty(key_index.shape, dtype=query_index.dtype),
             weights.new_empty(weights.shape, dtype=torch.float32))
@@ -208,14 +214,15 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_loss, grad_dq, grad_dk, grad_dw):
-    refused = [name for name, at in zip(MAIN_ATTENTION, _MAIN_POSITIONS) if ctx.needs_input_grad[at]]
+    need = ctx.needs_input_grad  # 20 entries, or 21 when the call passed sinks (the schema's defaulted last)
+    refused = [name for name, at in zip(MAIN_ATTENTION, _MAIN_POSITIONS) if at < len(need) and need[at]]
     if refused:  # the public function refuses them at the call; this guards direct calls of the op
         raise _refusal(refused)
     d_query_index, d_key_index, d_weights = ctx.saved_tensors
     gq, gk, gw = torch.ops.lig.sparse_indexer_kl_loss_backward(grad_loss, d_query_index, d_key_index, d_weights,
                                                                grad_dq, grad_dk, grad_dw)
-    need = ctx.needs_input_grad
-    return (None, None, gq if need[2] else None, gk if need[3] else None, gw if need[4] else None) + (None,) * 15
+    return (None, None, gq if need[2] else None, gk if need[3] else None, gw if need[4] else None) + (
+        (None,) * (len(need) - 5))
 
 
 _sparse_indexer_kl_loss_op.register_autograd(_backward, setup_context=_setup_context)
@@ -243,6 +250,7 @@ def sparse_indexer_kl_loss(
     *,
     pre_tokens: int = INT64_MAX,
     next_tokens: int = INT64_MAX,
+    sinks: Optional[Tensor] = None,
 ) -> Tensor:
     """The indexer's KL loss with the main attention's target (CANN's SparseLightningIndexerGradKLLoss),
     fused: a float32 scalar (0-d tensor), differentiable in query_index, key_index and weights.
@@ -254,6 +262,13 @@ def sparse_indexer_kl_loss(
     or ``sum_h P`` normalised over the slots (``"l1"``, the paper); ``y`` is the softmax over the
     counted slots of the indexer's scores ``I = sum_h weights[h] * ReLU(query_index[h] . key_index[s])``;
     the loss is ``sum p (log p - log y)`` over every unit (a term with p = 0 adds 0).
+
+    ``sinks`` (keyword-only; CANN's SparseLightningIndexerGradKLLossV2, which torch_npu does not
+    name): float32 ``[N1]``, one attention-sink logit per main head, counted in the statistics
+    (``softmax_sum`` includes ``exp(sinks[h] - softmax_max[h])``). The head-mean target becomes
+    ``sum_h P / (N1 - sum_h exp(sinks[h] - softmax_max[h]) / softmax_sum[h])``: the sinks' mass
+    leaves the target. ``"l1"`` is unchanged (the sinks cancel); sinks of ``-inf`` give the results
+    without sinks bit for bit. Not differentiated, like the rest of the main attention.
 
     Shapes (BSND | TND): query_index ``[B,S1,Nidx1,D]`` | ``[T1,Nidx1,D]``, key_index ``[B,S2,Nidx2,D]``
     | ``[T2,Nidx2,D]``, weights ``[B,S1,Nidx1]`` | ``[T1,Nidx1]``, sparse_indices ``[B,S1,Nidx2,K]`` |
@@ -278,12 +293,13 @@ def sparse_indexer_kl_loss(
     named = ((query_index, "query_index"), (key_index, "key_index"), (weights, "weights"),
              (sparse_indices, "sparse_indices"), (query, "query"), (key, "key"))
     query_index, key_index, weights, sparse_indices, query, key = tensors(*named)
-    softmax_max, softmax_sum, query_rope, key_rope, softmax_lse = (
+    softmax_max, softmax_sum, query_rope, key_rope, softmax_lse, sinks = (
         optional_tensor(t, name) for t, name in ((softmax_max, "softmax_max"), (softmax_sum, "softmax_sum"),
                                                  (query_rope, "query_rope"), (key_rope, "key_rope"),
-                                                 (softmax_lse, "softmax_lse")))
+                                                 (softmax_lse, "softmax_lse"), (sinks, "sinks")))
     if torch.is_grad_enabled():
-        refused = _main_requiring_grad((query, key, softmax_max, softmax_sum, query_rope, key_rope, softmax_lse))
+        refused = _main_requiring_grad((query, key, softmax_max, softmax_sum, query_rope, key_rope, softmax_lse,
+                                        sinks))
         if refused:
             raise _refusal(refused)
     aq = _args.lengths(actual_seq_lengths_query, "actual_seq_lengths_query")
@@ -292,5 +308,5 @@ def sparse_indexer_kl_loss(
     return torch.ops.lig.sparse_indexer_kl_loss(
         query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, softmax_lse,
         query_rope, key_rope, aq, ak, _args.real(scale, "scale"), layout, sparse_mode, pre_tokens, next_tokens,
-        _args.string(target, "target"), _args.flag(deterministic, "deterministic"),
+        _args.string(target, "target"), _args.flag(deterministic, "deterministic"), sinks,
     )[0]

@@ -5,7 +5,8 @@
  *      per slot, in fp32 and head order, mass_j = sum_h exp(scale * S[h] - max_h) / sum_h
  *      (or exp(scale * S[h] - lse_h)),
  *   3. scores them with the forward's engine: I_j = sum_h w_h ReLU(q_index_h . key_index_j),
- *   4. in double, per unit: the target p, the softmax y of I over the counted slots, the unit's
+ *   4. in double, per unit: the target p (with sinks, the head mean's normaliser N1 less the
+ *      sinks' probabilities, sum_h exp(sink_h - max_h) / sum_h), the softmax y of I over the counted slots, the unit's
  *      loss sum_j p_j (log p_j - log y_j) (terms with p_j = 0 add 0) and dI_j = y_j sum(p) - p_j,
  *      rounded once to fp32 (LIG_KL_TARGET_CANN: dI_j = y_j - p_j and the loss with p and y
  *      clamped below at 1e-8, as CANN's kernel),
@@ -68,6 +69,22 @@ static void teacher_mass(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_
     }
 }
 
+/* The sinks' share of the row's softmax, sum_h exp(sink_h - max_h) / sum_h, in double and head order
+ * from the statistics teacher_mass loaded. A sink of -inf adds nothing (exactly 0, whatever the
+ * statistics), so all -inf sinks give the plain head mean bit for bit. */
+static double sink_mass(const lig_cpu_grad_kl_loss_plan *p, const char *s) {
+    const lig_grad_kl_loss_problem *pb = p->pb;
+    const float *m = (const float *)(const void *)(s + p->scratch.stat_m);
+    const float *z = (const float *)(const void *)(s + p->scratch.stat_s);
+    double total = 0.0;
+    for (int64_t h = 0; h < pb->N1m; h++) {
+        const float sink = lig_load_float(LIG_FLOAT32, pb->sinks.data + (size_t)(h * pb->sinks.head) * pb->sinks.esize);
+        if (sink == -INFINITY) continue;
+        total += exp((double)sink - (double)m[h]) / (double)z[h];
+    }
+    return total;
+}
+
 /* Steps 1-4 for unit u (see the top); returns dI of its counted slots and stores its loss. */
 static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     const kl_loss_run *r = ctx;
@@ -92,9 +109,11 @@ static const float *unit_dy(void *ctx, char *s, int64_t u, const lig_unit *x) {
     lig_fwd_score_unit(p->fwd, &p->fctx, s + L->fwd, (const char **)(void *)(s + L->ikey), (float *)(void *)(s + L->iscore),
                        pr, &g->q, &g->w, &g->k, x, slot, n, value);
 
-    /* the target: head mean (also CANN's) or L1-normalised mass (a zero total gives p = 0) */
+    /* the target: head mean (also CANN's; with sinks, over the heads' mass outside the sinks) or
+     * L1-normalised mass (a zero total gives p = 0; sinks cancel there) */
     const lig_kl_target target = p->pb->target;
     double norm = target == LIG_KL_TARGET_L1 ? 0.0 : (double)p->pb->N1m;
+    if (p->pb->has_sinks && target != LIG_KL_TARGET_L1) norm -= sink_mass(p, s);
     if (target == LIG_KL_TARGET_L1)
         for (int64_t i = 0; i < n; i++) norm += mass[i];
     const double inv = norm != 0.0 ? 1.0 / norm : 0.0;
