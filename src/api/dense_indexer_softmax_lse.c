@@ -33,24 +33,6 @@ static lig_status check_inputs(const lig_tensor *query, const lig_tensor *key, c
     return lig_problem_check_qkw(query, key, &weights_as_query, layout, pr);
 }
 
-/* The residuals, one per batch (0 when absent), each batch's compressed rule checked. */
-static lig_status read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
-                                 int64_t *out) {
-    lig_status st;
-    if (res) {
-        if ((st = lig_check_index_dtype(res, "cmp_residual_k")) != LIG_SUCCESS) return st;
-        const int64_t expect[1] = {pr->B};
-        if ((st = lig_check_shape(res, "cmp_residual_k", 1, expect, "one per batch")) != LIG_SUCCESS) return st;
-    }
-    for (int64_t b = 0; b < pr->B; b++) {
-        out[b] = res ? lig_tensor_read_int_1d(res, b) : 0;
-        const lig_compressed_keys c = {.mask_mode = mask_mode, .ratio = ratio, .residual = out[b],
-                                       .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
-        if ((st = lig_compressed_keys_check(&c, b)) != LIG_SUCCESS) return st;
-    }
-    return LIG_SUCCESS;
-}
-
 /* softmax_lse: FLOAT32 [B,N2,S1] (BSND) or [N2,T1] (TND). */
 static lig_status check_output(const lig_problem *pr, const lig_tensor *lse) {
     if (lse->dtype != LIG_FLOAT32)
@@ -107,7 +89,7 @@ lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
         free_problem(pb);
         return lig_fail(LIG_ERR_RUNTIME, "cmp_residual_k: expected memory for %lld batches, got none", (long long)pr.B);
     }
-    if ((st = read_residuals(&pb->pr, cmp_residual_k, mask_mode, cmp_ratio, pb->residual)) != LIG_SUCCESS) {
+    if ((st = lig_problem_read_residuals(&pb->pr, cmp_residual_k, mask_mode, cmp_ratio, pb->residual)) != LIG_SUCCESS) {
         free_problem(pb);
         return st;
     }

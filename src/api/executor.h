@@ -18,7 +18,8 @@ typedef enum lig_op {
     LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS = 0x6c696705,
     LIG_OP_QUANT_LOGITS = 0x6c696706,
     LIG_OP_INDEXER_PAGED = 0x6c696707, /* phase 2 is lig_indexer's (contract 2.1) */
-    LIG_OP_DENSE_INDEXER_SOFTMAX_LSE = 0x6c696708
+    LIG_OP_DENSE_INDEXER_SOFTMAX_LSE = 0x6c696708,
+    LIG_OP_SOFTMAX_L1_NORM = 0x6c696709
 } lig_op;
 
 struct lig_executor {

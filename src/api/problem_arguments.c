@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "api/argument_checks.h"
+#include "core/compressed_keys.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -176,4 +177,41 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
     g->k = lig_problem_view(&pr, t->key, true, true);
     g->dk = lig_problem_view(&pr, t->d_key, true, true);
     return LIG_SUCCESS;
+}
+
+lig_status lig_problem_read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
+                                      int64_t *out) {
+    lig_status st;
+    if (res) {
+        if ((st = lig_check_index_dtype(res, "cmp_residual_k")) != LIG_SUCCESS) return st;
+        const int64_t expect[1] = {pr->B};
+        if ((st = lig_check_shape(res, "cmp_residual_k", 1, expect, "one per batch")) != LIG_SUCCESS) return st;
+    }
+    for (int64_t b = 0; b < pr->B; b++) {
+        out[b] = res ? lig_tensor_read_int_1d(res, b) : 0;
+        const lig_compressed_keys c = {.mask_mode = mask_mode, .ratio = ratio, .residual = out[b],
+                                       .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
+        if ((st = lig_compressed_keys_check(&c, b)) != LIG_SUCCESS) return st;
+    }
+    return LIG_SUCCESS;
+}
+
+lig_status lig_problem_check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1) {
+    if (t->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32, got %s", name, lig_dtype_name(t->dtype));
+    int64_t expect[4], n = 0;
+    if (!pr->tnd) expect[n++] = pr->B;
+    expect[n++] = 1;
+    expect[n++] = pr->S1;
+    expect[n++] = n1;
+    return lig_check_shape(t, name, n, expect, pr->tnd ? "[1,T1,N1] like query" : "[B,1,S1,N1] like query");
+}
+
+lig_view4 lig_problem_statistic_view(const lig_problem *pr, const lig_tensor *t) {
+    lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
+    const int64_t at = pr->tnd ? 1 : 2; /* the S1 (T1) axis, after the unit axis of N2 = 1 */
+    v.batch = pr->tnd ? 0 : t->strides[0];
+    v.row = t->strides[at];
+    v.head = t->strides[at + 1];
+    return v;
 }

@@ -46,4 +46,16 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
                                  bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                  const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
 
+/* The compressed-key residuals of a problem whose lengths are resolved (contract 4.1): `res` (may be
+ * NULL: all 0) checked as cmp_residual_k, INT32 or INT64 [B] on the host, read into out[B], and
+ * each batch's rule (mask_mode, ratio, its residual, lengths) checked; messages name the rule's
+ * parameter and the batch. */
+lig_status lig_problem_read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
+                                      int64_t *out);
+
+/* A statistics tensor of the main attention's forward: FLOAT32 [B,1,S1,n1] (BSND) or [1,T1,n1]
+ * (TND), as CANN's attention writes them; its view addresses (b, t, head) through lig_q_row_ptr. */
+lig_status lig_problem_check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1);
+lig_view4 lig_problem_statistic_view(const lig_problem *pr, const lig_tensor *t);
+
 #endif
