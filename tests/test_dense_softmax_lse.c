@@ -150,7 +150,7 @@ LIG_TEST(dense_lse_matches_forward_scores) {
         tbuf_make(&val, LIG_FLOAT32, 4, vs, TC_CONTIGUOUS, TB_OUTPUT_FILL);
         uint64_t ws = 0;
         lig_executor *e = NULL;
-        lig_status st = lig_indexer_get_workspace_size(c.q.t, c.k.t, c.w.t, c.aq.t, c.ak.t, "BSND", K, 3, INT64_MAX,
+        lig_status st = lig_indexer_get_workspace_size(c.q.t, c.k.t, c.w.t, c.len.aq.t, c.len.ak.t, "BSND", K, 3, INT64_MAX,
                                                        INT64_MAX, idx.t, val.t, &ws, &e);
         void *buf = st == LIG_SUCCESS && ws ? malloc((size_t)ws) : NULL;
         if (st == LIG_SUCCESS) st = lig_indexer(buf, ws, e, NULL);
@@ -158,7 +158,7 @@ LIG_TEST(dense_lse_matches_forward_scores) {
         if (CHECK(st == LIG_SUCCESS, "forward: %s", lig_get_last_error())) {
             int bad = 0, rows = 0;
             for (int64_t b = 0; b < d.B; b++)
-                for (int64_t t = 0; t < c.lq[b]; t++) {
+                for (int64_t t = 0; t < c.len.lq[b]; t++) {
                     double m = -INFINITY, s = 0;
                     for (int64_t j = 0; j < K; j++) {
                         const double v = tbuf_read(&val, (b * d.S1 + t) * K + j);

@@ -10,6 +10,7 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/backward_checks.c
   ${LIG_TESTKIT_DIR}/harness/backward_runner.c
   ${LIG_TESTKIT_DIR}/harness/case_generators.c
+  ${LIG_TESTKIT_DIR}/harness/compressed_lengths.c
   ${LIG_TESTKIT_DIR}/harness/dense_lse_case.c
   ${LIG_TESTKIT_DIR}/harness/l1_norm_case.c
   ${LIG_TESTKIT_DIR}/harness/error_bounds.c

@@ -1,6 +1,7 @@
 #include "api/problem_arguments.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "api/argument_checks.h"
 #include "core/compressed_keys.h"
@@ -179,8 +180,9 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
     return LIG_SUCCESS;
 }
 
-lig_status lig_problem_read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
-                                      int64_t *out) {
+/* The residuals into out[B] (0 when `res` is absent), each batch's rule checked. */
+static lig_status read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
+                                 int64_t *out) {
     lig_status st;
     if (res) {
         if ((st = lig_check_index_dtype(res, "cmp_residual_k")) != LIG_SUCCESS) return st;
@@ -194,6 +196,25 @@ lig_status lig_problem_read_residuals(const lig_problem *pr, const lig_tensor *r
         if ((st = lig_compressed_keys_check(&c, b)) != LIG_SUCCESS) return st;
     }
     return LIG_SUCCESS;
+}
+
+lig_status lig_problem_resolve_compressed(lig_problem *pr, const lig_tensor *actual_seq_lengths_query,
+                                          const lig_tensor *actual_seq_lengths_key, const lig_tensor *res,
+                                          int64_t mask_mode, int64_t ratio, lig_compressed_rule *rule) {
+    lig_status st = lig_problem_resolve(pr, false, 0, INT64_MAX, INT64_MAX, actual_seq_lengths_query,
+                                        actual_seq_lengths_key);
+    if (st != LIG_SUCCESS) return st;
+    *rule = (lig_compressed_rule){.mask_mode = mask_mode, .ratio = ratio,
+                                  .residual = malloc(sizeof(int64_t) * (size_t)(pr->B > 0 ? pr->B : 1))};
+    if (!rule->residual) st = lig_fail(LIG_ERR_RUNTIME, "cmp_residual_k: expected memory for %lld batches, got none",
+                                       (long long)pr->B);
+    else st = read_residuals(pr, res, mask_mode, ratio, rule->residual);
+    if (st != LIG_SUCCESS) {
+        free(rule->residual);
+        rule->residual = NULL;
+        lig_problem_free(pr);
+    }
+    return st;
 }
 
 lig_status lig_problem_check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1) {

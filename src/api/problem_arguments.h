@@ -3,6 +3,7 @@
 #ifndef LIG_API_PROBLEM_ARGUMENTS_H
 #define LIG_API_PROBLEM_ARGUMENTS_H
 
+#include "core/compressed_keys.h"
 #include "core/problem.h"
 
 /* Validates layout, ranks, dtypes (one float type) and shapes of query, key and weights and
@@ -46,12 +47,15 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
                                  bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                  const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
 
-/* The compressed-key residuals of a problem whose lengths are resolved (contract 4.1): `res` (may be
- * NULL: all 0) checked as cmp_residual_k, INT32 or INT64 [B] on the host, read into out[B], and
- * each batch's rule (mask_mode, ratio, its residual, lengths) checked; messages name the rule's
- * parameter and the batch. */
-lig_status lig_problem_read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
-                                      int64_t *out);
+/* The end of a compressed-key phase 1 (contract 4.1), every other argument checked: resolves the
+ * sequence lengths into *pr with no band (every entry of a batch exists for every valid row; the
+ * rule narrows it), reads `res` (may be NULL: all 0; INT32 or INT64 [B] on the host, named
+ * cmp_residual_k) into rule->residual (allocated) and checks each batch's rule (messages name the
+ * parameter and the batch). On failure nothing needs freeing; on success free pr with
+ * lig_problem_free and rule->residual with free. */
+lig_status lig_problem_resolve_compressed(lig_problem *pr, const lig_tensor *actual_seq_lengths_query,
+                                          const lig_tensor *actual_seq_lengths_key, const lig_tensor *res,
+                                          int64_t mask_mode, int64_t ratio, lig_compressed_rule *rule);
 
 /* A statistics tensor of the main attention's forward: FLOAT32 [B,1,S1,n1] (BSND) or [1,T1,n1]
  * (TND), as CANN's attention writes them; its view addresses (b, t, head) through lig_q_row_ptr. */

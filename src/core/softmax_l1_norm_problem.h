@@ -21,16 +21,7 @@ typedef struct lig_l1_norm_problem {
     lig_view4 out;       /* FLOAT32, column c of (b, t) at lig_q_row_ptr(&out, pr, b, t, 0) + c * dim */
     bool sparse;
     float scale;         /* softmax_scale rounded once to fp32 */
-    int64_t mask_mode;   /* LIG_CMP_MASK_NONE or LIG_CMP_MASK_RIGHT_DOWN */
-    int64_t ratio;       /* cmp_ratio */
-    int64_t *residual;   /* B values (owned; all 0 when cmp_residual_k is absent) */
+    lig_compressed_rule rule; /* residuals owned; all 0 when cmp_residual_k is absent */
 } lig_l1_norm_problem;
-
-/* The entries row t of batch b sees: 0 .. result-1 (the one compressed rule). */
-static inline int64_t lig_l1_norm_visible(const lig_l1_norm_problem *p, int64_t b, int64_t t) {
-    const lig_compressed_keys c = {.mask_mode = p->mask_mode, .ratio = p->ratio, .residual = p->residual[b],
-                                   .entries = p->pr.bt.lk[b], .rows = p->pr.bt.lq[b]};
-    return lig_compressed_visible_count(&c, t);
-}
 
 #endif

@@ -22,10 +22,11 @@
 #include "float_formats.h"
 #include "framework.h"
 #include "fuzz_case.h"
+#include "fuzz_compressed.h"
 #include "fuzz_input.h"
 #include "l1_norm_case.h"
 
-enum { DEF_NONE, DEF_MASK, DEF_RATIO, DEF_RESIDUAL, DEF_INDEX, DEF_SCALE, DEF_KINDS };
+enum { DEF_INDEX = FZ_CMP_OWN, DEF_SCALE, DEF_KINDS };
 
 static void decode_desc(fz_in *in, l1n_desc *d) {
     static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
@@ -62,9 +63,9 @@ static void decode_desc(fz_in *in, l1n_desc *d) {
 static bool break_index(l1n_case *c, uint8_t how) {
     const l1n_desc *d = &c->d;
     for (int64_t b = 0; b < d->B; b++)
-        if (c->lq[b] > 0 && d->K > 0) {
-            const int64_t row = d->tnd ? c->q0[b] : b * d->S1;
-            tbuf_write_int(&c->idx, row * d->K + how % d->K, how & 1 ? -2 : c->lk[b]);
+        if (c->len.lq[b] > 0 && d->K > 0) {
+            const int64_t row = d->tnd ? c->len.q0[b] : b * d->S1;
+            tbuf_write_int(&c->idx, row * d->K + how % d->K, how & 1 ? -2 : c->len.lk[b]);
             return true;
         }
     return false;
@@ -78,27 +79,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     l1n_desc d;
     decode_desc(&in, &d);
     const uint8_t defect_byte = fz_u8(&in);
-    const int defect = defect_byte < 200 ? DEF_NONE : 1 + defect_byte % (DEF_KINDS - 1);
+    const int defect = fz_cmp_defect_kind(defect_byte, DEF_KINDS);
     const uint64_t seed = fz_u32(&in);
     l1n_case c;
     l1n_case_make(&c, &d, seed);
-    const char *names = NULL;
-    if (defect == DEF_MASK) {
-        static const int64_t bad[3] = {1, 2, -1};
-        c.d.mask_mode = bad[defect_byte % 3];
-        names = "mask_mode";
-    } else if (defect == DEF_RATIO) {
-        c.d.ratio = defect_byte & 1 ? 0 : 129;
-        names = "cmp_ratio";
-    } else if (defect == DEF_RESIDUAL && d.B > 0) {
-        if (!c.res.base) { /* a residual tensor to break */
-            const int64_t bs[1] = {d.B};
-            tbuf_make(&c.res, d.len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-            for (int64_t b = 0; b < d.B; b++) tbuf_write_int(&c.res, b, 0);
-        }
-        tbuf_write_int(&c.res, d.B - 1, defect_byte & 1 ? -1 : d.ratio);
-        names = "cmp_residual_k";
-    } else if (defect == DEF_INDEX && break_index(&c, defect_byte)) {
+    const char *names = fz_cmp_break(defect, defect_byte, &c.d.mask_mode, &c.d.ratio, &c.len, d.len_dtype);
+    if (defect == DEF_INDEX && break_index(&c, defect_byte)) {
         names = "sparse_indices";
     } else if (defect == DEF_SCALE) {
         c.d.scale = NAN;
@@ -111,16 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
              th_dtype_name(d.idx_dtype), (long long)c.d.mask_mode, (long long)c.d.ratio, d.residual ? " +res" : "",
              d.magnitude > 1 ? " x4" : "", d.short_form ? " short" : "", env, names ? names : "none");
     const lig_status st = l1n_case_call(&c);
-    fuzz_stats *stats = fz_stats();
-    stats->iterations++;
-    if (names) {
-        stats->invalid1++;
-        CHECK(st == LIG_ERR_PARAM_INVALID, "%s: status %d, want PARAM_INVALID (%s)", label, (int)st, lig_get_last_error());
-        CHECK(strstr(lig_get_last_error(), names) != NULL, "%s: the message does not name %s: %s", label, names,
-              lig_get_last_error());
-        CHECK(tbuf_unchanged(&c.out), "%s: softmax_l1_norm written on failure", label);
-    } else if (CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) {
-        stats->successes++;
+    if (fz_cmp_verdict(label, st, names, &c.out, "softmax_l1_norm")) {
         if (fz_perturb() && tbuf_numel(&c.out) > 0) { /* the check below must notice one changed element */
             const double v = tbuf_read(&c.out, 0);
             tbuf_write(&c.out, 0, v + 1.0);

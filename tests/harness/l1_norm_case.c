@@ -10,17 +10,12 @@
 #include "rng.h"
 
 int64_t l1n_ref_visible(const l1n_case *c, int64_t b, int64_t t) {
-    if (c->d.mask_mode == 0) return c->lk[b];
-    const int64_t r = c->d.ratio, position = c->lk[b] * r + c->resv[b] - c->lq[b] + t;
-    int64_t n = 0;
-    for (int64_t j = 0; j < c->lk[b]; j++)
-        if (j * r + r - 1 <= position) n++;
-    return n;
+    return cmp_lengths_visible(&c->len, b, t, c->d.mask_mode, c->d.ratio);
 }
 
 /* The tensor's own row of (b, t): query rows run b-major in BSND, from the batch's first in TND. */
-static int64_t qrow(const l1n_case *c, int64_t b, int64_t t) { return c->d.tnd ? c->q0[b] + t : b * c->d.S1 + t; }
-static int64_t krow(const l1n_case *c, int64_t b, int64_t s) { return c->d.tnd ? c->k0[b] + s : b * c->d.S2 + s; }
+static int64_t qrow(const l1n_case *c, int64_t b, int64_t t) { return c->d.tnd ? c->len.q0[b] + t : b * c->d.S1 + t; }
+static int64_t krow(const l1n_case *c, int64_t b, int64_t s) { return c->d.tnd ? c->len.k0[b] + s : b * c->d.S2 + s; }
 
 /* q_h . k_e in float64 and the sum of its terms' magnitudes. */
 static double ref_dot(const l1n_case *c, int64_t b, int64_t t, int64_t h, int64_t e, double *mag) {
@@ -41,29 +36,12 @@ void l1n_case_make(l1n_case *c, const l1n_desc *d, uint64_t seed) {
     c->d = *d;
     th_rng r = th_rng_make(seed);
     const int64_t B = d->B;
-    c->lq = calloc((size_t)B + 1, 8);
-    c->lk = calloc((size_t)B + 1, 8);
-    c->q0 = calloc((size_t)B + 1, 8);
-    c->k0 = calloc((size_t)B + 1, 8);
-    c->resv = calloc((size_t)B + 1, 8);
-    int64_t qa = 0, ka = 0, longest = 0;
-    for (int64_t b = 0; b < B; b++) {
-        if (d->tnd) {
-            c->lq[b] = b == B - 1 ? d->S1 - qa : th_rng_range(&r, 0, d->S1 - qa);
-            c->lk[b] = b == B - 1 ? d->S2 - ka : th_rng_range(&r, 0, d->S2 - ka);
-            c->q0[b] = qa;
-            c->k0[b] = ka;
-            qa += c->lq[b];
-            ka += c->lk[b];
-        } else {
-            c->lq[b] = d->lengths ? th_rng_range(&r, 0, d->S1) : d->S1;
-            c->lk[b] = d->lengths ? th_rng_range(&r, 0, d->S2) : d->S2;
-        }
-        c->resv[b] = d->residual ? th_rng_range(&r, 0, d->ratio - 1) : 0;
-        if (c->lk[b] > longest) longest = c->lk[b];
-    }
-    /* TND with rows past the last end: the last batch keeps fewer rows than T1 now and then */
-    if (d->tnd && B > 0 && c->lq[B - 1] > 0 && th_rng_range(&r, 0, 2) == 0) c->lq[B - 1]--;
+    const cmp_lengths_spec lens = {.tnd = d->tnd, .B = B, .S1 = d->S1, .S2 = d->S2, .lengths = d->lengths,
+                                   .residual = d->residual, .short_tail = true, .ratio = d->ratio,
+                                   .len_dtype = d->len_dtype};
+    cmp_lengths_make(&c->len, &lens, &r);
+    int64_t longest = 0;
+    for (int64_t b = 0; b < B; b++) longest = c->len.lk[b] > longest ? c->len.lk[b] : longest;
     c->W = d->K > 0 ? d->K : (d->tnd ? longest : d->S2) + d->extra_cols;
     const int o = d->tnd ? 1 : 0;
     const int64_t qs[4] = {B, d->S1, d->N1, d->D}, ks[4] = {B, d->S2, 1, d->D}, ls[4] = {B, 1, d->S1, d->N1};
@@ -81,7 +59,7 @@ void l1n_case_make(l1n_case *c, const l1n_desc *d, uint64_t seed) {
     /* lse: any value for rows no one reads, the visible scores' log-sum-exp plus [0, 1] elsewhere */
     for (int64_t i = 0; i < tbuf_numel(&c->lse); i++) tbuf_write(&c->lse, i, 4 * th_rng_unit(&r) - 2);
     for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < c->lq[b]; t++) {
+        for (int64_t t = 0; t < c->len.lq[b]; t++) {
             const int64_t n = l1n_ref_visible(c, b, t);
             for (int64_t h = 0; h < d->N1 && n > 0; h++) {
                 double m = -INFINITY, s = 0, mag;
@@ -94,10 +72,10 @@ void l1n_case_make(l1n_case *c, const l1n_desc *d, uint64_t seed) {
         for (int64_t row = 0; row < (d->tnd ? d->S1 : B * d->S1); row++) {
             int64_t b = d->tnd ? 0 : row / d->S1, t = d->tnd ? row : row % d->S1;
             if (d->tnd)
-                while (b < B - 1 && t >= c->q0[b] + c->lq[b]) b++;
-            if (d->tnd) t -= c->q0[b];
-            const bool valid = B > 0 && t >= 0 && t < c->lq[b];
-            const int64_t n = valid ? l1n_ref_visible(c, b, t) : 0, lk = valid ? c->lk[b] : 0;
+                while (b < B - 1 && t >= c->len.q0[b] + c->len.lq[b]) b++;
+            if (d->tnd) t -= c->len.q0[b];
+            const bool valid = B > 0 && t >= 0 && t < c->len.lq[b];
+            const int64_t n = valid ? l1n_ref_visible(c, b, t) : 0, lk = valid ? c->len.lk[b] : 0;
             for (int64_t j = 0; j < d->K; j++) {
                 int64_t v = -1;
                 const int64_t pick = th_rng_range(&r, 0, 9);
@@ -108,34 +86,21 @@ void l1n_case_make(l1n_case *c, const l1n_desc *d, uint64_t seed) {
                 tbuf_write_int(&c->idx, row * d->K + j, v);
             }
         }
-    const int64_t bs[1] = {B};
-    if (d->tnd || d->lengths) {
-        tbuf_make(&c->aq, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-        tbuf_make(&c->ak, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-        for (int64_t b = 0; b < B; b++) {
-            tbuf_write_int(&c->aq, b, d->tnd ? c->q0[b] + c->lq[b] : c->lq[b]);
-            tbuf_write_int(&c->ak, b, d->tnd ? c->k0[b] + c->lk[b] : c->lk[b]);
-        }
-    }
-    if (d->residual) {
-        tbuf_make(&c->res, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-        for (int64_t b = 0; b < B; b++) tbuf_write_int(&c->res, b, c->resv[b]);
-    }
     tbuf_snapshot(&c->out);
 }
 
 void l1n_case_free(l1n_case *c) {
-    tbuf *all[] = {&c->q, &c->k, &c->lse, &c->idx, &c->out, &c->aq, &c->ak, &c->res};
+    tbuf *all[] = {&c->q, &c->k, &c->lse, &c->idx, &c->out};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->base) tbuf_free(all[i]);
-    free(c->lq); free(c->lk); free(c->q0); free(c->k0); free(c->resv);
+    cmp_lengths_free(&c->len);
 }
 
 lig_status l1n_case_call(l1n_case *c) {
     uint64_t ws = 0;
     lig_executor *e = NULL;
     lig_status st = lig_sparse_flash_mla_softmax_l1_norm_get_workspace_size(
-        c->q.t, c->k.t, c->lse.t, c->d.K > 0 ? c->idx.t : NULL, c->aq.t, c->ak.t, c->res.t, c->d.scale, c->d.ratio,
+        c->q.t, c->k.t, c->lse.t, c->d.K > 0 ? c->idx.t : NULL, c->len.aq.t, c->len.ak.t, c->len.res.t, c->d.scale, c->d.ratio,
         c->d.mask_mode, c->d.tnd ? "TND" : "BSND", c->out.t, &ws, &e);
     if (st != LIG_SUCCESS) return st;
     void *buf = ws ? malloc((size_t)ws) : NULL;
@@ -175,7 +140,7 @@ void l1n_case_check(l1n_case *c, const char *label) {
     char *seen = calloc((size_t)(rows * c->W) + 1, 1);
     int bad = 0;
     for (int64_t b = 0; b < d->B; b++)
-        for (int64_t t = 0; t < c->lq[b]; t++) {
+        for (int64_t t = 0; t < c->len.lq[b]; t++) {
             const int64_t n = l1n_ref_visible(c, b, t), row = qrow(c, b, t);
             for (int64_t col = 0; col < c->W; col++) {
                 int64_t e = col;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "compressed_lengths.h"
 #include "lig.h"
 #include "tensor_buffers.h"
 
@@ -31,8 +32,8 @@ typedef struct l1n_desc {
 typedef struct l1n_case {
     l1n_desc d;
     int64_t W;                              /* the output's columns */
-    tbuf q, k, lse, idx, out, aq, ak, res;
-    int64_t *lq, *lk, *q0, *k0, *resv;      /* per batch: valid rows, entries, first row, residual */
+    tbuf q, k, lse, idx, out;
+    cmp_lengths len;                        /* per batch: valid rows, entries, first rows, residuals */
 } l1n_case;
 
 /* The tensors of `d` with data drawn from `seed`: softmax_lse is the float64 log-sum-exp of each
@@ -43,7 +44,7 @@ void l1n_case_make(l1n_case *c, const l1n_desc *d, uint64_t seed);
 void l1n_case_free(l1n_case *c);
 /* Both phases with the case's arguments. */
 lig_status l1n_case_call(l1n_case *c);
-/* Entries row t of batch b sees, counted block by block from the rule's words (contract 4.1). */
+/* Entries row t of batch b sees (cmp_lengths_visible with the case's rule). */
 int64_t l1n_ref_visible(const l1n_case *c, int64_t b, int64_t t);
 /* Every element of the output against the reference (rows outside the valid lengths 0, bytes
  * outside the view untouched); failures are CHECKs labelled `label`. */

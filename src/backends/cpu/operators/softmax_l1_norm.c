@@ -84,7 +84,7 @@ static void run_row(const lig_cpu_l1_norm_plan *p, char *s, const lig_unit *x) {
     const lig_l1_norm_problem *pb = p->pb;
     const lig_problem *pr = &pb->pr;
     char *row = lig_q_row_ptr(&pb->out, pr, x->b, x->t, 0);
-    const int64_t n = lig_l1_norm_visible(pb, x->b, x->t);
+    const int64_t n = lig_compressed_rule_visible(&pb->rule, pr, x->b, x->t);
     if (n == 0 || pr->N1 == 0) { /* nothing seen, or no head to average: every column 0 */
         for (int64_t c = 0; c < pr->K; c++) store_column(pb, row, c, 0.0f);
         return;
