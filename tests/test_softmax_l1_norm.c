@@ -14,6 +14,7 @@
 #include "l1_norm_case.h"
 #include "lig.h"
 #include "tensor_buffers.h"
+#include "thread_runs.h"
 
 static l1n_desc base(void) {
     return (l1n_desc){.label = "base", .B = 2, .S1 = 5, .S2 = 9, .N1 = 4, .D = 16, .dtype = LIG_FLOAT32,
@@ -107,44 +108,36 @@ LIG_TEST(l1_norm_edges) {
 }
 
 /* Every thread count and run gives the same bits, dense and sparse. */
+typedef struct l1n_runs {
+    l1n_desc d;
+    l1n_case c;
+} l1n_runs;
+
+static const tbuf *l1n_run(void *ctx, bool first) {
+    l1n_runs *r = ctx;
+    l1n_case_make(&r->c, &r->d, 5);
+    if (!CHECK(l1n_case_call(&r->c) == LIG_SUCCESS, "threads: %s", lig_get_last_error())) return NULL;
+    if (first) l1n_case_check(&r->c, "threads, first run");
+    return &r->c.out;
+}
+
+static void l1n_run_done(void *ctx) { l1n_case_free(&((l1n_runs *)ctx)->c); }
+
 LIG_TEST(l1_norm_threads_bitwise) {
     const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    const int threads[4] = {1, 2, 2, 1};
     for (int di = 0; di < 3; di++)
         for (int sparse = 0; sparse < 2; sparse++) {
-            l1n_desc d = base();
-            d.label = "threads";
-            d.dtype = dtypes[di];
-            d.B = 3; d.S1 = 24; d.S2 = 300; d.N1 = 32; d.D = 64; d.ratio = 4; d.residual = true; d.lengths = true;
-            d.K = sparse ? 100 : 0;
-            float *first = NULL;
-            const int threads[4] = {1, 2, 2, 1};
-            for (int run = 0; run < 4; run++) {
-                lig_set_num_threads(threads[run]);
-                l1n_case c;
-                l1n_case_make(&c, &d, 5);
-                const lig_status st = l1n_case_call(&c);
-                if (CHECK(st == LIG_SUCCESS, "threads %d: %s", threads[run], lig_get_last_error())) {
-                    const int64_t n = tbuf_numel(&c.out);
-                    if (!first) {
-                        first = malloc(sizeof(float) * (size_t)(n + 1));
-                        for (int64_t i = 0; i < n; i++) first[i] = (float)tbuf_read(&c.out, i);
-                        l1n_case_check(&c, "threads 1");
-                    } else
-                        for (int64_t i = 0; i < n; i++) {
-                            const float v = (float)tbuf_read(&c.out, i);
-                            if (memcmp(&v, &first[i], sizeof v) != 0) {
-                                CHECK(false, "%s %s: run %d (%d threads) element %lld: %.9g, first run %.9g",
-                                      th_dtype_name(d.dtype), sparse ? "sparse" : "dense", run, threads[run],
-                                      (long long)i, v, first[i]);
-                                break;
-                            }
-                        }
-                }
-                l1n_case_free(&c);
-            }
-            free(first);
+            l1n_runs r = {.d = base()};
+            r.d.label = "threads";
+            r.d.dtype = dtypes[di];
+            r.d.B = 3; r.d.S1 = 24; r.d.S2 = 300; r.d.N1 = 32; r.d.D = 64; r.d.ratio = 4; r.d.residual = true;
+            r.d.lengths = true;
+            r.d.K = sparse ? 100 : 0;
+            char label[64];
+            snprintf(label, sizeof label, "%s %s", th_dtype_name(r.d.dtype), sparse ? "sparse" : "dense");
+            th_check_thread_runs(label, threads, 4, l1n_run, l1n_run_done, &r);
         }
-    lig_set_num_threads(0);
 }
 
 /* Sparse slots holding entry e give dense column e's value (the same key through the same

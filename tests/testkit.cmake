@@ -28,6 +28,7 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/suite.c
   ${LIG_TESTKIT_DIR}/harness/suite_operators.c
   ${LIG_TESTKIT_DIR}/harness/tensor_buffers.c
+  ${LIG_TESTKIT_DIR}/harness/thread_runs.c
   ${LIG_TESTKIT_DIR}/harness/two_phase_call.c
   # the KL loss's problems (data, tensors, the call) and their check against the reference
   ${LIG_TESTKIT_DIR}/kl_loss_case.c

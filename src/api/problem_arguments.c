@@ -201,8 +201,11 @@ static lig_status read_residuals(const lig_problem *pr, const lig_tensor *res, i
 lig_status lig_problem_resolve_compressed(lig_problem *pr, const lig_tensor *actual_seq_lengths_query,
                                           const lig_tensor *actual_seq_lengths_key, const lig_tensor *res,
                                           int64_t mask_mode, int64_t ratio, lig_compressed_rule *rule) {
-    lig_status st = lig_problem_resolve(pr, false, 0, INT64_MAX, INT64_MAX, actual_seq_lengths_query,
-                                        actual_seq_lengths_key);
+    /* the rule's scalars before the lengths, so that a bad mode is named whatever the lengths */
+    const lig_compressed_keys scalars = {.mask_mode = mask_mode, .ratio = ratio};
+    lig_status st = lig_compressed_keys_check(&scalars, 0);
+    if (st != LIG_SUCCESS) return st;
+    st = lig_problem_resolve(pr, false, 0, INT64_MAX, INT64_MAX, actual_seq_lengths_query, actual_seq_lengths_key);
     if (st != LIG_SUCCESS) return st;
     *rule = (lig_compressed_rule){.mask_mode = mask_mode, .ratio = ratio,
                                   .residual = malloc(sizeof(int64_t) * (size_t)(pr->B > 0 ? pr->B : 1))};

@@ -47,8 +47,8 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
                                  bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                  const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
 
-/* The end of a compressed-key phase 1 (contract 4.1), every other argument checked: resolves the
- * sequence lengths into *pr with no band (every entry of a batch exists for every valid row; the
+/* The end of a compressed-key phase 1 (contract 4.1), every other argument checked: checks the
+ * rule's mask_mode and cmp_ratio, resolves the sequence lengths into *pr with no band (every entry of a batch exists for every valid row; the
  * rule narrows it), reads `res` (may be NULL: all 0; INT32 or INT64 [B] on the host, named
  * cmp_residual_k) into rule->residual (allocated) and checks each batch's rule (messages name the
  * parameter and the batch). On failure nothing needs freeing; on success free pr with

@@ -96,24 +96,21 @@ lig_status lig_sparse_flash_mla_softmax_l1_norm_get_workspace_size(
     const float scale32 = (float)softmax_scale;
     if (!isfinite(scale32))
         return lig_fail(LIG_ERR_PARAM_INVALID, "softmax_scale: expected a finite value (in fp32), got %g", softmax_scale);
-    /* the rule's scalars before the lengths, so that a bad mode is named whatever the lengths */
-    const lig_compressed_keys scalars = {.mask_mode = mask_mode, .ratio = cmp_ratio};
-    if ((st = lig_compressed_keys_check(&scalars, 0)) != LIG_SUCCESS) return st;
     lig_placement placed;
     if ((st = lig_check_placement(&args, &placed)) != LIG_SUCCESS) return st;
 
-    lig_l1_norm_problem *pb = calloc(1, sizeof *pb);
-    if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
+    lig_compressed_rule rule;
     if ((st = lig_problem_resolve_compressed(&pr, actual_seq_lengths_query, actual_seq_lengths_key, cmp_residual_k,
-                                             mask_mode, cmp_ratio, &pb->rule)) != LIG_SUCCESS) {
-        free(pb);
+                                             mask_mode, cmp_ratio, &rule)) != LIG_SUCCESS)
         return st;
+    lig_l1_norm_problem *pb = (sparse_indices || (st = check_width(&pr)) == LIG_SUCCESS) ? calloc(1, sizeof *pb) : NULL;
+    if (!pb) {
+        lig_problem_free(&pr);
+        free(rule.residual);
+        return st != LIG_SUCCESS ? st : lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
     }
     pb->pr = pr;
-    if (!sparse_indices && (st = check_width(&pb->pr)) != LIG_SUCCESS) {
-        free_problem(pb);
-        return st;
-    }
+    pb->rule = rule;
     pb->scale = scale32;
     pb->sparse = sparse_indices != NULL;
     pb->q = lig_problem_view(&pb->pr, query, true, true);

@@ -203,10 +203,9 @@ lig_status lig_cpu_plan_softmax_l1_norm(const lig_l1_norm_problem *pb, lig_backe
         p->mass_at = lig_ws_take(&at, lig_size_mul(sizeof(float), nb));
         p->column_at = lig_ws_take(&at, lig_size_mul(sizeof(int64_t), nb));
         p->scratch = at;
-        p->workspace_size = lig_ws_total(0, (uint64_t)p->threads, at);
         char detail[96];
         snprintf(detail, sizeof detail, "%lld heads, D = %lld", (long long)pr->N1, (long long)pr->D);
-        if ((st = lig_size_check(p->workspace_size, "query", "the bytes of the workspace", detail)) != LIG_SUCCESS) {
+        if ((st = lig_cpu_plan_thread_workspace(at, p->threads, detail, &p->workspace_size)) != LIG_SUCCESS) {
             lig_cpu_plan_free(p);
             return st;
         }
