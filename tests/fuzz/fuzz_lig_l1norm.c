@@ -29,33 +29,30 @@
 enum { DEF_INDEX = FZ_CMP_OWN, DEF_SCALE, DEF_KINDS };
 
 static void decode_desc(fz_in *in, l1n_desc *d) {
-    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-    static const tc_strides strides[3] = {TC_CONTIGUOUS, TC_PADDED, TC_PERMUTED};
-    static const int64_t ratios[8] = {1, 2, 3, 4, 5, 8, 16, 128};
     memset(d, 0, sizeof *d);
     d->label = "fuzz";
     const uint8_t f = fz_u8(in);
-    d->tnd = f & 1;
-    d->lengths = (f & 2) != 0;
-    d->residual = (f & 4) != 0;
-    d->mask_mode = f & 8 ? 3 : 0;
-    d->len_dtype = f & 16 ? LIG_INT64 : LIG_INT32;
+    fz_cmp_common c;
+    fz_cmp_decode_common(in, f, &c);
+    d->tnd = c.tnd;
+    d->lengths = c.lengths;
+    d->mask_mode = c.mask_mode;
+    d->len_dtype = c.len_dtype;
+    d->B = c.B;
+    d->S1 = c.S1;
     d->magnitude = f & 32 ? 4 : 1;
     const bool sparse = (f & 64) != 0;
     d->short_form = (f & 128) != 0;
-    d->B = fz_range(in, d->tnd ? 1 : 0, 3);
-    d->S1 = fz_chance(in, 16) ? fz_range(in, 100, 300) : fz_range(in, 0, 12);
     d->S2 = fz_chance(in, 16) ? fz_range(in, 40, 150) : fz_range(in, 0, 12);
     d->N1 = fz_range(in, 0, 9);
     d->D = fz_range(in, 0, 40);
     if (sparse) d->K = fz_range(in, 1, 20);
     else d->extra_cols = fz_range(in, 0, 3);
-    d->dtype = floats[fz_range(in, 0, 2)];
+    d->dtype = fz_cmp_float_dtype(in);
     d->idx_dtype = fz_u8(in) & 1 ? LIG_INT64 : LIG_INT32;
-    const uint8_t r = fz_u8(in);
-    d->ratio = r < 192 ? ratios[r % 8] : 1 + r % 128;
-    if (!d->residual || d->ratio == 1) d->residual = false;
-    d->strides = strides[fz_range(in, 0, 2)];
+    d->ratio = fz_cmp_ratio(fz_u8(in));
+    d->residual = c.residual && d->ratio > 1;
+    d->strides = fz_cmp_strides(in);
     d->scale = 1.0 / sqrt((double)(d->D > 0 ? d->D : 1));
 }
 
