@@ -34,6 +34,7 @@ typedef struct l1n_case {
     int64_t W;                              /* the output's columns */
     tbuf q, k, lse, idx, out;
     cmp_lengths len;                        /* per batch: valid rows, entries, first rows, residuals */
+    double *qv, *kv;                        /* q and k as stored, row-major (the reference reads these) */
 } l1n_case;
 
 /* The tensors of `d` with data drawn from `seed`: softmax_lse is the float64 log-sum-exp of each
