@@ -22,13 +22,20 @@
  * every key), the mean and the minimum of |quantized selection & bf16 selection| / K, each against
  * the bf16 forward of the same kernel set.
  *
+ * MXFP4 (--codes mxfp4): q and k quantized by lig_mxfp4_quantize (the engines' recipe: e8m0 block
+ * scales of 32 values, UINT8 scale bytes passed as sq and sk), the weights unfolded; checked against
+ * the float64 scores of the codes' exact values. Its "unit" is the int8 unit the set's MXFP4 block
+ * dots run on (the plan's kernels: avx512vnni's vpdpbusd; avx2's vpmaddubsw, compared with the
+ * vpmaddwd peak, which counts half as many products per instruction). --topk K (2048) sets K;
+ * --rows 1 is one decode row against S keys (the split walk).
+ *
  * --dump DIR writes the inputs and selections of the first set run for bench/quant_peer.py:
  * DIR/prefill-S<S>-R<rows>-<int8|fp8>-{q,k}.u8, -{sk,w}.f32, -idx.i32 (the quantized selection) and
  * DIR/prefill-S<S>-R<rows>-bf16-idx.i32. --json FILE appends one JSON object per line: the peaks,
  * then one per (set, codes).
  *
  *   lig-quant-bench [--s 4096] [--rows S] [--runs 5] [--warmup 1] [--threads 1] [--sets scalar,avx2,...]
- *                   [--scalar-rows 128] [--clock cpu|wall] [--codes int8,fp8] [--peer 1] [--dump DIR] [--json FILE]
+ *                   [--scalar-rows 128] [--clock cpu|wall] [--codes int8,fp8,mxfp4] [--topk 2048] [--peer 1] [--dump DIR] [--json FILE]
  */
 #include <math.h>
 #include <stdint.h>
@@ -42,7 +49,9 @@
 #include "bench_options.h"
 #include "unit_peaks.h"
 
-enum { N1 = 64, D = 128, K = 2048, MAX_RUNS = 32 };
+enum { N1 = 64, D = 128, MAX_RUNS = 32, SCALE_BYTES = 4 /* MXFP4: D / 32 e8m0 bytes a head */ };
+
+static int64_t K = 2048; /* --topk */
 
 static int use_cpu_time = 1; /* --clock cpu (default) or wall */
 
@@ -61,10 +70,13 @@ typedef struct data {
     float *val;
 } data;
 
-/* One quantization of the data: codes, key scales, the weights with the query scales folded in. */
+/* One quantization of the data: codes, key scales, the weights with the query scales folded in.
+ * MXFP4: two codes a byte, the block scales' e8m0 bytes (sqb, skb), the weights as they are, and
+ * the codes' exact values in bf16 (qd, kd: every MXFP4 value of this data is one) for the check. */
 typedef struct codes {
     lig_dtype qk;
-    uint8_t *q, *k;
+    uint8_t *q, *k, *sqb, *skb;
+    uint16_t *qd, *kd;
     float *sk, *w;
     int32_t *idx;
     float *val;
@@ -106,7 +118,44 @@ static int make_codes(codes *C, const data *P, lig_dtype qk) {
     return 1;
 }
 
-static void free_codes(codes *C) { free(C->q), free(C->k), free(C->sk), free(C->w), free(C->idx), free(C->val); }
+/* lig_mxfp4_quantize's rows (the engines' recipe) of n x D bf16 values: codes, scale bytes, and the
+ * decoded values in bf16. */
+static int mxfp4_rows(uint16_t *x, int64_t n, uint8_t *packed, uint8_t *scales, uint16_t *decoded) {
+    const int64_t xs[2] = {n, D}, cs[2] = {n, D / 2}, ss[2] = {n, SCALE_BYTES};
+    lig_tensor *xt = lig_create_tensor(x, LIG_BFLOAT16, 2, xs, NULL);
+    lig_tensor *ct = lig_create_tensor(packed, LIG_UINT8, 2, cs, NULL);
+    lig_tensor *st = lig_create_tensor(scales, LIG_UINT8, 2, ss, NULL);
+    const lig_status status = lig_mxfp4_quantize(xt, LIG_MXFP4_RECIPE_ENGINE, ct, st);
+    lig_destroy_tensor(xt), lig_destroy_tensor(ct), lig_destroy_tensor(st);
+    if (status != LIG_SUCCESS) {
+        fprintf(stderr, "lig_mxfp4_quantize: %s\n", lig_get_last_error());
+        return 0;
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t d = 0; d < D; d++) {
+            const uint8_t code = (uint8_t)(packed[i * D / 2 + d / 2] >> (4 * (d % 2))) & 15u;
+            const float v = lig_float4_e2m1_to_float(code) * lig_float8_e8m0fnu_to_float(scales[i * SCALE_BYTES + d / 32]);
+            decoded[i * D + d] = lig_float_to_bfloat16(v);
+        }
+    return 1;
+}
+
+static int make_mxfp4_codes(codes *C, data *P) {
+    memset(C, 0, sizeof *C);
+    C->qk = LIG_FLOAT4_E2M1X2;
+    const size_t nq = (size_t)(P->rows * N1), nk = (size_t)P->S;
+    C->q = malloc(nq * D / 2), C->k = malloc(nk * D / 2), C->sqb = malloc(nq * SCALE_BYTES);
+    C->skb = malloc(nk * SCALE_BYTES), C->qd = malloc(2 * nq * D), C->kd = malloc(2 * nk * D), C->w = malloc(4 * nq);
+    C->idx = malloc(4 * (size_t)(P->rows * K)), C->val = malloc(4 * (size_t)(P->rows * K));
+    if (!C->q || !C->k || !C->sqb || !C->skb || !C->qd || !C->kd || !C->w || !C->idx || !C->val) return 0;
+    memcpy(C->w, P->w, 4 * nq);
+    return mxfp4_rows(P->k, (int64_t)nk, C->k, C->skb, C->kd) && mxfp4_rows(P->q, (int64_t)nq, C->q, C->sqb, C->qd);
+}
+
+static void free_codes(codes *C) {
+    free(C->q), free(C->k), free(C->sk), free(C->w), free(C->idx), free(C->val);
+    free(C->sqb), free(C->skb), free(C->qd), free(C->kd);
+}
 
 /* The last r rows of the problem, quantized (C) or in bf16 (C NULL): the pointers one run uses. */
 typedef struct view {
@@ -134,6 +183,20 @@ static lig_status plan(const view *v, lig_tensor **t, uint64_t *ws, lig_executor
     const data *P = v->P;
     const codes *C = v->C;
     const int64_t qo = v->off * N1 * D, wo = v->off * N1;
+    if (C && C->qk == LIG_FLOAT4_E2M1X2) { /* MXFP4: codes [.., D/2] and e8m0 bytes [.., D/32] */
+        const int64_t q4[4] = {1, v->r, N1, D / 2}, k4[4] = {1, v->P->S, 1, D / 2};
+        const int64_t sq4[4] = {1, v->r, N1, SCALE_BYTES}, sk4[4] = {1, v->P->S, 1, SCALE_BYTES};
+        t[0] = lig_create_tensor(C->q + qo / 2, C->qk, 4, q4, NULL);
+        t[1] = lig_create_tensor(C->k, C->qk, 4, k4, NULL);
+        t[2] = lig_create_tensor(C->w + wo, LIG_FLOAT32, 3, wsh, NULL);
+        t[3] = lig_create_tensor(C->skb, LIG_UINT8, 4, sk4, NULL);
+        t[4] = lig_create_tensor(view_idx(v), LIG_INT32, 4, os, NULL);
+        t[5] = lig_create_tensor(view_val(v), LIG_FLOAT32, 4, os, NULL);
+        t[6] = lig_create_tensor(C->sqb + wo * SCALE_BYTES, LIG_UINT8, 4, sq4, NULL);
+        return lig_quant_indexer_get_workspace_size(t[0], t[1], t[2], t[6], t[3], NULL, NULL, NULL, 0, 0, "BSND", "BSND",
+                                                    K, 3, INT64_MAX, INT64_MAX, t[4], t[5], ws, e);
+    }
+    t[6] = NULL;
     t[0] = C ? lig_create_tensor(C->q + qo, C->qk, 4, qs, NULL) : lig_create_tensor(P->q + qo, LIG_BFLOAT16, 4, qs, NULL);
     t[1] = C ? lig_create_tensor(C->k, C->qk, 4, ks, NULL) : lig_create_tensor(P->k, LIG_BFLOAT16, 4, ks, NULL);
     t[2] = C ? lig_create_tensor(C->w + wo, LIG_FLOAT32, 3, wsh, NULL) : lig_create_tensor(P->wb + wo, LIG_BFLOAT16, 3, wsh, NULL);
@@ -155,7 +218,9 @@ static int check(const view *v, char *msg, size_t cap) {
     int ok = 1;
     for (int j = 0; j < 2 && ok; j++) {
         const int64_t i = sample[j], vis = visible(S, v->r, i), row = v->off + i;
-        if (v->C)
+        if (v->C && v->C->qk == LIG_FLOAT4_E2M1X2) /* the codes' exact values, in bf16 */
+            bench_ref_scores(LIG_BFLOAT16, v->C->qd + row * N1 * D, v->C->w + row * N1, v->C->kd, NULL, vis, N1, D, ref, bound);
+        else if (v->C)
             bench_ref_scores(v->C->qk, v->C->q + row * N1 * D, v->C->w + row * N1, v->C->k, v->C->sk, vis, N1, D, ref, bound);
         else {
             float wf[N1];
@@ -184,7 +249,7 @@ static measured time_forward(const view *v, int warmup, int runs) {
     void *ws = NULL;
     uint64_t have = 0;
     for (int r = -warmup; r < runs; r++) {
-        lig_tensor *t[6];
+        lig_tensor *t[7];
         uint64_t need = 0;
         lig_executor *e = NULL;
         lig_status st = plan(v, t, &need, &e);
@@ -201,7 +266,7 @@ static measured time_forward(const view *v, int warmup, int runs) {
             const double dt = seconds() - t0;
             if (r >= 0) m.rates[r] = v->ops / dt * 1e-9;
         }
-        for (int i = 0; i < 6; i++) lig_destroy_tensor(t[i]);
+        for (int i = 0; i < 7; i++) lig_destroy_tensor(t[i]);
         if (st != LIG_SUCCESS) {
             snprintf(m.msg, sizeof m.msg, "status %d: %s", (int)st, lig_get_last_error());
             free(ws);
@@ -283,19 +348,20 @@ int main(int argc, char **argv) {
         {"--peer", NULL, &peer, NULL},
         {"--sets", NULL, NULL, &only},
         {"--codes", NULL, NULL, &code_list},
+        {"--topk", &K, NULL, NULL},
         {"--dump", NULL, NULL, &dump_dir},
         {"--json", NULL, NULL, &json_path},
         {"--clock", NULL, NULL, &clock_name},
     };
     if (!bench_parse_options(argc, argv, opts, sizeof opts / sizeof opts[0])) {
         fprintf(stderr, "usage: %s [--s S] [--rows R] [--runs n] [--warmup n] [--threads t] [--sets a,b] [--scalar-rows R]\n"
-                "       [--clock cpu|wall] [--codes int8,fp8] [--peer 1|0 (the bf16 forward)] [--dump DIR] [--json FILE]\n",
+                "       [--clock cpu|wall] [--codes int8,fp8,mxfp4] [--topk 2048] [--peer 1|0 (the bf16 forward)] [--dump DIR] [--json FILE]\n",
                 argv[0]);
         return 2;
     }
     use_cpu_time = strcmp(clock_name, "wall") != 0;
     if (rows <= 0 || rows > S) rows = S;
-    if (S < 1 || runs < 1 || runs > MAX_RUNS || warmup < 0 || threads < 1 || scalar_rows < 1) {
+    if (K < 1 || S < 1 || runs < 1 || runs > MAX_RUNS || warmup < 0 || threads < 1 || scalar_rows < 1) {
         fprintf(stderr, "--s, --threads and --scalar-rows must be positive, --runs in [1, %d], --warmup >= 0\n", MAX_RUNS);
         return 2;
     }
@@ -312,9 +378,9 @@ int main(int argc, char **argv) {
     bench_unit_use_cpu_time(use_cpu_time);
     char cpu[128];
     bench_cpu_model(cpu, sizeof cpu);
-    printf("CPU: %s | %d thread(s) | prefill S = %lld (last %lld rows), N1 = %d, N2 = 1, D = %d, K = %d, causal | "
+    printf("CPU: %s | %d thread(s) | prefill S = %lld (last %lld rows), N1 = %d, N2 = 1, D = %d, K = %lld, causal | "
            "median of %d runs | %s time\n",
-           cpu, threads, (long long)S, (long long)rows, N1, D, K, runs, use_cpu_time ? "process CPU" : "wall-clock");
+           cpu, threads, (long long)S, (long long)rows, N1, D, (long long)K, runs, use_cpu_time ? "process CPU" : "wall-clock");
     printf("measured unit peaks, GOP/s (2 ops per multiply-add; best of 3, %d thread(s)):\n", threads);
     double peak[BENCH_UNIT_COUNT] = {0};
     if (js) fprintf(js, "{\"peaks\": {");
@@ -343,11 +409,12 @@ int main(int argc, char **argv) {
         const int64_t r = !strcmp(name, "scalar") && scalar_rows < rows ? scalar_rows : rows;
         const view bv = make_view(&P, NULL, r);
         const measured b = peer ? time_forward(&bv, warmup, runs) : (measured){.ok = 1};
-        for (int c = 0; c < 2; c++) {
-            const lig_dtype qk = c ? LIG_FLOAT8_E4M3FN : LIG_INT8;
-            if (!listed(code_list, c ? "fp8" : "int8")) continue;
+        static const char *const code_names[3] = {"int8", "fp8", "mxfp4"}, *const code_labels[3] = {"INT8", "FP8", "MXFP4"};
+        for (int c = 0; c < 3; c++) {
+            const lig_dtype qk = c == 2 ? LIG_FLOAT4_E2M1X2 : c ? LIG_FLOAT8_E4M3FN : LIG_INT8;
+            if (!listed(code_list, code_names[c])) continue;
             codes C;
-            if (!make_codes(&C, &P, qk)) {
+            if (!(c == 2 ? make_mxfp4_codes(&C, &P) : make_codes(&C, &P, qk))) {
                 fprintf(stderr, "out of memory\n");
                 return 1;
             }
@@ -356,8 +423,8 @@ int main(int argc, char **argv) {
             double rmean = 0, rmin = 0;
             int64_t rrows = 0;
             if (peer) recall(&qv, &bv, &rmean, &rmin, &rrows);
-            const int u = qk == LIG_INT8 ? bench_unit_for_i8_kernels(q.kernels) : bench_unit_for_kernel_set(q.kernels);
-            printf("%-11s %-5s %6lld %-12s %9.1f %-20s", name, c ? "FP8" : "INT8", (long long)r, q.kernels, q.gops,
+            const int u = qk != LIG_FLOAT8_E4M3FN ? bench_unit_for_i8_kernels(q.kernels) : bench_unit_for_kernel_set(q.kernels);
+            printf("%-11s %-5s %6lld %-12s %9.1f %-20s", name, code_labels[c], (long long)r, q.kernels, q.gops,
                    bench_unit_label(u));
             if (u >= 0 && peak[u] > 0) printf(" %6.1f%%", 100.0 * q.gops / peak[u]);
             else printf(" %7s", "-");
@@ -368,7 +435,7 @@ int main(int argc, char **argv) {
             if (js) {
                 fprintf(js, "{\"set\": \"%s\", \"codes\": \"%s\", \"threads\": %d, \"S\": %lld, \"rows\": %lld, "
                         "\"kernels\": \"%s\", \"gops\": %.3f",
-                        name, c ? "fp8" : "int8", threads, (long long)S, (long long)r, q.kernels, q.gops);
+                        name, code_names[c], threads, (long long)S, (long long)r, q.kernels, q.gops);
                 json_rates(js, "gops_runs", &q);
                 fprintf(js, ", \"unit\": \"%s\", \"peak\": %.2f, \"bf16_kernels\": \"%s\", \"bf16_gops\": %.3f",
                         bench_unit_key(u), u >= 0 ? peak[u] : 0.0, b.kernels, b.gops);
@@ -377,7 +444,7 @@ int main(int argc, char **argv) {
                         rmean, rmin, (long long)rrows, q.ok && b.ok ? "ok" : "FAILED: ", q.ok ? "" : q.msg, b.ok ? "" : b.msg);
                 fflush(js);
             }
-            if (dump_dir && r == rows && !(dumped & (1 << c))) {
+            if (dump_dir && c < 2 && r == rows && !(dumped & (1 << c))) {
                 if (!dump(dump_dir, &P, &C)) failed = 1;
                 dumped |= 1 << c;
             }

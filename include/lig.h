@@ -235,6 +235,39 @@ LIG_API lig_status lig_quant_logits_schedule(const lig_tensor *key_end, int64_t 
                                              const lig_tensor *schedule);
 
 /*
+ * The sparse ("candidate") logits (DeepGEMM 2.8's fp8_fp4_sparse_mqa_logits and
+ * fp8_fp4_paged_sparse_mqa_logits; contract 2.8), phase 1: lig_quant_logits' scores at the keys of
+ * chosen blocks only.
+ *   query, key, weights, the two scales, block_table, key_start (NULL: all 0), key_end,
+ *     layout_query, layout_key: as for lig_quant_logits_get_workspace_size (row r's range
+ *     [key_start[r], key_end[r]))
+ *   sparse_kv_block_indices: INT32 or INT64 host tensor [B,S1,M] | [T1,M], read here; M =
+ *     max_blocks. Row r uses its first count(r) = min(M, ceil((key_end - key_start) / block_kv))
+ *     entries, which must be strictly increasing ids in [key_start / block_kv, that + count of
+ *     the range's blocks); the entries after them are never read (any value: -1, the last id)
+ *   sparse_block_kv: keys per block, >= 1 (DeepGEMM: 8 or 16)
+ *   use_unaligned_ks: block id i starts at key i * sparse_block_kv + key_start[r] % sparse_block_kv
+ *     (false: at i * sparse_block_kv)
+ *   sparse_logits: FLOAT32, FLOAT16 or BFLOAT16 [B,S1,N2,M * block_kv] | [T1,N2,M * block_kv]
+ *     (without N2 when N2 == 1), any strides: column j * block_kv + o holds the score of key
+ *     start(id_j) + o, rounded once from fp32, when j < count(r) and the key is in the row's range;
+ *     every other column gets -inf.
+ * Each written score is, bit for bit, lig_quant_logits' fp32 logit of that row and key on the same
+ * kernel set (rounded once when sparse_logits is not FLOAT32). Paged table entries of the blocks
+ * holding a scored key are checked in phase 2, before anything is written.
+ */
+LIG_API lig_status lig_sparse_logits_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
+    const lig_tensor *query_dequant_scale /* may be NULL */, const lig_tensor *key_dequant_scale,
+    const lig_tensor *block_table /* PA_BSND only */, const lig_tensor *key_start /* may be NULL: 0 */,
+    const lig_tensor *key_end, const char *layout_query, const char *layout_key,
+    const lig_tensor *sparse_kv_block_indices, int64_t sparse_block_kv, bool use_unaligned_ks,
+    const lig_tensor *sparse_logits, uint64_t *workspace_size, lig_executor **executor);
+
+/* The sparse logits, phase 2 (runs only executors of lig_sparse_logits_get_workspace_size). */
+LIG_API lig_status lig_sparse_logits(void *workspace, uint64_t workspace_size, lig_executor *executor, void *stream);
+
+/*
  * The fused training step of the indexer (DeepSeek-V3.2's KL objective), phase 1.
  * Rows run along the last axis of same-shaped tensors (e.g. [B,S1,N2,K] or [T1,K]):
  *   sparse_values  I at the selected slots (the forward's output), any float dtype
@@ -285,8 +318,23 @@ LIG_API lig_status lig_dense_indexer_softmax_lse(void *workspace, uint64_t works
                                                  lig_executor *executor, void *stream);
 
 /*
+ * Compressed keys (DeepSeek-V4's cmp_ratio; docs/contract.md 4.1): how many compressed entries each
+ * query row of one batch sees, by the rule every lig operator that takes cmp_ratio applies. For a
+ * caller (an inference engine, a front end) that hands lig's forward per-row key lengths or ranges.
+ *   mask_mode 0 (every entry) or 3 (right-down causal over the original positions), cmp_ratio 1..128,
+ *   cmp_residual_k 0 .. cmp_ratio-1: the batch's original tokens past its last whole block,
+ *   key_entries >= 0 compressed entries, query_rows >= 0 rows, `batch` (only named in messages).
+ * Writes counts[t], t = 0 .. query_rows-1: row t sees entries 0 .. counts[t]-1. Nothing is written on
+ * failure (LIG_ERR_PARAM_INVALID naming the parameter; LIG_ERR_PARAM_NULLPTR for a NULL counts
+ * with query_rows > 0). Pure host arithmetic; exact for every int64 length.
+ */
+LIG_API lig_status lig_compressed_visible_counts(int64_t mask_mode, int64_t cmp_ratio, int64_t cmp_residual_k,
+                                                 int64_t key_entries, int64_t query_rows, int64_t batch,
+                                                 int64_t *counts);
+
+/*
  * The main attention's head-mean softmax over compressed keys, the target of DeepSeek-V4's indexer
- * training (CANN's aclnnSparseFlashMlaSoftmaxL1Norm), phase 1. docs/contract.md 2.8.
+ * training (CANN's aclnnSparseFlashMlaSoftmaxL1Norm), phase 1. docs/contract.md 2.9.
  *   query    [B,S1,N1,D] | [T1,N1,D]   FLOAT32, FLOAT16 or BFLOAT16 (the main attention's heads)
  *   key      [B,S2,1,D]  | [T2,1,D]    the query's dtype: S2 (T2) compressed entries, one latent head
  *   softmax_lse  [B,1,S1,N1] | [1,T1,N1], FLOAT32: the main attention forward's log-sum-exp per

@@ -235,3 +235,45 @@ LIG_TEST(compressed_keys_checks_name_the_parameter) {
     CHECK(lig_compressed_keys_check(&c, 0) == LIG_SUCCESS, "INT64_MAX uncompressed keys refused: %s",
           lig_get_last_error());
 }
+
+/* The public lig_compressed_visible_counts: the enumeration's counts for a batch, and nothing written
+ * on a refusal. */
+LIG_TEST(compressed_keys_public_counts_match_enumeration) {
+    int64_t mismatches = 0;
+    for (int64_t ratio = 1; ratio <= 9; ratio++)
+        for (int64_t residual = 0; residual < ratio; residual++)
+            for (int64_t entries = 0; entries < 5; entries++)
+                for (int64_t rows = 0; rows < 12; rows++) {
+                    int64_t counts[12];
+                    if (!CHECK(lig_compressed_visible_counts(3, ratio, residual, entries, rows, 7, counts) ==
+                                   LIG_SUCCESS,
+                               "%s", lig_get_last_error()))
+                        return;
+                    const int64_t length = entries * ratio + residual;
+                    for (int64_t t = 0; t < rows; t++)
+                        if (counts[t] != enumerate_complete(length - rows + t, ratio, entries)) mismatches++;
+                    if (!CHECK(lig_compressed_visible_counts(0, ratio, residual, entries, rows, 7, counts) ==
+                                   LIG_SUCCESS,
+                               "%s", lig_get_last_error()))
+                        return;
+                    for (int64_t t = 0; t < rows; t++)
+                        if (counts[t] != entries) mismatches++;
+                }
+    CHECK(mismatches == 0, "%lld counts disagree with the enumeration", (long long)mismatches);
+
+    int64_t untouched[2] = {-5, -5};
+    CHECK(lig_compressed_visible_counts(3, 4, 4, 10, 2, 2, untouched) == LIG_ERR_PARAM_INVALID &&
+              strstr(lig_get_last_error(), "cmp_residual_k[2]") && untouched[0] == -5 && untouched[1] == -5,
+          "a residual of a whole block: %s", lig_get_last_error());
+    CHECK(lig_compressed_visible_counts(1, 4, 0, 10, 2, 0, untouched) == LIG_ERR_PARAM_INVALID &&
+              strstr(lig_get_last_error(), "mask_mode") && untouched[0] == -5,
+          "mask mode 1: %s", lig_get_last_error());
+    CHECK(lig_compressed_visible_counts(3, 129, 0, 10, 2, 0, untouched) == LIG_ERR_PARAM_INVALID &&
+              strstr(lig_get_last_error(), "cmp_ratio"),
+          "ratio 129: %s", lig_get_last_error());
+    CHECK(lig_compressed_visible_counts(3, 4, 0, 10, 2, 0, NULL) == LIG_ERR_PARAM_NULLPTR &&
+              strstr(lig_get_last_error(), "counts"),
+          "NULL counts: %s", lig_get_last_error());
+    CHECK(lig_compressed_visible_counts(3, 4, 0, 10, 0, 0, NULL) == LIG_SUCCESS, "no rows, no counts: %s",
+          lig_get_last_error());
+}

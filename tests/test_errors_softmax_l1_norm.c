@@ -1,4 +1,4 @@
-/* The error cases of lig_sparse_flash_mla_softmax_l1_norm (docs/contract.md 2.8, 6.3): each row of
+/* The error cases of lig_sparse_flash_mla_softmax_l1_norm (docs/contract.md 2.9, 6.3): each row of
  * the table breaks one argument of a valid call (sparse or dense); phase 1 must fail with the status
  * given and a message naming the parameter, the output must keep every byte, and no executor may
  * come back. Phase 2 refuses bad indices (the lowest, before anything is written), a short

@@ -738,3 +738,93 @@ LIG_TEST(quant_fp4_errors) {
         tens_free(&T);
     }
 }
+
+/* Every kernel set's MXFP4 dots (the int8-unit families: vpdpbusd, vpmaddubsw) against the portable
+ * ones (the scalar set, which has no family), bit for bit: logits and top-k, odd D (the last block
+ * short), 1 to 65 heads (partial column panels), 1 to 4 query rows (next_n), key counts that leave
+ * partial key tiles, dense and the fused paged cache, 1 and 2 threads, the default key split, none
+ * and slices of 64 keys; scales in the units' exact range, and cases where some blocks lie outside
+ * it (extreme and NaN bytes on a few keys: those blocks take the portable dots, the others the
+ * units', in one stripe). */
+LIG_TEST(quant_fp4_int8_units_match_portable) {
+    typedef struct ucase {
+        int64_t S1, S2, G, D;
+        int tnd, paged, wide; /* wide: a few keys' scales far outside the units' range */
+    } ucase;
+    static const ucase cases[] = {
+        {4, 203, 64, 128, 0, 0, 0}, {3, 150, 65, 130, 0, 0, 0}, {2, 97, 16, 66, 1, 0, 0}, {1, 300, 1, 34, 1, 0, 0},
+        {4, 77, 3, 226, 0, 0, 1},   {2, 131, 64, 96, 0, 1, 0},  {3, 90, 8, 40, 0, 1, 0},  {4, 65, 17, 2, 0, 0, 0},
+        {2, 140, 64, 128, 0, 1, 1}, {2, 700, 64, 128, 1, 0, 0},
+    };
+    static const int64_t slices[3] = {-1, 0, 64};
+    char list[256];
+    snprintf(list, sizeof list, "%s", lig_kernel_sets());
+    int compared = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const ucase u = cases[ci];
+        th_rng r = th_rng_make(0xf4u + ci);
+        fcase c = {.B = u.tnd ? 1 : 2, .S1 = u.S1, .S2 = u.S2, .N2 = 1, .G = u.G, .D = u.D, .tnd = u.tnd,
+                   .sdt = u.paged || ci % 2 ? LIG_INT32 : LIG_UINT8, .wdt = ci % 3 ? LIG_FLOAT32 : LIG_BFLOAT16};
+        fcase_make(&r, &c, 112, 140);
+        const int64_t rows = c.B * c.S1, W = c.S2, K = 8, nb = nblk_of(c.D);
+        if (u.wide) /* every 7th key: its first block's scale at an extreme (NaN, 2^-127, 2^127, 2^-100) */
+            for (int64_t key = 0; key < c.B * c.S2; key += 7) {
+                static const uint8_t far[4] = {255, 0, 254, 27};
+                c.skb[key * nb] = far[(key / 7) % 4];
+            }
+        int64_t ks[8], ke[8];
+        for (int64_t i = 0; i < rows; i++) {
+            ks[i] = th_rng_range(&r, 0, 9);
+            ke[i] = th_rng_range(&r, W / 2, W);
+        }
+        const size_t lbytes = sizeof(float) * (size_t)(rows * W);
+        float *want = malloc(lbytes), *got = malloc(lbytes);
+        int64_t want_i[8 * 8], got_i[8 * 8];
+        float want_v[8 * 8], got_v[8 * 8];
+        char names[256];
+        snprintf(names, sizeof names, "%s", list);
+        int have_want = 0;
+        for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ",")) {
+            const int portable = strcmp(name, "scalar") == 0;
+            if (!CHECK(lig_set_kernel_set(name) == LIG_SUCCESS, "forcing %s: %s", name, lig_get_last_error())) continue;
+            for (int th = 1; th <= (portable ? 1 : 2); th++)
+                for (int sl = 0; sl < (portable ? 1 : 3); sl++) {
+                    tens T = {0};
+                    th_rng pr = th_rng_make(0x9a9e + ci); /* the same cache placement for every run */
+                    lig_tensor *key, *sk, *table = NULL;
+                    if (u.paged) paged_side(&T, &pr, &c, 16 + (int64_t)ci % 3 * 8, &key, &sk, &table);
+                    else key_side(&T, &c, &key, &sk);
+                    lig_testing_set_fwd_split_keys(slices[sl]);
+                    const lig_status st = run_logits(&T, &c, query_side(&T, &c), key, sk, table, ks, ke, W,
+                                                     portable ? want : got, K, portable ? want_i : got_i,
+                                                     portable ? want_v : got_v, th);
+                    lig_testing_set_tuning(NULL);
+                    tens_free(&T);
+                    if (!CHECK(st == LIG_SUCCESS, "case %zu set %s: %s", ci, name, lig_get_last_error())) continue;
+                    if (portable) {
+                        have_want = 1;
+                        /* (the float64 reference has no fp32 overflow of a term: quant_fp4_scale_edges
+                         * checks those values) */
+                        if (!u.wide) check_logits(&c, ks, ke, W, want, K, want_i, want_v, "portable");
+                        continue;
+                    }
+                    if (!have_want) continue;
+                    size_t at = 0;
+                    while (at < (size_t)(rows * W) && same_bits(got + at, want + at, sizeof(float))) at++;
+                    CHECK(at == (size_t)(rows * W), "case %zu (D %lld, G %lld) set %s, %d threads, split %lld: logit %zu is %a, portable %a",
+                          ci, (long long)c.D, (long long)c.G, name, th, (long long)slices[sl], at,
+                          at < (size_t)(rows * W) ? (double)got[at] : 0.0, at < (size_t)(rows * W) ? (double)want[at] : 0.0);
+                    CHECK(same_bits(got_i, want_i, sizeof(int64_t) * (size_t)(rows * K)) &&
+                              same_bits(got_v, want_v, sizeof(float) * (size_t)(rows * K)),
+                          "case %zu set %s, %d threads, split %lld: top-k differs from the portable one", ci, name, th,
+                          (long long)slices[sl]);
+                    compared++;
+                }
+        }
+        lig_set_kernel_set(NULL);
+        free(want);
+        free(got);
+        fcase_free(&c);
+    }
+    th_note("%d runs compared with the portable dots", compared);
+}

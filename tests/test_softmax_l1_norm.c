@@ -1,4 +1,4 @@
-/* lig_sparse_flash_mla_softmax_l1_norm (docs/contract.md 2.8) against a float64 reference written
+/* lig_sparse_flash_mla_softmax_l1_norm (docs/contract.md 2.9) against a float64 reference written
  * here (the main attention's scores, the compressed-key count of contract 4.1 enumerated block by
  * block, the head mean of exp(scale * score - lse)), over layouts, dtypes, strides, lengths, dense
  * with ratios 1/4/128 and residuals and both mask modes, sparse slots with -1, masked entries and

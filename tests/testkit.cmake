@@ -25,6 +25,7 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/problem_case.c
   ${LIG_TESTKIT_DIR}/harness/quant_case.c
   ${LIG_TESTKIT_DIR}/harness/logits_case.c
+  ${LIG_TESTKIT_DIR}/harness/sparse_logits_case.c
   ${LIG_TESTKIT_DIR}/harness/suite.c
   ${LIG_TESTKIT_DIR}/harness/suite_operators.c
   ${LIG_TESTKIT_DIR}/harness/tensor_buffers.c

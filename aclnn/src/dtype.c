@@ -80,6 +80,8 @@ bool fe_dtype_to_lig(aclDataType dtype, lig_dtype *out) {
     case ACL_INT64: *out = LIG_INT64; return true;
     case ACL_INT8: *out = LIG_INT8; return true;                   /* the quantized forward's codes */
     case ACL_FLOAT8_E4M3FN: *out = LIG_FLOAT8_E4M3FN; return true; /* both OCP E4M3 without infinities */
+    case ACL_FLOAT4_E2M1: *out = LIG_FLOAT4_E2M1X2; return true;   /* MXFP4 codes, viewed two a byte */
+    case ACL_FLOAT8_E8M0: *out = LIG_UINT8; return true;           /* MX block scales: lig reads the bytes */
     default: return false;
     }
 }

@@ -58,7 +58,40 @@ void fe_args_release(fe_args *args) {
     for (int i = 0; i < args->n; i++) lig_destroy_tensor(args->b[i].lt);
     for (int i = 0; i < args->nstages; i++) fe_stage_release(&args->stages[i]);
     for (int i = 0; i < args->nowned; i++) free(args->owned[i]);
+    free(args->post.ctx);
     args->n = args->nstages = args->nowned = 0;
+    args->post = (fe_post){0};
+}
+
+aclnnStatus fe_args_reshape(fe_args *args, lig_tensor **lt, void *data, lig_dtype dtype, int64_t ndim,
+                            const int64_t *shape, const int64_t *strides, const char *name, const char *api) {
+    for (int i = 0; i < args->n; i++) {
+        if (args->b[i].lt != *lt) continue;
+        lig_tensor *view = lig_create_tensor(data, dtype, ndim, shape, strides);
+        if (!view) return fe_fail_lig_param(LIG_ERR_PARAM_INVALID, api, name);
+        lig_destroy_tensor(args->b[i].lt);
+        args->b[i].lt = *lt = view;
+        return ACLNN_SUCCESS;
+    }
+    return fe_fail(ACLNN_ERR_INNER, api, "%s: not a bound argument", name);
+}
+
+bool fe_args_own(fe_args *args, int64_t *buf) {
+    if (args->nowned == FE_EXEC_MAX_OWNED) {
+        free(buf);
+        return false;
+    }
+    args->owned[args->nowned++] = buf;
+    return true;
+}
+
+aclnnStatus fe_args_host_int64(fe_args *args, int64_t *data, int64_t ndim, const int64_t *shape, const char *name,
+                               const char *api, lig_tensor **lt) {
+    if (args->n == FE_EXEC_MAX_ARGS) return fe_fail(ACLNN_ERR_INNER, api, "%s: too many tensor arguments", name);
+    *lt = lig_create_tensor(data, LIG_INT64, ndim, shape, NULL);
+    if (!*lt) return fe_fail_lig_param(LIG_ERR_PARAM_INVALID, api, name);
+    args->b[args->n++] = (fe_bound){.lt = *lt, .lo = 0, .hi = 0, .name = name};
+    return ACLNN_SUCCESS;
 }
 
 aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
@@ -91,7 +124,7 @@ static aclnnStatus create(fe_op op, lig_executor *lig, uint64_t workspace_size, 
     aclOpExecutor *e = malloc(sizeof *e);
     if (!e || !fe_reg_add(e, 0, FE_KIND_EXECUTOR)) {
         free(e);
-        lig_destroy_executor(lig);
+        if (lig) lig_destroy_executor(lig);
         fe_args_release(args);
         return fe_fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, api, "out of memory for an executor");
     }
@@ -104,7 +137,9 @@ static aclnnStatus create(fe_op op, lig_executor *lig, uint64_t workspace_size, 
     for (int i = 0; i < args->nstages; i++) e->stages[i] = args->stages[i];
     e->nowned = args->nowned;
     for (int i = 0; i < args->nowned; i++) e->owned[i] = args->owned[i];
+    e->post = args->post;
     args->n = args->nstages = args->nowned = 0;
+    args->post = (fe_post){0};
     *out = e;
     return ACLNN_SUCCESS;
 }
@@ -128,6 +163,7 @@ void fe_executor_release(aclOpExecutor *e) {
     for (int i = 0; i < e->nargs; i++) lig_destroy_tensor(e->args[i].lt);
     for (int i = 0; i < e->nstages; i++) fe_stage_release(&e->stages[i]);
     for (int i = 0; i < e->nowned; i++) free(e->owned[i]);
+    free(e->post.ctx);
     free(e);
 }
 
@@ -137,6 +173,10 @@ static const char *op_name(fe_op op) {
     case FE_OP_INDEXER: return "aclnnLightningIndexerGetWorkspaceSize";
     case FE_OP_SPARSE_KL_LOSS: return "aclnnSparseLightningIndexerGradKLLossGetWorkspaceSize";
     case FE_OP_QUANT_INDEXER: return "aclnnQuantLightningIndexerGetWorkspaceSize";
+    case FE_OP_INDEXER_V2: return "aclnnLightningIndexerV2GetWorkspaceSize";
+    case FE_OP_QUANT_INDEXER_V2: return "aclnnQuantLightningIndexerV2GetWorkspaceSize";
+    case FE_OP_INDEXER_V2_METADATA: return "aclnnLightningIndexerV2MetadataGetWorkspaceSize";
+    case FE_OP_QUANT_INDEXER_V2_METADATA: return "aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize";
     }
     return "an unknown operator";
 }
@@ -145,9 +185,13 @@ static const char *op_name(fe_op op) {
 static lig_status run_lig(fe_op op, void *workspace, uint64_t workspace_size, lig_executor *lx) {
     switch (op) {
     case FE_OP_INDEXER_GRAD: return lig_indexer_grad(workspace, workspace_size, lx, NULL);
-    case FE_OP_INDEXER: return lig_indexer(workspace, workspace_size, lx, NULL);
+    case FE_OP_INDEXER:
+    case FE_OP_INDEXER_V2: return lig_indexer(workspace, workspace_size, lx, NULL);
     case FE_OP_SPARSE_KL_LOSS: return lig_sparse_indexer_grad_kl_loss(workspace, workspace_size, lx, NULL);
-    case FE_OP_QUANT_INDEXER: return lig_quant_indexer(workspace, workspace_size, lx, NULL);
+    case FE_OP_QUANT_INDEXER:
+    case FE_OP_QUANT_INDEXER_V2: return lig_quant_indexer(workspace, workspace_size, lx, NULL);
+    case FE_OP_INDEXER_V2_METADATA:
+    case FE_OP_QUANT_INDEXER_V2_METADATA: return LIG_SUCCESS; /* planned without lig */
     }
     lig_destroy_executor(lx);
     return LIG_ERR_INNER;
@@ -203,6 +247,7 @@ aclnnStatus fe_executor_run(fe_op op, void *workspace, uint64_t workspace_size, 
         if (ls != LIG_SUCCESS) st = fe_fail_lig(ls, api);
         for (int i = 0; i < e->nstages && st == ACLNN_SUCCESS; i++)
             if (e->stages[i].output) fe_stage_narrow(&e->stages[i]);
+        if (st == ACLNN_SUCCESS && e->post.run) e->post.run(e->post.ctx);
     }
     fe_executor_release(e);
     return st;

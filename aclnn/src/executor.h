@@ -17,7 +17,23 @@
 #define FE_EXEC_MAX_STAGES 3
 #define FE_EXEC_MAX_OWNED 2 /* copies of aclIntArray arguments */
 
-typedef enum fe_op { FE_OP_INDEXER_GRAD = 1, FE_OP_INDEXER, FE_OP_SPARSE_KL_LOSS, FE_OP_QUANT_INDEXER } fe_op;
+typedef enum fe_op {
+    FE_OP_INDEXER_GRAD = 1,
+    FE_OP_INDEXER,
+    FE_OP_SPARSE_KL_LOSS,
+    FE_OP_QUANT_INDEXER,
+    FE_OP_INDEXER_V2,
+    FE_OP_QUANT_INDEXER_V2,
+    FE_OP_INDEXER_V2_METADATA, /* no lig operator: the post step is the whole run */
+    FE_OP_QUANT_INDEXER_V2_METADATA
+} fe_op;
+
+/* A step run after lig's phase 2 succeeded (what CANN's operator does that lig's does not, e.g.
+ * adding outputIdxOffset); `ctx` is malloc'ed and freed with the executor. */
+typedef struct fe_post {
+    void (*run)(const void *ctx);
+    void *ctx;
+} fe_post;
 
 struct aclOpExecutor {
     fe_op op;
@@ -29,6 +45,7 @@ struct aclOpExecutor {
     fe_stage stages[FE_EXEC_MAX_STAGES];
     int nowned;
     int64_t *owned[FE_EXEC_MAX_OWNED];
+    fe_post post;
 };
 
 /* An argument list being bound for phase 1; released unless handed to an executor. */
@@ -39,6 +56,7 @@ typedef struct fe_args {
     fe_stage stages[FE_EXEC_MAX_STAGES];
     int nowned;
     int64_t *owned[FE_EXEC_MAX_OWNED];
+    fe_post post;
 } fe_args;
 
 /* Binds `tensor` (NULL allowed when `optional`) and returns its lig tensor in *lt (NULL if absent). */
@@ -59,6 +77,17 @@ aclnnStatus fe_args_bind_list(fe_args *args, const fe_arg_spec *spec, int n, con
 aclnnStatus fe_args_bind_int_array(fe_args *args, const aclIntArray *array, const char *name, const char *api,
                                    lig_tensor **lt);
 void fe_args_release(fe_args *args);
+/* Replaces the bound lig tensor *lt (one of args') by another view of memory the same argument
+ * covers (a reshape the operator needs; the byte bounds stay the argument's): `data` with `dtype`,
+ * `ndim` extents and element strides. */
+aclnnStatus fe_args_reshape(fe_args *args, lig_tensor **lt, void *data, lig_dtype dtype, int64_t ndim,
+                            const int64_t *shape, const int64_t *strides, const char *name, const char *api);
+/* Hands `buf` (malloc'ed) to the argument list, which frees it; false (and `buf` freed) when it
+ * holds FE_EXEC_MAX_OWNED already. */
+bool fe_args_own(fe_args *args, int64_t *buf);
+/* A contiguous INT64 host tensor over `data` (which the list owns or outlives it), no caller bytes. */
+aclnnStatus fe_args_host_int64(fe_args *args, int64_t *data, int64_t ndim, const int64_t *shape, const char *name,
+                               const char *api, lig_tensor **lt);
 /* Stages the already-bound `tensor` (see staging.h) and returns the FLOAT32 lig tensor over its buffer. */
 aclnnStatus fe_args_stage(fe_args *args, const aclTensor *tensor, const char *name, const char *api, bool output,
                           lig_tensor **lt);

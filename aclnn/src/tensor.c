@@ -54,8 +54,12 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
                            void *tensorData) {
     const char *api = "aclCreateTensor";
     size_t esize = fe_dtype_size(dataType);
-    if (esize == 0) {
-        fe_fail(ACLNN_ERR_PARAM_INVALID, api, "dataType: expected a type with whole-byte elements, got %s (%d)",
+    /* FLOAT4_E2M1 counts its elements (two a byte) in every extent, stride and offset, as CANN's
+     * callers pass it (vllm-ascend's packed-FP4 tensors double the last extent and the strides) */
+    const bool nibbles = dataType == ACL_FLOAT4_E2M1;
+    if (esize == 0 && !nibbles) {
+        fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                "dataType: expected a type with whole-byte elements (or ACL_FLOAT4_E2M1), got %s (%d)",
                 fe_dtype_name(dataType), (int)dataType);
         return NULL;
     }
@@ -82,7 +86,7 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     char vbuf[200], sbuf[200], tbuf[200];
     int64_t storage_numel, storage_bytes;
     bool ok = product(t->shape, t->ndim, &t->numel) && product(t->storage_shape, t->storage_ndim, &storage_numel) &&
-              fe_mul_ok(storage_numel, (int64_t)esize, &storage_bytes);
+              (nibbles || fe_mul_ok(storage_numel, (int64_t)esize, &storage_bytes));
     if (ok && stride) {
         memcpy(t->strides, stride, viewDimsNum * sizeof *stride);
     } else if (ok) { /* contiguous row-major */
@@ -203,6 +207,24 @@ aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size) {
     return ACLNN_SUCCESS;
 }
 
+bool fe_byte_view(const aclTensor *t, int64_t shape[FE_MAX_DIMS], int64_t strides[FE_MAX_DIMS], size_t *start) {
+    memcpy(shape, t->shape, sizeof t->shape);
+    memcpy(strides, t->strides, sizeof t->strides);
+    if (t->dtype != ACL_FLOAT4_E2M1) {
+        *start = (size_t)t->offset * fe_dtype_size(t->dtype);
+        return true;
+    }
+    const int64_t last = t->ndim - 1;
+    if (last < 0 || t->offset % 2 || shape[last] % 2 || (shape[last] > 1 && strides[last] != 1)) return false;
+    for (int64_t d = 0; d < last; d++)
+        if (shape[d] > 1 && strides[d] % 2) return false;
+    for (int64_t d = 0; d < last; d++) strides[d] /= 2;
+    shape[last] /= 2;
+    strides[last] = 1;
+    *start = (size_t)(t->offset / 2);
+    return true;
+}
+
 aclnnStatus fe_tensor_bind(const aclTensor *t, const char *name, const char *api, fe_bound *out) {
     if (!fe_reg_has(t, FE_KIND_TENSOR))
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
@@ -216,14 +238,22 @@ aclnnStatus fe_tensor_bind(const aclTensor *t, const char *name, const char *api
                        name);
     if (!fe_dtype_to_lig(t->dtype, &dtype))
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
-                       "%s: expected dtype ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_INT32, ACL_INT64, ACL_INT8 or "
-                       "ACL_FLOAT8_E4M3FN, got %s",
+                       "%s: expected dtype ACL_FLOAT16, ACL_BF16, ACL_FLOAT, ACL_INT32, ACL_INT64, ACL_INT8, "
+                       "ACL_FLOAT8_E4M3FN, ACL_FLOAT4_E2M1 or ACL_FLOAT8_E8M0, got %s",
                        name, fe_dtype_name(t->dtype));
     if (!fe_format_is_plain(t->format))
         return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
                        "%s: expected format ACL_FORMAT_ND (or another plain row-major format), got %s", name,
                        fe_format_name(t->format));
-    size_t esize = fe_dtype_size(t->dtype);
+    int64_t shape[FE_MAX_DIMS], strides[FE_MAX_DIMS];
+    size_t start = 0;
+    if (!fe_byte_view(t, shape, strides, &start))
+        return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
+                       "%s: an ACL_FLOAT4_E2M1 view must cover whole bytes: an even last extent with stride 1, "
+                       "even strides and an even offset",
+                       name);
+    const bool nibbles = t->dtype == ACL_FLOAT4_E2M1;
+    size_t esize = nibbles ? 1 : fe_dtype_size(t->dtype);
     void *data = t->data;
     uintptr_t lo = 0, hi = 0;
     if (t->numel > 0) {
@@ -231,8 +261,8 @@ aclnnStatus fe_tensor_bind(const aclTensor *t, const char *name, const char *api
             return fe_fail(ACLNN_ERR_PARAM_NULLPTR, api, "%s: its data is NULL, but its view has %lld elements", name,
                            (long long)t->numel);
         /* the storage check at creation bounds lo and hi by a byte count that fits in int64 */
-        lo = (uintptr_t)t->data + (uintptr_t)t->lo * esize;
-        hi = (uintptr_t)t->data + ((uintptr_t)t->hi + 1) * esize;
+        lo = (uintptr_t)t->data + (uintptr_t)(nibbles ? t->lo / 2 : t->lo) * esize;
+        hi = (uintptr_t)t->data + ((uintptr_t)(nibbles ? t->hi / 2 : t->hi) + 1) * esize;
         fe_entry e;
         if (!fe_reg_find_mem((const void *)lo, &e))
             return fe_fail(ACLNN_ERR_PARAM_INVALID, api,
@@ -244,9 +274,9 @@ aclnnStatus fe_tensor_bind(const aclTensor *t, const char *name, const char *api
                            "%s: its elements span %llu bytes from %p, past the end of their allocation (%zu bytes "
                            "at %p)",
                            name, (unsigned long long)(hi - lo), (void *)lo, e.size, (void *)e.addr);
-        data = (char *)t->data + (size_t)t->offset * esize;
+        data = (char *)t->data + start;
     }
-    lig_tensor *lt = lig_create_tensor(data, dtype, t->ndim, t->shape, t->strides);
+    lig_tensor *lt = lig_create_tensor(data, dtype, t->ndim, shape, strides);
     if (!lt) return fe_fail_lig_param(LIG_ERR_PARAM_INVALID, api, name);
     *out = (fe_bound){.lt = lt, .lo = lo, .hi = hi, .name = name};
     return ACLNN_SUCCESS;

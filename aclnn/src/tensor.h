@@ -44,6 +44,10 @@ typedef struct fe_bound {
  * one tracked allocation; then makes the lig_tensor. ACLNN_SUCCESS or a status with the message
  * set (naming `name`). */
 aclnnStatus fe_tensor_bind(const aclTensor *tensor, const char *name, const char *api, fe_bound *out);
+/* The view lig reads: extents, element strides and the byte offset of the first element. For
+ * ACL_FLOAT4_E2M1 (elements counted in nibbles) that is lig's FLOAT4_E2M1X2 view, two codes a byte:
+ * false unless the view covers whole bytes (even last extent with stride 1, even strides and offset). */
+bool fe_byte_view(const aclTensor *t, int64_t shape[FE_MAX_DIMS], int64_t strides[FE_MAX_DIMS], size_t *start);
 /* Whether the bytes of a bound tensor are still inside a live allocation (phase 2 re-checks). */
 bool fe_bound_still_valid(const fe_bound *bound);
 

@@ -1,4 +1,4 @@
-/* Every kind of bad argument to the four operators: the ACLNN_ERR_* code of lig's status, lig's
+/* Every kind of bad argument to the six operators: the ACLNN_ERR_* code of lig's status, lig's
  * message (or the front end's, for what only it checks), and nothing written on failure. */
 #include <stdint.h>
 #include <string.h>
@@ -6,7 +6,11 @@
 #include <acl/acl.h>
 #include <aclnnop/aclnn_lightning_indexer.h>
 #include <aclnnop/aclnn_lightning_indexer_grad.h>
+#include <aclnnop/aclnn_lightning_indexer_v2.h>
+#include <aclnnop/aclnn_lightning_indexer_v2_metadata.h>
 #include <aclnnop/aclnn_quant_lightning_indexer.h>
+#include <aclnnop/aclnn_quant_lightning_indexer_v2.h>
+#include <aclnnop/aclnn_quant_lightning_indexer_v2_metadata.h>
 #include <aclnnop/aclnn_sparse_lightning_indexer_grad_kl_loss.h>
 #include <lig.h>
 
@@ -647,6 +651,260 @@ static void test_quant_indexer(void) {
     quant_drop(&a);
 }
 
+/* The V4-era pair (aclnnQuantLightningIndexerV2, aclnnLightningIndexerV2) on the quantized
+ * forward's arguments: what only the front end checks (quantMode, maskMode, cmpRatio, the residual,
+ * the lengths, the layouts, outputIdxOffset, returnValue), nothing written on failure; and with
+ * cmpRatio 1 and maskMode 3, which is the causal mask, the same indices as the V1 operators. */
+static void test_v2_indexers(void) {
+    quant_args a = quant_make();
+    char tnd[] = "TND", pa[] = "PA_BSND", pa_bbnd[] = "PA_BBND";
+    const int64_t one[1] = {1}, off_shape[3] = {B, S1, N2};
+    int32_t res4[1] = {4}, res1[1] = {1}, used9[1] = {9}, cu[2] = {0, S1}, offsets[B * S1 * N2] = {0};
+    float foff[B * S1 * N2] = {0};
+    dev r4 = make(res4, sizeof res4, one, 1, ACL_INT32), r1 = make(res1, sizeof res1, one, 1, ACL_INT32),
+        u9 = make(used9, sizeof used9, one, 1, ACL_INT32), cuq = make(cu, sizeof cu, (const int64_t[]){2}, 1, ACL_INT32),
+        off = make(offsets, sizeof offsets, off_shape, 3, ACL_INT32), foff_d = make(foff, sizeof foff, off_shape, 3, ACL_FLOAT);
+    uint16_t vals[B * S1 * N2 * QK] = {0};
+    dev bfv = make(vals, sizeof vals, q_out_shape, 4, ACL_BF16);
+#define QV2(q, k, sk, cuQ, usedK, res, bt, offs, qmode, lq, lk, mask, ratio, rv, vals) \
+    aclnnQuantLightningIndexerV2GetWorkspaceSize(q, k, a.w.t, a.sq.t, sk, cuQ, NULL, NULL, usedK, res, bt, offs, NULL, QK, \
+                                                 qmode, 0, lq, lk, mask, ratio, rv, a.out.t, vals, &ws_, &e_)
+    /* what only the front end checks, on the plain INT8 BSND key: the argument that differs, the code, the message */
+    const struct {
+        const aclTensor *usedK, *res, *offs;
+        int64_t qmode;
+        char *lq, *lk;
+        int64_t mask, ratio, rv;
+        aclnnStatus code;
+        const char *needle;
+    } plain[] = {
+        {NULL, r1.t, NULL, 5, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "query: expected dtype ACL_FLOAT4_E2M1 with quantMode 5, got ACL_INT8"},
+        {NULL, r1.t, NULL, 4, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "quantMode: 4 (HiFloat8)"},
+        {NULL, r1.t, NULL, 3, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "quantMode: 3 (MXFP8"},
+        {NULL, r1.t, NULL, 0, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "quantMode: expected 1 (FLOAT8_E4M3FN), 2 (INT8) or 5 (MXFP4)"},
+        {NULL, r1.t, NULL, 1, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "query: expected dtype ACL_FLOAT8_E4M3FN with quantMode 1, got ACL_INT8"},
+        {NULL, r1.t, NULL, 2, bsnd, bsnd, 2, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "maskMode: expected 0 (no mask) or 3 (right-down causal), got 2"},
+        {NULL, r1.t, NULL, 2, bsnd, bsnd, 3, 129, 0, ACLNN_ERR_PARAM_INVALID,
+         "cmpRatio: expected 1..128, got 129"},
+        {NULL, r1.t, NULL, 2, bsnd, bsnd, 3, 0, 0, ACLNN_ERR_PARAM_INVALID,
+         "cmpRatio: expected 1..128, got 0"},
+        {NULL, NULL, NULL, 2, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_NULLPTR,
+         "cmpResidualKOptional: expected the (B,) residual"},
+        {NULL, r4.t, NULL, 2, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "cmpResidualKOptional[0]: expected 0..3 (below cmpRatio 4), got 4"},
+        {NULL, r1.t, NULL, 2, bsnd, bsnd, 3, 4, 2, ACLNN_ERR_PARAM_INVALID,
+         "returnValueOptional: expected 0 or 1, got 2"},
+        {NULL, r1.t, NULL, 2, bsnd, bsnd, 3, 4, 1, ACLNN_ERR_PARAM_NULLPTR,
+         "sparseValuesOut: expected a tensor when returnValueOptional is 1"},
+        {NULL, r1.t, NULL, 2, tnd, tnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "query: expected [T1,N1,D]"},
+        {u9.t, r1.t, NULL, 2, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "sequsedKOptional[0]: expected 0..4 (the batch's keys), got 9"},
+        {NULL, r1.t, foff_d.t, 2, bsnd, bsnd, 3, 4, 0, ACLNN_ERR_PARAM_INVALID,
+         "outputIdxOffsetOptional: expected dtype ACL_INT32"},
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, a.sk.t, NULL, plain[i].usedK, plain[i].res, NULL, plain[i].offs, plain[i].qmode,
+                               plain[i].lq, plain[i].lk, plain[i].mask, plain[i].ratio, plain[i].rv, NULL),
+                           plain[i].code, plain[i].needle);
+    {
+        /* MX scales with per-token codes, and per-token scales with MXFP4 codes */
+        aclTensor *e8m0 = retyped(&a.sk, sk_shape, 3, ACL_FLOAT8_E8M0);
+        const int64_t fp4_q_shape[4] = {B, S1, N1, 2 * D}, fp4_k_shape[4] = {B, S2, N2, 2 * D};
+        aclTensor *fp4_q = retyped(&a.q, fp4_q_shape, 4, ACL_FLOAT4_E2M1), *fp4_k = retyped(&a.k, fp4_k_shape, 4, ACL_FLOAT4_E2M1);
+        CHECK_PHASE1_FAILS(QV2(a.q.t, a.k.t, e8m0, NULL, NULL, r1.t, NULL, NULL, 2, bsnd, bsnd, 3, 4, 0, NULL),
+                           ACLNN_ERR_PARAM_INVALID, "keyDequantScale: expected ACL_FLOAT or ACL_FLOAT16 with quantMode 2");
+        CHECK_PHASE1_FAILS(QV2(fp4_q, fp4_k, e8m0, NULL, NULL, r1.t, NULL, NULL, 5, bsnd, bsnd, 3, 4, 0, NULL),
+                           ACLNN_ERR_PARAM_INVALID, "queryDequantScale: expected dtype ACL_FLOAT8_E8M0 with quantMode 5");
+        /* an FP4 view that splits a byte (an odd last extent), and e8m0 scales not shaped (.., D/64, 2) */
+        const int64_t odd_q_shape[4] = {B, S1, N1, 2 * D - 1}, e8_q_shape[3] = {B, S1, N1};
+        aclTensor *odd_q = retyped(&a.q, odd_q_shape, 4, ACL_FLOAT4_E2M1), *e8_q = retyped(&a.sq, e8_q_shape, 3, ACL_FLOAT8_E8M0);
+        uint64_t ws_ = 77;
+        aclOpExecutor *e_ = (aclOpExecutor *)&ws_;
+        CHECK_EQ_INT(aclnnQuantLightningIndexerV2GetWorkspaceSize(odd_q, fp4_k, a.w.t, e8_q, e8m0, NULL, NULL, NULL, NULL, r1.t,
+                                                                  NULL, NULL, NULL, QK, 5, 0, bsnd, bsnd, 3, 4, 0, a.out.t,
+                                                                  NULL, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "query: an ACL_FLOAT4_E2M1 view must cover whole bytes");
+        CHECK_EQ_INT(aclnnQuantLightningIndexerV2GetWorkspaceSize(fp4_q, fp4_k, a.w.t, e8_q, e8m0, NULL, NULL, NULL, NULL, r1.t,
+                                                                  NULL, NULL, NULL, QK, 5, 0, bsnd, bsnd, 3, 4, 0, a.out.t,
+                                                                  NULL, &ws_, &e_),
+                     ACLNN_ERR_PARAM_INVALID);
+        CHECK_MSG_HAS(aclGetRecentErrMsg(), "keyDequantScale: expected MX scales shaped (.., D/64, 2)");
+        CHECK(ws_ == 77 && e_ == (aclOpExecutor *)&ws_);
+        aclTensor *drop_these[] = {e8m0, fp4_q, fp4_k, odd_q, e8_q};
+        for (size_t i = 0; i < sizeof drop_these / sizeof drop_these[0]; i++)
+            CHECK_EQ_INT(aclDestroyTensor(drop_these[i]), ACLNN_SUCCESS);
+    }
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.cache.t, a.cache_sk.t, NULL, a.lens.t, r1.t, a.table.t, NULL, 2, bsnd, pa_bbnd, 3, 4, 0,
+                           NULL),
+                       ACLNN_ERR_PARAM_INVALID, "layoutK: expected \"BSND\" (layoutQ's layout) or \"PA_BSND\"");
+    CHECK_PHASE1_FAILS(QV2(a.q.t, a.cache.t, a.cache_sk.t, NULL, NULL, r1.t, a.table.t, NULL, 2, bsnd, pa, 3, 4, 0, NULL),
+                       ACLNN_ERR_PARAM_NULLPTR, "sequsedKOptional: expected the (B,) key lengths");
+    CHECK(quant_out_untouched(&a));
+
+    /* phase 2: a table entry past the cache, found before anything is written */
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclnnStatus planned = aclnnQuantLightningIndexerV2GetWorkspaceSize(
+        a.q.t, a.cache.t, a.w.t, a.sq.t, a.cache_sk.t, NULL, NULL, NULL, a.lens.t, NULL, a.bad_table.t, off.t, NULL, QK,
+        2, 0, bsnd, pa, 3, 1, 1, a.out.t, bfv.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "block_table");
+    CHECK(quant_out_untouched(&a));
+    /* a V2 executor handed to the V1 operator */
+    CHECK_EQ_INT(aclnnQuantLightningIndexerV2GetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL, NULL,
+                                                              NULL, NULL, NULL, NULL, QK, 2, 0, bsnd, bsnd, 3, 1, 0,
+                                                              a.out.t, NULL, &ws, &e),
+                 ACLNN_SUCCESS);
+    CHECK_EQ_INT(run_planned(ACLNN_SUCCESS, ws, e, aclnnQuantLightningIndexer), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnQuantLightningIndexerV2GetWorkspaceSize");
+    CHECK(quant_out_untouched(&a));
+
+    /* cmpRatio 1, maskMode 3 is V1's sparse mode 3: the same indices, plain keys and paged (TND
+     * query over the cache included) */
+    int32_t v1[B * S1 * N2 * QK], v2[B * S1 * N2 * QK];
+    planned = aclnnQuantLightningIndexerGetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL, 0, 0, bsnd,
+                                                         bsnd, QK, 3, INT64_MAX, INT64_MAX, a.out.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexer), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1, sizeof v1, a.out.mem, sizeof v1, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    aclTensor *tq = aclCreateTensor((const int64_t[]){S1, N1, D}, 3, ACL_INT8, NULL, 0, ACL_FORMAT_ND,
+                                    (const int64_t[]){S1, N1, D}, 3, a.q.mem),
+              *tw = aclCreateTensor((const int64_t[]){S1, N1}, 2, ACL_FLOAT16, NULL, 0, ACL_FORMAT_ND,
+                                    (const int64_t[]){S1, N1}, 2, a.w.mem),
+              *tsq = aclCreateTensor((const int64_t[]){S1, N1}, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND,
+                                     (const int64_t[]){S1, N1}, 2, a.sq.mem),
+              *tout = aclCreateTensor((const int64_t[]){S1, N2, QK}, 3, ACL_INT32, NULL, 0, ACL_FORMAT_ND,
+                                      (const int64_t[]){S1, N2, QK}, 3, a.out.mem);
+    for (int v = 0; v < 2; v++) {
+        planned = v ? aclnnQuantLightningIndexerV2GetWorkspaceSize(tq, a.cache.t, tw, tsq, a.cache_sk.t, cuq.t, NULL, NULL,
+                                                                   a.lens.t, NULL, a.table.t, NULL, NULL, QK, 2, S1, tnd,
+                                                                   pa, 3, 1, 0, tout, NULL, &ws, &e)
+                    : aclnnQuantLightningIndexerV2GetWorkspaceSize(a.q.t, a.k.t, a.w.t, a.sq.t, a.sk.t, NULL, NULL, NULL,
+                                                                   NULL, NULL, NULL, NULL, NULL, QK, 2, S1, NULL, NULL,
+                                                                   3, 1, 0, a.out.t, NULL, &ws, &e);
+        CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2), ACLNN_SUCCESS);
+        CHECK_EQ_INT(aclrtMemcpy(v2, sizeof v2, a.out.mem, sizeof v2, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+        CHECK(memcmp(v1, v2, sizeof v1) == 0);
+    }
+    aclTensor *views[] = {tq, tw, tsq, tout};
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++) CHECK_EQ_INT(aclDestroyTensor(views[i]), ACLNN_SUCCESS);
+
+    /* aclnnLightningIndexerV2: FLOAT16 q and k with FLOAT w and values, as CANN's; the same
+     * indices and values as aclnnLightningIndexer's sparse mode 3 when cmpRatio is 1 */
+    static float hq[B * S1 * N1 * D], hk[B * S2 * N2 * D], hw[B * S1 * N1];
+    uint16_t q16[B * S1 * N1 * D], k16[B * S2 * N2 * D];
+    float fv[B * S1 * N2 * QK];
+    for (int i = 0; i < B * S1 * N1 * D; i++) q16[i] = aclFloatToFloat16(hq[i] = (float)((i % 7) - 3) * 0.25f);
+    for (int i = 0; i < B * S2 * N2 * D; i++) k16[i] = aclFloatToFloat16(hk[i] = (float)((i % 5) - 1) * 0.5f);
+    for (int i = 0; i < B * S1 * N1; i++) hw[i] = 0.5f + 0.125f * (float)i;
+    for (int i = 0; i < B * S1 * N2 * QK; i++) fv[i] = SENTINEL;
+    dev fq = make(q16, sizeof q16, q_shape, 4, ACL_FLOAT16), fk = make(k16, sizeof k16, k_shape, 4, ACL_FLOAT16),
+        fw = make(hw, sizeof hw, w_shape, 3, ACL_FLOAT), fval = make(fv, sizeof fv, q_out_shape, 4, ACL_FLOAT);
+    int32_t nines[B * S1 * N2 * QK];
+    for (int i = 0; i < B * S1 * N2 * QK; i++) nines[i] = 99;
+    CHECK_EQ_INT(aclrtMemcpy(a.out.mem, sizeof nines, nines, sizeof nines, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+#define LIV2(k, offs, lk, rv, vals) \
+    aclnnLightningIndexerV2GetWorkspaceSize(fq.t, k, fw.t, NULL, NULL, NULL, NULL, NULL, NULL, offs, NULL, QK, S1, bsnd, lk, \
+                                            3, 1, rv, a.out.t, vals, &ws_, &e_)
+    CHECK_PHASE1_FAILS(LIV2(fk.t, NULL, bsnd, 1, bfv.t), ACLNN_ERR_PARAM_INVALID,
+                       "sparseValuesOut: expected dtype ACL_FLOAT, got ACL_BF16");
+    CHECK_PHASE1_FAILS(LIV2(fk.t, NULL, pa, 0, NULL), ACLNN_ERR_PARAM_INVALID, "or \"PA_BBND\" (a paged cache)");
+    CHECK_PHASE1_FAILS(LIV2(fk.t, NULL, bsnd, 1, NULL), ACLNN_ERR_PARAM_NULLPTR, "sparseValuesOut");
+    CHECK(quant_out_untouched(&a));
+    float v1val[B * S1 * N2 * QK], v2val[B * S1 * N2 * QK];
+    planned = aclnnLightningIndexerGetWorkspaceSize(fq.t, fk.t, fw.t, NULL, NULL, NULL, bsnd, bsnd, QK, 3, INT64_MAX,
+                                                    INT64_MAX, true, a.out.t, fval.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnLightningIndexer), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1, sizeof v1, a.out.mem, sizeof v1, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v1val, sizeof v1val, fval.mem, sizeof v1val, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    planned = aclnnLightningIndexerV2GetWorkspaceSize(fq.t, fk.t, fw.t, NULL, NULL, NULL, NULL, NULL, NULL, off.t, NULL, QK,
+                                                      S1, NULL, NULL, 3, 1, 1, a.out.t, fval.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnLightningIndexerV2), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v2, sizeof v2, a.out.mem, sizeof v2, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(v2val, sizeof v2val, fval.mem, sizeof v2val, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(memcmp(v1, v2, sizeof v1) == 0 && memcmp(v1val, v2val, sizeof v1val) == 0);
+    CHECK(v1[0] >= 0 && v1[QK - 1] == -1);
+#undef LIV2
+#undef QV2
+    dev *all[] = {&r4, &r1, &u9, &cuq, &off, &foff_d, &bfv, &fq, &fk, &fw, &fval};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+    quant_drop(&a);
+}
+
+/* The V2 metadata ops: CANN's argument checks, nothing written on failure, and the documented
+ * description written by phase 2 (the rest of the 1024 values zeroed). */
+static void test_v2_metadata(void) {
+    enum { WORDS = 1024 };
+    static int32_t init[WORDS];
+    for (int i = 0; i < WORDS; i++) init[i] = 7;
+    const int64_t meta_shape[1] = {WORDS}, one[1] = {1}, empty[1] = {0};
+    int32_t len1[1] = {5};
+    float fmeta[WORDS] = {0};
+    dev meta = make(init, sizeof init, meta_shape, 1, ACL_INT32), fm = make(fmeta, sizeof fmeta, meta_shape, 1, ACL_FLOAT),
+        used1 = make(len1, sizeof len1, one, 1, ACL_INT32), none = make(len1, sizeof len1, empty, 1, ACL_INT32);
+    char bsnd_[] = "BSND", tnd[] = "TND", pa_bsnd[] = "PA_BSND";
+#define META(cuq, usedk, res, bs, lq, lk, mask, ratio, m) \
+    aclnnLightningIndexerV2MetadataGetWorkspaceSize(cuq, NULL, NULL, usedk, res, 16, 1, 128, 32, bs, 64, 32, lq, lk, mask, \
+                                                    ratio, m, &ws_, &e_)
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 1, 4, meta.t), ACLNN_ERR_PARAM_INVALID,
+                       "maskMode: expected 0 (no mask) or 3");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 3, 4, meta.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "cmpResidualKOptional");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, none.t, 2, bsnd_, bsnd_, 3, 4, meta.t), ACLNN_ERR_PARAM_NULLPTR,
+                       "cmpResidualKOptional"); /* CANN's (0,) tensor is "absent" */
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, tnd, tnd, 0, 4, meta.t), ACLNN_ERR_PARAM_NULLPTR, "cuSeqlensQOptional");
+    CHECK_PHASE1_FAILS(META(NULL, used1.t, NULL, 2, bsnd_, bsnd_, 0, 4, meta.t), ACLNN_ERR_PARAM_INVALID,
+                       "batch size 2 and the key's 1");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 0, 0, meta.t), ACLNN_ERR_PARAM_INVALID, "cmpRatio");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, -1, bsnd_, bsnd_, 0, 4, meta.t), ACLNN_ERR_PARAM_INVALID, "batchSize");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 0, 4, fm.t), ACLNN_ERR_PARAM_INVALID,
+                       "metaData: expected an ACL_INT32 vector");
+    CHECK_PHASE1_FAILS(META(NULL, NULL, NULL, 2, bsnd_, bsnd_, 0, 4, NULL), ACLNN_ERR_PARAM_NULLPTR, "metaData");
+    CHECK_PHASE1_FAILS(aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(NULL, NULL, NULL, NULL, NULL, 16, 1, 128, 32, 0,
+                                                                            2, 64, 32, bsnd_, pa_bsnd, 0, 4, meta.t, &ws_,
+                                                                            &e_),
+                       ACLNN_ERR_PARAM_INVALID, "quantMode: expected 1..5");
+    int32_t host[WORDS];
+    CHECK_EQ_INT(aclrtMemcpy(host, sizeof host, meta.mem, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK(memcmp(host, init, sizeof host) == 0);
+
+    uint64_t ws = 0;
+    aclOpExecutor *e = NULL;
+    aclnnStatus planned = aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(
+        NULL, NULL, NULL, NULL, used1.t, 16, 1, 128, 32, 2, 2, 64, 32, bsnd_, pa_bsnd, 3, 4, meta.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2Metadata), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "cmpResidualKOptional: expected 2 values (the query's batch size), got 1");
+    planned = aclnnQuantLightningIndexerV2MetadataGetWorkspaceSize(NULL, NULL, NULL, NULL, NULL, 16, 1, 128, 32, 2, 2, 64,
+                                                                  32, bsnd_, pa_bsnd, 0, 4, meta.t, &ws, &e);
+    CHECK_EQ_INT(run_planned(planned, ws, e, aclnnQuantLightningIndexerV2Metadata), ACLNN_SUCCESS);
+    CHECK_EQ_INT(aclrtMemcpy(host, sizeof host, meta.mem, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ_INT(host[0], 0x4C494756);
+    CHECK_EQ_INT(host[1], 1);
+    CHECK_EQ_INT(host[2], 2);
+    CHECK_EQ_INT(host[3], 0);
+    CHECK_EQ_INT(host[4], 4);
+    CHECK_EQ_INT(host[5], 16);
+    CHECK_EQ_INT(host[7], 32);
+    CHECK_EQ_INT(host[8], 0);
+    CHECK_EQ_INT(host[WORDS - 1], 0);
+#undef META
+    /* a metadata executor handed to the indexer */
+    CHECK_EQ_INT(aclnnLightningIndexerV2MetadataGetWorkspaceSize(NULL, NULL, NULL, NULL, NULL, 16, 1, 128, 32, 2, 64, 32,
+                                                                 bsnd_, bsnd_, 0, 4, meta.t, &ws, &e),
+                 ACLNN_SUCCESS);
+    CHECK_EQ_INT(run_planned(ACLNN_SUCCESS, ws, e, aclnnLightningIndexerV2), ACLNN_ERR_PARAM_INVALID);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "aclnnLightningIndexerV2MetadataGetWorkspaceSize");
+    dev *all[] = {&meta, &fm, &used1, &none};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+}
+
 int main(void) {
     CHECK_EQ_INT(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ_INT(aclrtSetDevice(0), ACL_SUCCESS);
@@ -656,6 +914,8 @@ int main(void) {
     test_forward_huge_staged_view();
     test_kl_loss();
     test_quant_indexer();
+    test_v2_indexers();
+    test_v2_metadata();
     CHECK_EQ_INT(aclrtResetDevice(0), ACL_SUCCESS);
     CHECK_EQ_INT(aclFinalize(), ACL_SUCCESS);
     return check_report("aclnn-op-errors");

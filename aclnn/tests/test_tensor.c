@@ -104,6 +104,14 @@ static void test_create(void) {
     CHECK(aclCreateTensor(nine, 9, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, nine, 1, mem) == NULL);
     CHECK(aclCreateTensor(NULL, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, shape, 2, mem) == NULL);
     CHECK(aclCreateTensor(shape, 2, ACL_STRING, NULL, 0, ACL_FORMAT_ND, shape, 2, mem) == NULL);
+    /* sub-byte types: ACL_FLOAT4_E2M1 counts elements, two a byte (the MXFP4 codes); E1M2 is refused */
+    int64_t fp4_shape[2] = {3, 8}, fp4_storage[1] = {24};
+    aclTensor *fp4 = aclCreateTensor(fp4_shape, 2, ACL_FLOAT4_E2M1, NULL, 0, ACL_FORMAT_ND, fp4_storage, 1, mem);
+    CHECK(fp4 != NULL);
+    CHECK_EQ_INT(aclDestroyTensor(fp4), ACLNN_SUCCESS);
+    CHECK(aclCreateTensor(fp4_shape, 2, ACL_FLOAT4_E2M1, NULL, 1, ACL_FORMAT_ND, fp4_storage, 1, mem) == NULL);
+    CHECK(aclCreateTensor(fp4_shape, 2, ACL_FLOAT4_E1M2, NULL, 0, ACL_FORMAT_ND, fp4_storage, 1, mem) == NULL);
+    CHECK_MSG_HAS(aclGetRecentErrMsg(), "whole-byte elements (or ACL_FLOAT4_E2M1), got ACL_FLOAT4_E1M2");
     CHECK(aclCreateTensor(shape, 2, ACL_FLOAT, NULL, -1, ACL_FORMAT_ND, shape, 2, mem) == NULL);
     int64_t huge[3] = {INT64_MAX / 2, 4, 1};
     CHECK(aclCreateTensor(huge, 3, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, huge, 3, mem) == NULL);

@@ -19,6 +19,7 @@ static const struct {
     {LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS, "lig_sparse_indexer_grad_kl_loss", "lig_sparse_indexer_grad_kl_loss_get_workspace_size"},
     {LIG_OP_QUANT_LOGITS, "lig_quant_logits", "lig_quant_logits_get_workspace_size"},
     {LIG_OP_DENSE_INDEXER_SOFTMAX_LSE, "lig_dense_indexer_softmax_lse", "lig_dense_indexer_softmax_lse_get_workspace_size"},
+    {LIG_OP_SPARSE_LOGITS, "lig_sparse_logits", "lig_sparse_logits_get_workspace_size"},
     {LIG_OP_SOFTMAX_L1_NORM, "lig_sparse_flash_mla_softmax_l1_norm",
      "lig_sparse_flash_mla_softmax_l1_norm_get_workspace_size"},
 };
@@ -57,6 +58,7 @@ static lig_status call_slot(lig_op op, const lig_backend *b, const void *problem
     case LIG_OP_KL_LOSS_AND_DY: CALL_SLOT(plan_kl_loss_and_dy);
     case LIG_OP_SPARSE_INDEXER_GRAD_KL_LOSS: CALL_SLOT(plan_sparse_indexer_grad_kl_loss);
     case LIG_OP_DENSE_INDEXER_SOFTMAX_LSE: CALL_SLOT(plan_dense_indexer_softmax_lse);
+    case LIG_OP_SPARSE_LOGITS: CALL_SLOT(plan_sparse_logits);
     case LIG_OP_SOFTMAX_L1_NORM: CALL_SLOT(plan_sparse_flash_mla_softmax_l1_norm);
     }
 #undef CALL_SLOT

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "api/quant_logits_schedule.h"
+#include "api/sparse_blocks.h"
 #include "core/error.h"
 #include "core/fwd_problem.h"
 #include "core/tensor.h"
@@ -17,6 +18,7 @@ typedef struct fwd_storage {
     lig_key_ranges ranges; /* one allocation: hi = lo + rows */
     lig_logits_out logits;
     lig_fwd_schedule schedule; /* one allocation: batch_block0 = start + pieces + 1 */
+    lig_sparse_blocks sparse;  /* one allocation: count, then the ids */
 } fwd_storage;
 
 static void free_storage(void *p) {
@@ -24,6 +26,7 @@ static void free_storage(void *p) {
     lig_problem_free(&s->pb.pr);
     free(s->ranges.lo);
     free(s->schedule.start);
+    free(s->sparse.count);
     free(s);
 }
 
@@ -77,7 +80,7 @@ static lig_status read_ranges(const lig_fwd_call *c, int64_t rows, lig_key_range
 /* The call's rows and what each sees into c->pr: the sequence lengths and the mask, or the logits
  * operator's key ranges (stored in s, which c->pr then points into). */
 static lig_status resolve(lig_fwd_call *c, fwd_storage *s) {
-    if (c->op != LIG_OP_QUANT_LOGITS)
+    if (c->op != LIG_OP_QUANT_LOGITS && c->op != LIG_OP_SPARSE_LOGITS)
         return lig_problem_resolve(&c->pr, c->paged, c->sparse_mode, c->pre_tokens, c->next_tokens,
                                    c->actual_seq_lengths_query, c->actual_seq_lengths_key);
     /* BSND: B batches of S1 rows; TND: one sequence of T1 rows over the T2 keys (DeepGEMM's
@@ -123,6 +126,10 @@ static void build_parts(const lig_fwd_call *c, fwd_storage *s) {
         pb->logits = &s->logits;
     }
     if (s->schedule.start) pb->schedule = &s->schedule;
+    if (c->sparse_logits) {
+        s->sparse.out = lig_problem_view(pr, c->sparse_logits, !c->sparse_short, true);
+        pb->sparse = &s->sparse;
+    }
 }
 
 lig_status lig_fwd_phase1(lig_fwd_call *c) {
@@ -136,7 +143,9 @@ lig_status lig_fwd_phase1(lig_fwd_call *c) {
         return st;
     }
     s->pb.pr = c->pr; /* the batches are the storage's from here on */
-    if ((st = lig_fwd_check_resolved(c)) == LIG_SUCCESS && c->schedule) {
+    st = lig_fwd_check_resolved(c);
+    if (st == LIG_SUCCESS && c->sparse_kv_block_indices) st = lig_sparse_blocks_read(c, &s->ranges, &s->sparse);
+    if (st == LIG_SUCCESS && c->schedule) {
         st = lig_logits_schedule_read(c->schedule, &s->pb.pr, c->key->shape[1], &s->schedule.start, &s->schedule.pieces);
         if (st == LIG_SUCCESS) s->schedule.batch_block0 = s->schedule.start + s->schedule.pieces + 1;
     }

@@ -43,16 +43,21 @@ static const arg_spec quant_indexer_args[] = {
     QKW_ARGS("key"), ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT), LENGTH_ARGS, SCALE_ARGS,
     TOPK_ARGS(LIG_ARG_OUTPUT),
 };
+/* the logits' inputs (lig_quant_logits, lig_sparse_logits): q/k/w, scales, table, key ranges */
+#define RANGE_INPUT_ARGS QKW_ARGS("key"), SCALE_ARGS, ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT), \
+                         ARG(key_start, "key_start", LIG_ARG_HOST_LENGTHS), ARG(key_end, "key_end", LIG_ARG_HOST_LENGTHS)
 static const arg_spec quant_logits_args[] = {
-    QKW_ARGS("key"),
-    SCALE_ARGS,
-    ARG(block_table, "block_table", LIG_ARG_OPTIONAL_INPUT),
-    ARG(key_start, "key_start", LIG_ARG_HOST_LENGTHS),
-    ARG(key_end, "key_end", LIG_ARG_HOST_LENGTHS),
+    RANGE_INPUT_ARGS,
     ARG(schedule, "schedule", LIG_ARG_HOST_LENGTHS),
     ARG(logits, "logits", LIG_ARG_OPTIONAL_OUTPUT),
     TOPK_ARGS(LIG_ARG_OPTIONAL_OUTPUT),
 };
+static const arg_spec sparse_logits_args[] = {
+    RANGE_INPUT_ARGS,
+    ARG(sparse_kv_block_indices, "sparse_kv_block_indices", LIG_ARG_HOST_LENGTHS),
+    ARG(sparse_logits, "sparse_logits", LIG_ARG_OUTPUT),
+};
+#undef RANGE_INPUT_ARGS
 #undef TOPK_ARGS
 #undef SCALE_ARGS
 #undef LENGTH_ARGS
@@ -63,7 +68,9 @@ static const arg_spec quant_logits_args[] = {
 
 typedef lig_status (*check_fn)(lig_fwd_call *c);
 
-static bool is_quant(const lig_fwd_call *c) { return c->op == LIG_OP_QUANT_INDEXER || c->op == LIG_OP_QUANT_LOGITS; }
+static bool is_quant(const lig_fwd_call *c) {
+    return c->op == LIG_OP_QUANT_INDEXER || c->op == LIG_OP_QUANT_LOGITS || c->op == LIG_OP_SPARSE_LOGITS;
+}
 
 /* The required tensors, then the indexers' layout string, the workspace-size and executor pointers. */
 static lig_status check_pointers(lig_fwd_call *c) {
@@ -129,6 +136,10 @@ static lig_status check_qkw(lig_fwd_call *c) {
 
 static lig_status check_scale_dtype(const lig_tensor *t, const char *name) {
     if (t->dtype == LIG_FLOAT32 || t->dtype == LIG_FLOAT16) return LIG_SUCCESS;
+    if (t->dtype == LIG_UINT8 || t->dtype == LIG_INT32) /* e8m0 block scales with 8-bit codes: DeepGEMM's MXFP8 */
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32 or FLOAT16 (e8m0 block scales are MXFP4's, "
+                        "FLOAT4_E2M1X2 codes; MXFP8, e4m3 codes with e8m0 block scales, is not supported), got %s", name,
+                        lig_dtype_name(t->dtype));
     return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32 or FLOAT16, got %s", name,
                     lig_dtype_name(t->dtype));
 }
@@ -273,6 +284,38 @@ static lig_status check_schedule(lig_fwd_call *c) {
     return LIG_SUCCESS;
 }
 
+/* The sparse logits' block list and output: sparse_block_kv >= 1; sparse_kv_block_indices INT32 or
+ * INT64 [B,S1,M] | [T1,M] (one list per query row, shared by its key heads); sparse_logits a float
+ * dtype shaped like a slot output with M * sparse_block_kv columns. Its ids are read with the
+ * ranges (api/sparse_blocks.c). */
+static lig_status check_sparse_blocks(lig_fwd_call *c) {
+    const lig_tensor *ids = c->sparse_kv_block_indices, *out = c->sparse_logits;
+    const lig_problem *pr = &c->pr;
+    lig_status st;
+    if (!ids)
+        return lig_fail(LIG_ERR_PARAM_NULLPTR, "sparse_kv_block_indices: expected a [B,S1,blocks] or [T1,blocks] tensor "
+                        "of block ids, got NULL");
+    if (c->sparse_block_kv < 1)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_block_kv: expected a value >= 1 (DeepGEMM: 8 or 16), got %lld",
+                        (long long)c->sparse_block_kv);
+    if ((st = lig_check_index_dtype(ids, "sparse_kv_block_indices")) != LIG_SUCCESS) return st;
+    const int64_t rank = pr->tnd ? 2 : 3, M = ids->ndim == rank ? ids->shape[rank - 1] : 0;
+    const int64_t expect[3] = {pr->tnd ? pr->S1 : pr->B, pr->S1, M};
+    if ((st = lig_check_shape(ids, "sparse_kv_block_indices", rank, pr->tnd ? expect + 1 : expect,
+                              pr->tnd ? "T1 like query, then the blocks" : "B, S1 like query, then the blocks")) != LIG_SUCCESS)
+        return st;
+    const uint64_t cols = lig_size_mul((uint64_t)M, (uint64_t)c->sparse_block_kv);
+    if (cols > (uint64_t)INT64_MAX)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "sparse_block_kv: expected blocks x sparse_block_kv columns below 2^63, "
+                        "got %lld x %lld", (long long)M, (long long)c->sparse_block_kv);
+    c->max_blocks = M;
+    c->pr.K = 0; /* no top-k */
+    if ((st = lig_check_float_dtype(out, "sparse_logits")) != LIG_SUCCESS) return st;
+    lig_problem columns = c->pr; /* pr keeps its K */
+    return lig_problem_check_slots(&columns, out, "sparse_logits", (int64_t)cols,
+                                   "rows like query, N2 like key, blocks x sparse_block_kv columns", &c->sparse_short);
+}
+
 static lig_status check_placement(lig_fwd_call *c) { return lig_check_placement(&c->args, &c->placed); }
 
 /* ---- the operators ------------------------------------------------------------------------ */
@@ -292,6 +335,8 @@ static const check_fn quant_indexer_checks[] = {check_pointers, check_quant_mode
 static const check_fn quant_logits_checks[] = {check_pointers, check_key_end_present, check_quant_layouts, check_qkw,
                                                check_scales, check_logits_outputs, check_ranges, check_schedule,
                                                check_placement, NULL};
+static const check_fn sparse_logits_checks[] = {check_pointers, check_key_end_present, check_quant_layouts, check_qkw,
+                                                check_scales, check_sparse_blocks, check_ranges, check_placement, NULL};
 
 #define OPERATOR(op, args, checks, rows) {op, args, sizeof(args) / sizeof((args)[0]), checks, rows}
 static const fwd_operator operators[] = {
@@ -301,6 +346,7 @@ static const fwd_operator operators[] = {
     /* BSND: B batches of S1 rows; TND: one sequence of T1 rows over the T2 keys (DeepGEMM's
      * fp8_mqa_logits), a paged cache then having one table row */
     OPERATOR(LIG_OP_QUANT_LOGITS, quant_logits_args, quant_logits_checks, "one row per batch; TND: one sequence"),
+    OPERATOR(LIG_OP_SPARSE_LOGITS, sparse_logits_args, sparse_logits_checks, "one row per batch; TND: one sequence"),
 };
 #undef OPERATOR
 

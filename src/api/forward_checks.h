@@ -20,17 +20,20 @@ enum { LIG_FWD_MAX_ARGUMENTS = 12 };
 /* One forward call: its arguments as the entry received them (those the operator lacks are NULL),
  * then what the checks find. */
 typedef struct lig_fwd_call {
-    lig_op op; /* LIG_OP_INDEXER, _INDEXER_PAGED, _QUANT_INDEXER or _QUANT_LOGITS */
+    lig_op op; /* LIG_OP_INDEXER, _INDEXER_PAGED, _QUANT_INDEXER, _QUANT_LOGITS or _SPARSE_LOGITS */
     const lig_tensor *query, *key, *block_table, *weights;
     const lig_tensor *query_dequant_scale, *key_dequant_scale;
     const lig_tensor *actual_seq_lengths_query, *actual_seq_lengths_key;
     const lig_tensor *key_start, *key_end, *schedule;
     const lig_tensor *logits, *sparse_indices, *sparse_values;
+    const lig_tensor *sparse_kv_block_indices, *sparse_logits; /* the sparse logits' */
     const char *layout;     /* layout, or the quantized operators' layout_query */
     const char *layout_key; /* the quantized operators' */
     int64_t query_quant_mode, key_quant_mode;
     int64_t sparse_count, sparse_mode, pre_tokens, next_tokens;
     bool clean_logits, compressed;
+    int64_t sparse_block_kv; /* the sparse logits' */
+    bool use_unaligned_ks;
     uint64_t *workspace_size;  /* where phase 1 reports (lig_fwd_phase1) */
     lig_executor **executor;
 
@@ -41,6 +44,8 @@ typedef struct lig_fwd_call {
     bool short_form;      /* the slot outputs without their N2 axis */
     bool logits_short;    /* logits without its N2 axis */
     int64_t logits_cols;  /* W: the logits' columns */
+    bool sparse_short;    /* sparse_logits without its N2 axis */
+    int64_t max_blocks;   /* the sparse logits' M: sparse_kv_block_indices' last extent */
     lig_problem pr;       /* the geometry (lengths resolved by forward_build.c) */
     lig_placement placed;
 } lig_fwd_call;

@@ -1,5 +1,5 @@
 /* lig_sparse_flash_mla_softmax_l1_norm: the main attention's head-mean softmax over compressed keys,
- * dense or at given slots (docs/contract.md 2.8). Phase 1 validates every argument (the main
+ * dense or at given slots (docs/contract.md 2.9). Phase 1 validates every argument (the main
  * attention's query, its one latent key head, its log-sum-exp, the slots, the lengths, the
  * compressed-key rule of each batch and the output), builds the problem and has the backend of the
  * tensors plan it; phase 2 runs the plan. Nothing here touches tensor data except the host

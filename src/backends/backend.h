@@ -49,12 +49,14 @@ typedef struct lig_backend {
     lig_status (*plan_quant_indexer)(const lig_fwd_problem *problem, lig_backend_plan *out);
     /* The quantized logits (problem->scales and problem->ranges set; logits, schedule optional). */
     lig_status (*plan_quant_logits)(const lig_fwd_problem *problem, lig_backend_plan *out);
+    /* The sparse logits (problem->scales, ->ranges and ->sparse set; paged or not). */
+    lig_status (*plan_sparse_logits)(const lig_fwd_problem *problem, lig_backend_plan *out);
     lig_status (*plan_kl_loss_and_dy)(const lig_kl_dy_problem *problem, lig_backend_plan *out);
     /* The KL loss with the main attention's target (contract 2.5). */
     lig_status (*plan_sparse_indexer_grad_kl_loss)(const lig_grad_kl_loss_problem *problem, lig_backend_plan *out);
     /* The indexer's softmax log-sum-exp over compressed keys (contract 2.7). */
     lig_status (*plan_dense_indexer_softmax_lse)(const lig_dense_lse_problem *problem, lig_backend_plan *out);
-    /* The main attention's head-mean softmax target over compressed keys (contract 2.8). */
+    /* The main attention's head-mean softmax target over compressed keys (contract 2.9). */
     lig_status (*plan_sparse_flash_mla_softmax_l1_norm)(const lig_l1_norm_problem *problem, lig_backend_plan *out);
     /* lig_workspace_status for this device: the verdict its phase 2 left in the workspace, read
      * after `stream` (when not NULL) has completed. NULL: phase 2 returns its verdict itself. */

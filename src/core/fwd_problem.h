@@ -5,7 +5,8 @@
  *   lig_indexer         the base;
  *   lig_indexer_paged   + paged;
  *   lig_quant_indexer   + scales (+ paged);
- *   lig_quant_logits    + scales + ranges (+ paged, + logits, + schedule; the top-k optional).
+ *   lig_quant_logits    + scales + ranges (+ paged, + logits, + schedule; the top-k optional);
+ *   lig_sparse_logits   + scales + ranges + sparse (+ paged; no top-k, no logits part).
  * api/ builds each part once; a backend reads the parts present and nothing else. */
 #ifndef LIG_CORE_FWD_PROBLEM_H
 #define LIG_CORE_FWD_PROBLEM_H
@@ -55,6 +56,32 @@ typedef struct lig_fwd_schedule {
     int64_t *start, *batch_block0;
 } lig_fwd_schedule;
 
+/* The sparse logits' blocks and output (contract 2.8, DeepGEMM's fp8_fp4_sparse_mqa_logits): row r
+ * (the rows of the query, in order) scores the first count[r] of its block ids, each the keys
+ * id * block_kv + off + o (o < block_kv; off = lo[r] % block_kv when unaligned, else 0) that lie in
+ * its range, into columns j * block_kv + o of `out` ([row][key head][column], cols = max_blocks *
+ * block_kv, any float dtype: the fp32 score rounded once); every other column gets -inf. The ids
+ * are a copy of the caller's tensor in its own index dtype (ids_esize bytes each, row-major). */
+typedef struct lig_sparse_blocks {
+    char *ids;
+    lig_dtype ids_dtype;
+    size_t ids_esize;
+    int64_t *count; /* per row */
+    int64_t max_blocks, block_kv, cols;
+    bool unaligned;
+    lig_view4 out;
+} lig_sparse_blocks;
+
+/* Block id j of row r. */
+static inline int64_t lig_sparse_block_id(const lig_sparse_blocks *s, int64_t r, int64_t j) {
+    return lig_load_int(s->ids_dtype, s->ids + (size_t)(r * s->max_blocks + j) * s->ids_esize);
+}
+
+/* The first key of block id `id` of a row whose range starts at lo. */
+static inline int64_t lig_sparse_block_start(const lig_sparse_blocks *s, int64_t lo, int64_t id) {
+    return id * s->block_kv + (s->unaligned ? lo % s->block_kv : 0);
+}
+
 typedef struct lig_fwd_problem {
     lig_problem pr;          /* pr.K = sparse_count (0 without a top-k); pr.ranges = ranges */
     lig_view4 q, k, w, idx, val;
@@ -65,6 +92,7 @@ typedef struct lig_fwd_problem {
     const lig_key_ranges *ranges;
     const lig_logits_out *logits;
     const lig_fwd_schedule *schedule;
+    const lig_sparse_blocks *sparse;
 } lig_fwd_problem;
 
 /* Block number j of batch b (from the table; the caller has checked it). */

@@ -1,5 +1,5 @@
 /* The problem of the main attention's head-mean softmax target over compressed keys (docs/contract.md
- * 2.8, CANN's SparseFlashMlaSoftmaxL1Norm): the main attention's query (N1 heads) and its one latent
+ * 2.9, CANN's SparseFlashMlaSoftmaxL1Norm): the main attention's query (N1 heads) and its one latent
  * key head, its forward log-sum-exp per head, the compressed-key rule of each batch (contract 4.1,
  * core/compressed_keys.h) and the output, dense (a column per compressed entry) or sparse (a column
  * per slot of sparse_indices). The lengths are resolved with no band; which entries a row sees is

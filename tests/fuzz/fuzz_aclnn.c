@@ -311,10 +311,11 @@ static void cmd_tensor(fz_in *in, session *s)
     const int64_t offset = (int64_t)(int8_t)fz_u8(in) % 12;
     const int with_strides = f & 1;
     void *data = s->n_live > 0 && (f & 2) ? s->live[f % s->n_live].p : NULL;
-    /* the oracle (docs/aclnn.md, aclCreateTensor): whole-byte dtype, at most 8 dims, sizes >= 0,
-     * offset >= 0, and a view inside its storage; overflowing counts are refused too */
+    /* the oracle (docs/aclnn.md, aclCreateTensor): whole-byte dtype (or ACL_FLOAT4_E2M1, counted in
+     * elements), at most 8 dims, sizes >= 0, offset >= 0, and a view inside its storage; overflowing
+     * counts are refused too */
     const int64_t es = (int64_t)aclDataTypeSize(dtype);
-    int must_fail = es == 0 || ndim > 8 || offset < 0, unknown = 0;
+    int must_fail = (es == 0 && dtype != ACL_FLOAT4_E2M1) || ndim > 8 || offset < 0, unknown = 0;
     int64_t numel = 1, snumel = 1;
     for (uint64_t i = 0; i < ndim && i < 9; i++) {
         must_fail |= dims[i] < 0;

@@ -52,6 +52,7 @@
 #include "quant_case.h"
 #include "fuzz_quant_spec.h"
 #include "logits_case.h"
+#include "sparse_logits_case.h"
 #include "fuzz_kl_loss.h"
 
 /* ---- forward ---- */
@@ -487,6 +488,67 @@ static void logits_perturb(lcase *L)
     }
 }
 
+/* The sparse logits over a logits case's inputs and ranges (its dense logits are the bitwise
+ * reference, sparse_logits_case.h): block size, blocks per row, alignment, id and output dtypes,
+ * strides from the input; defect (one byte in 8): a counted block id moved out of its row's blocks
+ * or repeated, which phase 1 must refuse by name with nothing written. */
+static int64_t g_sparse[2]; /* sparse-logits calls run, and those with a bad block id */
+
+static void print_sparse(void)
+{
+    fprintf(stderr, "lig fuzz: %lld sparse-logits calls (%lld with a bad block id)\n", (long long)g_sparse[0],
+            (long long)g_sparse[1]);
+}
+
+static void sparse(fz_in *in, th_rng *r, lcase *L, const char *label)
+{
+    static int registered;
+    if (!registered && fz_env_flag("LIG_FUZZ_STATS")) {
+        registered = 1;
+        atexit(print_sparse);
+    }
+    const uint8_t a = fz_u8(in), b = fz_u8(in);
+    scase S;
+    memset(&S, 0, sizeof S);
+    S.bk = a & 1 ? 8 << (a >> 1 & 1) : 1 + (a >> 2) % 12;
+    S.M = b % 14;
+    S.unaligned = (b >> 4) & 1;
+    S.strided = (b >> 5) & 1;
+    S.ids_dtype = a & 64 ? LIG_INT64 : LIG_INT32;
+    S.out_dtype = (lig_dtype[]){LIG_FLOAT32, LIG_BFLOAT16, LIG_FLOAT16, LIG_FLOAT32}[a >> 6 & 3];
+    S.short_out = L->c.p.N2 == 1 && (b >> 6) & 1;
+    const int defect = (b >> 7) && (a & 32);
+    scase_make(r, L, &S);
+    char slabel[1500];
+    snprintf(slabel, sizeof slabel, "%s; sparse: %lld blocks of %lld, unaligned %d, out %s%s", label, (long long)S.M,
+             (long long)S.bk, S.unaligned, th_dtype_name(S.out_dtype), defect ? ", a bad block id" : "");
+    int64_t bad_row = -1;
+    for (int64_t row = 0; defect && row < S.rows && bad_row < 0; row++) {
+        if (S.count[row] > 0) {
+            bad_row = row;
+            const int64_t v = S.count[row] > 1 && (a & 16) ? S.id[row * S.M] : L->ke[row] / S.bk + 1 + S.M;
+            th_store_int(S.ids_buf, S.ids_dtype, row * S.M + S.count[row] - 1, v);
+        }
+    }
+    g_sparse[0]++;
+    g_sparse[1] += bad_row >= 0;
+    if (bad_row >= 0) {
+        memset(S.out_buf, 0x5a, S.out_bytes);
+        uint64_t ws = 0;
+        lig_executor *exec = NULL;
+        const lig_status st = scase_phase1(L, &S, &ws, &exec);
+        CHECK(st == LIG_ERR_PARAM_INVALID && exec == NULL &&
+                  strncmp(lig_get_last_error(), "sparse_kv_block_indices:", 24) == 0,
+              "%s: status %d (%s)", slabel, (int)st, lig_get_last_error());
+        int untouched = 1;
+        for (size_t i = 0; i < S.out_bytes; i++) untouched &= ((unsigned char *)S.out_buf)[i] == 0x5a;
+        CHECK(untouched, "%s: the output was written on a failure", slabel);
+    } else if (CHECK(scase_run(L, &S, 0) == LIG_SUCCESS, "%s: %s", slabel, lig_get_last_error())) {
+        scase_check(L, &S, slabel);
+    }
+    scase_free(&S);
+}
+
 static void logits(fz_in *in, const char *env, char *label, size_t label_size)
 {
     lspec s;
@@ -540,6 +602,9 @@ static void logits(fz_in *in, const char *env, char *label, size_t label_size)
         lig_destroy_tensor(sched);
         free(plain);
         free(with);
+    }
+    if (ran && s.with_logits && s.clean && !s.compressed && !fz_perturb()) {
+        sparse(in, &r, &L, label);
     }
     CHECK(lcase_inputs_unchanged(&L), "%s: an input changed", label);
     lcase_free(&L);

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the main attention's head-mean softmax target over compressed keys
- * (lig_sparse_flash_mla_softmax_l1_norm, docs/contract.md 2.8) through the public C API.
+ * (lig_sparse_flash_mla_softmax_l1_norm, docs/contract.md 2.9) through the public C API.
  *
  * An input decodes to: threads and kernel set; the flags (TND, BSND lengths, residuals, mask 3,
  * INT64 lengths, magnitude 1 or 4, sparse, the short forms); B 0..3 (TND 1..3), S1 0..12 (up to 300

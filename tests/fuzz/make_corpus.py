@@ -138,6 +138,13 @@ def main():
     write("fuzz-lig-fwd", "logits-int8-tnd-compressed-topk", [6] + env(2) + [1 | 2 | 16, 1 | 16 | 32 | 64 | 128, 4 | 8] +
           [0, 4, 90, 1, 3, 33, 9, 2] + [5, 6, 7, 8])
 
+    # the sparse logits after a clean, uncompressed logits case without top-k: two bytes (block size
+    # 8 or 16 or 1-12, id and output dtypes; blocks 0-13, unaligned, strided, short, a bad id)
+    write("fuzz-lig-fwd", "sparse-logits-fp8-paged-bf16", [6] + env() + [4 | 8, 8, 1 << 5] +
+          [1, 2, 120, 0, 7, 64, 8, 3, 4] + [1, 2, 3, 4] + [1 | 64, 6 | 16])
+    write("fuzz-lig-fwd", "sparse-logits-mxfp4-tnd-f16", [6] + env(2) + [1 | 2 | 16, 1 | 8, 4 | 3 << 3] +
+          [0, 4, 90, 1, 3, 64, 9, 2] + [5, 6, 7, 8] + [3 | 128, 9 | 32])
+
     # fused KL loss (op 5): env, defects, the problem (kl_loss above); the data from its seed
     write("fuzz-lig-fwd", "klloss-bsnd-f32-rope-lengths", [5] + env() + [NONE, NONE] +
           kl_loss(lengths=True, Dr=4, N2=2, G=2, K=5))

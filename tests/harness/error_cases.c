@@ -136,6 +136,18 @@ void errtest_call_verdict(const char *name, lig_status st, lig_status want, cons
     lig_destroy_executor(exec);
 }
 
+void errtest_named_verdict(const char *name, lig_status st, lig_status want, const char *first, lig_executor *exec)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", lig_get_last_error());
+    errtest_call_verdict(name, st, want, msg, first, exec);
+    const size_t n = strlen(first);
+    if (st != LIG_SUCCESS) {
+        CHECK(strncmp(msg, first, n) == 0 && msg[n] == ':', "%s: message does not start with \"%s:\": \"%s\"", name,
+              first, msg);
+    }
+}
+
 void errtest_base_dims(tcase *tc, void (*edit)(tcase *tc))
 {
     tc_init(tc);

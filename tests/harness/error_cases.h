@@ -50,6 +50,10 @@ void errtest_verdict(const char *name, int phase, lig_status st, lig_status want
 void errtest_call_verdict(const char *name, lig_status st, lig_status want, const char *msg, const char *names,
                           lig_executor *exec);
 
+/* errtest_call_verdict on the library's last message, which a failure's must also start with
+ * "first:" (the parameter it names first). */
+void errtest_named_verdict(const char *name, lig_status st, lig_status want, const char *first, lig_executor *exec);
+
 /* The verdict on phase 1 of `op` (its public name) with CUDA tensors, for an operator the CUDA
  * backend does not have: LIG_ERR_PARAM_INVALID, no executor, and a message naming `query` and why
  * (the backend's missing slot, or a build without the CUDA backend). */

@@ -1,4 +1,4 @@
-/* The problems of lig_sparse_flash_mla_softmax_l1_norm (docs/contract.md 2.8) for the C tests and
+/* The problems of lig_sparse_flash_mla_softmax_l1_norm (docs/contract.md 2.9) for the C tests and
  * the libFuzzer target: a description, its tensors and data (lengths, residuals, the main
  * attention's lse, slots with padding, masked and duplicated entries, strides), the call, and the
  * check of every output element against the float64 reference written here (the scores, the

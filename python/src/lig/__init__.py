@@ -44,6 +44,8 @@ from ._act_quant import act_quant
 from ._fp4_act_quant import fp4_act_quant
 from ._op_indexer_k_mxfp4_quant_and_cache import indexer_k_mxfp4_quant_and_cache
 from ._op_mqa_logits import fp8_mqa_logits, fp8_paged_mqa_logits, get_paged_mqa_logits_metadata
+from ._op_sparse_mqa_logits import (fp8_fp4_paged_sparse_mqa_logits, fp8_fp4_sparse_mqa_logits,
+                                    get_paged_sparse_mqa_logits_metadata, get_sparse_mqa_logits_metadata)
 
 __version__ = _version()
 
@@ -79,6 +81,10 @@ __all__ = [
     "fp8_mqa_logits",
     "fp8_paged_mqa_logits",
     "get_paged_mqa_logits_metadata",
+    "get_sparse_mqa_logits_metadata",
+    "get_paged_sparse_mqa_logits_metadata",
+    "fp8_fp4_sparse_mqa_logits",
+    "fp8_fp4_paged_sparse_mqa_logits",
     "set_num_threads",
     "get_num_threads",
     "kernel_sets",

@@ -173,6 +173,16 @@ lig_quant_logits_get_workspace_size = _bind(
 lig_quant_logits = _bind("lig_quant_logits", _enum, *_PHASE2)
 lig_quant_logits_schedule = _bind("lig_quant_logits_schedule", _enum, _handle, _i64, _i64, _handle)
 
+lig_sparse_logits_get_workspace_size = _bind(
+    "lig_sparse_logits_get_workspace_size", _enum,
+    # query, key, weights, query/key_dequant_scale, block_table, key_start, key_end
+    *[_handle] * 8,
+    _text, _text,  # layout_query, layout_key
+    _handle, _i64, ctypes.c_bool,  # sparse_kv_block_indices, sparse_block_kv, use_unaligned_ks
+    _handle,  # sparse_logits
+    _size_out, _executor_out)
+lig_sparse_logits = _bind("lig_sparse_logits", _enum, *_PHASE2)
+
 lig_kl_loss_and_dy_get_workspace_size = _bind(
     "lig_kl_loss_and_dy_get_workspace_size", _enum,
     *[_handle] * 5,  # sparse_values, sparse_indices, target, loss, dy

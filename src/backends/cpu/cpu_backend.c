@@ -29,6 +29,7 @@ const lig_backend lig_cpu_backend = {
     .plan_indexer_paged = lig_cpu_plan_indexer,
     .plan_quant_indexer = lig_cpu_plan_indexer,
     .plan_quant_logits = lig_cpu_plan_indexer,
+    .plan_sparse_logits = lig_cpu_plan_indexer,
     .plan_kl_loss_and_dy = lig_cpu_plan_kl_loss_and_dy,
     .plan_sparse_indexer_grad_kl_loss = lig_cpu_plan_sparse_indexer_grad_kl_loss,
     .plan_dense_indexer_softmax_lse = lig_cpu_plan_dense_indexer_softmax_lse,

@@ -116,3 +116,28 @@ void lig_i8_pack_runs(const lig_i8_run_layout *layout, int64_t K, int64_t N, con
         }
     }
 }
+
+int64_t lig_mxfp4_panel_bytes(int64_t nr, int64_t nblk) {
+    /* the values, then one int32 per column and block; a multiple of 64 bytes when nr is a multiple of 16 */
+    return nblk * 32 * nr + nblk * nr * (int64_t)sizeof(int32_t);
+}
+
+void lig_mxfp4_pack_q(int64_t nr, int32_t q_offset, int64_t nblk, int64_t ncols, const int8_t *src, int64_t ld,
+                      const uint8_t *exp, void *packed, int64_t panel_bytes) {
+    const int64_t nq = nblk * 8;
+    for (int64_t n0 = 0, p = 0; n0 < ncols; n0 += nr, p++) {
+        uint8_t *o = (uint8_t *)packed + p * panel_bytes;
+        for (int64_t j = 0; j < nr; j++) {
+            const int8_t *col = n0 + j < ncols ? src + (n0 + j) * ld : NULL;
+            /* doubled e2m1 values lie in [-12, 12]: + q_offset stays a byte */
+            for (int64_t k = 0; k < nq * 4; k++)
+                o[((k / 4) * nr + j) * 4 + k % 4] = (uint8_t)((col ? col[k] : 0) + q_offset);
+            for (int64_t b = 0; b < nblk; b++) {
+                /* a missing column gets a harmless exponent (its values are zero, its dots unread) */
+                const int32_t e = col ? (int32_t)exp[(n0 + j) * nblk + b] - 129 : 0;
+                const int32_t bits = (int32_t)((uint32_t)e << 23);
+                memcpy(o + nq * nr * 4 + (b * nr + j) * (int64_t)sizeof bits, &bits, sizeof bits);
+            }
+        }
+    }
+}

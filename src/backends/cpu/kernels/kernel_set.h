@@ -102,6 +102,17 @@ typedef struct lig_fp8_kernels {
     lig_fp8_to_f32_fn to_f32;
 } lig_fp8_kernels;
 
+/* The MXFP4 forward's block dots on the int8 units (lig_mxfp4_dots_kernel): a set without it
+ * (NULL) runs the MXFP4 engine's portable dots, which every family reproduces bit for bit. */
+typedef struct lig_mxfp4_kernels {
+    const char *name;       /* the ISA of the micro-kernel, e.g. "avx512vnni" */
+    const char *unit;       /* the instruction the block dots run on, e.g. "vpdpbusd zmm" */
+    int64_t mr, nr;         /* the tile: key rows x query columns (one packed panel) */
+    int32_t q_offset;       /* added to the packed query values (the unit's unsigned operand) */
+    lig_mxfp4_dots_fn dots;
+    lig_mxfp4_decode_fn decode; /* unit-stride code rows to values (once per stripe and per key block) */
+} lig_mxfp4_kernels;
+
 /* A kernel set: what the CPU must have, and one configuration per kernel family. A set that
  * extends another shares that one's configurations and names only what it adds. */
 typedef struct lig_kernel_set {
@@ -112,6 +123,7 @@ typedef struct lig_kernel_set {
     const lig_bf16_kernels *bf16; /* NULL: bf16 inputs run the fp32 engines */
     const lig_i8_kernels *i8;     /* int8 q and k (every set) */
     const lig_fp8_kernels *fp8;   /* FP8 e4m3fn q and k (every set) */
+    const lig_mxfp4_kernels *mxfp4; /* MXFP4 q and k on the int8 units, or NULL: the portable dots */
 } lig_kernel_set;
 
 /* Every set this build has, from portable to widest; *count receives how many. */

@@ -96,14 +96,15 @@ int main(void) { return 0; }" LIG_COMPILER_HAS_AVXVNNI)
   endif()
 endif()
 lig_kernel_set(NAME avx2 DIR avx2 ARCH x86_64 FLAGS -mavx2 -mfma -mf16c
-  FILES convert f32_gemm_6x16 f32_gemm_12x8 fwd_scores quant_scores grad_gate i8_gemm_6x16 fp8_convert)
+  FILES convert f32_gemm_6x16 f32_gemm_12x8 fwd_scores quant_scores grad_gate i8_gemm_6x16 fp8_convert
+  mxfp4_dots_6x8 mxfp4_decode)
 lig_kernel_set(NAME avxvnni DIR avxvnni ARCH x86_64 FLAGS -mavx2 -mfma -mavxvnni
   FILES i8_gemm_6x16 IF LIG_COMPILER_HAS_AVXVNNI)
 lig_kernel_set(NAME avx512 DIR avx512 ARCH x86_64 FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -mf16c
   FILES convert f32_gemm_12x32 f32_gemm_24x16 fwd_scores quant_scores grad_gate i8_gemm_12x32 fp8_convert)
 # the int8 family of avx512bf16 and amx-bf16, no set of its own
 lig_kernel_set(DIR avx512vnni ARCH x86_64 FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni
-  FILES i8_gemm_12x32 SET_IN_TABLE OFF)
+  FILES i8_gemm_12x32 mxfp4_dots_12x16 SET_IN_TABLE OFF)
 lig_kernel_set(NAME avx512bf16 DIR avx512bf16 ARCH x86_64
   FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -mf16c -mavx512bf16 -mavx512vbmi -mgfni
   FILES bf16_gate bf16_gemm_12x32 bf16_dq_operand bf16_pack_pairs)

@@ -116,6 +116,32 @@ typedef void lig_i8_pack_b_kernel(int64_t K, int64_t N, const int8_t *src, int64
                                   int64_t panel_bytes);
 typedef lig_i8_pack_b_kernel *lig_i8_pack_b_fn;
 
+/* MXFP4 block-dot micro-kernel: the top-left mr x nr part (mr <= MR, nr <= NR) of one MR x NR tile
+ * of the MXFP4 forward's per-head dots (keys x query columns),
+ *   out[i*ldo + j] = fp32 sum, block b = 0 .. nblk-1 in order from +0, of  P_ijb * 2^(e_jb + f_ib)
+ *   P_ijb = sum_{t < 32} K[i][32b + t] * Q[32b + t][j]          (exact int32, |P| <= 32 * 144)
+ * K: the key rows' e2m1 values doubled (int8 in [-12, 12], zero past D), ldk bytes per row, read
+ * 4 bytes at a time. kt: per key row 2 * nblk int32, per block (f_ib + 127) << 23 (f_ib = Ek - 127:
+ * the key's e8m0 byte Ek << 23) then the offset correction -q_offset * sum_t K[i][32b + t]. Q: one
+ * panel of NR columns packed by lig_mxfp4_pack_q: the unit's unsigned bytes Q + q_offset, then per
+ * block the columns' e_jb << 23 (e_jb = Eq - 129: the query's exponent with the 1/4 of the two
+ * doublings), so that one integer add of the two makes the fp32 bits of 2^(e_jb + f_ib).
+ * Exact only where every term is an exact normal fp32 or zero: -126 <= e_jb + f_ib <= 114 for every
+ * (j, b), no NaN scale (the engine's check). Then the product P * 2^e is exact, so a fused
+ * multiply-add rounds once, as the portable engine's term-then-add does: the same bits. */
+typedef void lig_mxfp4_dots_kernel(int64_t mr, int64_t nr, int64_t nblk, const int8_t *k, int64_t ldk,
+                                   const int32_t *kt, const void *q_panel, float *out, int64_t ldo);
+typedef lig_mxfp4_dots_kernel *lig_mxfp4_dots_fn;
+
+/* MXFP4 code rows to values: for r < n, the D values of row r (two codes a byte at rows[r], unit
+ * stride, element 2j in byte j's low nibble) as int8 table[code] at out + r*ldo, zeros from D up to
+ * the whole blocks (ceil(D / 32) * 32; table[0] is 0), and each block's sum of values at sums[r*lds + 2*b] (sums NULL: none). table:
+ * the value of each of the 16 codes (the engine's: twice the e2m1 value). D even. No byte past
+ * D / 2 of a row is read. */
+typedef void lig_mxfp4_decode_kernel(int64_t n, int64_t D, const char *const *rows, const int8_t table[16], int8_t *out,
+                                     int64_t ldo, int32_t *sums, int64_t lds);
+typedef lig_mxfp4_decode_kernel *lig_mxfp4_decode_fn;
+
 /* FP8 e4m3fn (OCP: bias 7, 3 mantissa bits, no infinities, S.1111.111 NaN) to bf16 bits, a block
  * of rows: dst[r*ldd + j] = e4m3(src[r*lds + j]) for r < rows, j < n. Exact: every e4m3 value is a
  * bf16 value (subnormal e4m3 become normal bf16); the NaN codes 0x7F / 0xFF become the quiet bf16
@@ -142,6 +168,13 @@ void lig_i8_pack_int16_pairs(int64_t nr, int64_t K, int64_t N, const int8_t *src
  * from their sums of (A + 128) B. Plain C, once per pass, like the pairs. */
 void lig_i8_pack_u8s8_quads(int64_t nr, int64_t K, int64_t N, const int8_t *src, int64_t ld, void *packed,
                             int64_t panel_bytes);
+/* The MXFP4 query panels (lig_mxfp4_dots_kernel's Q), nr columns each, panel_bytes apart
+ * (lig_mxfp4_panel_bytes): per quad q (4 values) and column j the bytes src[j*ld + 4q + e] +
+ * q_offset (e < 4; zero values for the missing columns), then per block b the nr int32
+ * (exp[j*nblk + b] - 129) << 23. src: ncols rows of nblk * 32 doubled values; exp: their e8m0 bytes. */
+void lig_mxfp4_pack_q(int64_t nr, int32_t q_offset, int64_t nblk, int64_t ncols, const int8_t *src, int64_t ld,
+                      const uint8_t *exp, void *packed, int64_t panel_bytes);
+int64_t lig_mxfp4_panel_bytes(int64_t nr, int64_t nblk);
 /* The layouts of runs along k (the aarch64 kernels'), for panels of nr columns, K rounded up to kr
  * with zeros: B[k][j] is element
  *   ((k / run) * (nr / cols) + j / cols) * run * cols + (j % cols) * run + k % run

@@ -18,6 +18,7 @@
 #include "backends/cpu/runtime/first_failure.h"
 #include "backends/cpu/operators/indexer_plan.h"
 #include "backends/cpu/operators/logits_out.h"
+#include "backends/cpu/operators/sparse_logits_walk.h"
 #include "backends/cpu/operators/topk.h"
 #include "backends/cpu/runtime/fp_mode.h"
 #include "backends/cpu/runtime/threadpool.h"
@@ -360,6 +361,10 @@ static void walk_none(fwd_run *r) { (void)r; }
 /* D, N1 or the keys are 0: every visible score is exactly 0. */
 static void walk_trivial(fwd_run *r) {
     const lig_fwd_problem *pb = r->p->pb;
+    if (pb->sparse) {
+        lig_sparse_trivial(pb);
+        return;
+    }
     for (int64_t u = 0; u < pb->pr.units; u++) run_trivial_unit(pb, u);
     if (pb->logits) lig_logits_zero(pb);
 }
@@ -381,9 +386,18 @@ static void walk_split(fwd_run *r) {
     if (sp->merge_rows > 0 && p->pb->has_topk) run_jobs(r, run_merge, sp->merge_rows, false, 4e6 * (double)sp->merge_rows);
 }
 
+static void run_sparse_job(const fwd_run *r, char *s, int64_t v) { lig_sparse_job(r->p, s, v); }
+
+/* The sparse logits: the chosen blocks' keys of each row (flops counted over every column). */
+static void walk_sparse(fwd_run *r) {
+    const lig_fwd_problem *pb = r->p->pb;
+    const double flops = 2.0 * (double)pb->pr.units * (double)pb->sparse->cols * (double)(pb->pr.G * pb->pr.D);
+    run_jobs(r, run_sparse_job, lig_sparse_jobs(r->p), true, flops);
+}
+
 static void (*const walkers[])(fwd_run *r) = {
     [LIG_FWD_WALK_NONE] = walk_none,     [LIG_FWD_WALK_TRIVIAL] = walk_trivial, [LIG_FWD_WALK_PIECES] = walk_pieces,
-    [LIG_FWD_WALK_STRIPES] = walk_stripes, [LIG_FWD_WALK_SPLIT] = walk_split,
+    [LIG_FWD_WALK_STRIPES] = walk_stripes, [LIG_FWD_WALK_SPLIT] = walk_split, [LIG_FWD_WALK_SPARSE] = walk_sparse,
 };
 
 static lig_status run_indexer(void *plan, void *workspace, void *stream) {
@@ -392,7 +406,7 @@ static lig_status run_indexer(void *plan, void *workspace, void *stream) {
     const lig_problem *pr = &pb->pr;
     (void)stream;
     lig_status st;
-    if (pb->paged && (st = check_table(p)) != LIG_SUCCESS) return st;
+    if (pb->paged && (st = pb->sparse ? lig_sparse_check_table(p) : check_table(p)) != LIG_SUCCESS) return st;
     /* rows that no unit writes: past each batch's valid length (BSND) or the last end (TND) */
     if (pb->has_topk) lig_fill_query_rows(pr, &pb->idx, pr->N2, pr->K, -1.0, false);
     if (pb->has_values) lig_fill_query_rows(pr, &pb->val, pr->N2, pr->K, -INFINITY, false);

@@ -5,6 +5,7 @@
 
 #include "backends/cpu/operators/plan_alloc.h"
 #include "backends/cpu/operators/indexer_plan.h"
+#include "backends/cpu/operators/sparse_logits_walk.h"
 #include "backends/cpu/operators/topk.h"
 #include "core/error.h"
 #include "core/settings.h"
@@ -40,6 +41,7 @@ static lig_status size_scratch(lig_cpu_fwd_plan *p, uint64_t topk_bytes, int64_t
     p->scratch.topk = lig_ws_take(&at, topk);
     p->scratch.engine = lig_ws_take(&at, engine);
     p->scratch.floor = lig_ws_take(&at, 64 + (sizeof(float) + 1) * LIG_FWD_MAX_ROWS); /* a slice_floor */
+    p->scratch.seg = lig_ws_take(&at, p->pb->sparse ? lig_size_mul(sizeof(lig_sparse_segment), nb) : 0);
     p->scratch.total = at;
     p->workspace_size = lig_ws_total(p->scratch.threads_at, (uint64_t)p->threads, at);
     return lig_size_check(p->workspace_size, topk > engine ? "sparse_count" : "query", "the bytes of the workspace",
@@ -87,6 +89,7 @@ lig_status lig_cpu_plan_indexer(const lig_fwd_problem *pb, lig_backend_plan *out
     const bool trivial = pr->D == 0 || pr->G == 0 || pr->key_rows == 0 || (pb->paged && pb->paged->num_blocks == 0);
     p->walk = trivial           ? LIG_FWD_WALK_TRIVIAL
               : pr->units == 0  ? LIG_FWD_WALK_NONE
+              : pb->sparse      ? LIG_FWD_WALK_SPARSE
               : pb->schedule    ? LIG_FWD_WALK_PIECES
               : p->split.n == 0 ? LIG_FWD_WALK_STRIPES
                                 : LIG_FWD_WALK_SPLIT;

@@ -23,6 +23,7 @@ typedef struct lig_fwd_scratch_layout {
     uint64_t topk_bytes; /* lig_topk_scratch_bytes(heap_cap), 64-byte aligned */
     uint64_t engine;
     uint64_t floor; /* the thread's bound from its earlier slices of a stripe (indexer.c) */
+    uint64_t seg;   /* the sparse logits: lig_sparse_segment[block] (sparse_logits_walk.h) */
     uint64_t total;
     /* The workspace's shared part, before the threads' scratch (fwd_split.h): the sliced stripes'
      * kept candidates (heap_cap per slot), then their counts (one per slot). */
@@ -36,8 +37,10 @@ typedef enum lig_fwd_walk {
     LIG_FWD_WALK_TRIVIAL, /* D, N1 or the keys are 0: no engine, every visible score is exactly 0 */
     LIG_FWD_WALK_PIECES,  /* a job per piece of a caller's schedule (the logits alone) */
     LIG_FWD_WALK_STRIPES, /* a job per stripe_rows rows of a key head, a stripe per batch they reach */
-    LIG_FWD_WALK_SPLIT    /* few rows (decode): a job per (stripe, slice) of the listed stripes, then
+    LIG_FWD_WALK_SPLIT,   /* few rows (decode): a job per (stripe, slice) of the listed stripes, then
                            * a job per row of the sliced ones (the merge) */
+    LIG_FWD_WALK_SPARSE   /* the sparse logits: a job per stripe_rows rows of a key head, over their
+                           * chosen blocks (sparse_logits_walk.h) */
 } lig_fwd_walk;
 
 typedef struct lig_cpu_fwd_plan {

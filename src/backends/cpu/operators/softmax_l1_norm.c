@@ -1,4 +1,4 @@
-/* The main attention's head-mean softmax target on the CPU (docs/contract.md 2.8). Each valid row
+/* The main attention's head-mean softmax target on the CPU (docs/contract.md 2.9). Each valid row
  * is one job: its query heads are loaded into the teacher engine once (teacher_engine.c, the KL
  * loss's: the same GEMM and the same per-key mass to the bit), then the keys it takes go through in
  * blocks: dense, the row's visible entries 0 .. n-1 in order; sparse, its slots whose index is a

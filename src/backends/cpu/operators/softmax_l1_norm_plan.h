@@ -1,5 +1,5 @@
 /* The CPU plan of the main attention's head-mean softmax target over compressed keys (contract
- * 2.8): the KL loss's teacher engine (teacher_engine.h: the scores of one row's heads at a block of
+ * 2.9): the KL loss's teacher engine (teacher_engine.h: the scores of one row's heads at a block of
  * keys, and each key's probability mass) and a walker over the valid rows (softmax_l1_norm.c). */
 #ifndef LIG_CPU_OPERATORS_SOFTMAX_L1_NORM_PLAN_H
 #define LIG_CPU_OPERATORS_SOFTMAX_L1_NORM_PLAN_H

@@ -23,4 +23,4 @@ static const lig_bf16_kernels amx_bf16 = {.unit = "AMX tdpbf16ps", .format = LIG
 const lig_kernel_set lig_kernel_set_amx = {.name = "amx-bf16",
     .features = "AMX-TILE and AMX-BF16 (with the kernel's permission), and what avx512bf16 needs",
     .cpu_supports = has_amx, .f32 = &lig_avx512_f32, .bf16 = &amx_bf16, .i8 = &lig_avx512vnni_i8,
-    .fp8 = &lig_avx512_fp8};
+    .fp8 = &lig_avx512_fp8, .mxfp4 = &lig_avx512vnni_mxfp4};

@@ -19,5 +19,10 @@ static const lig_i8_kernels avx2_i8 = {.name = "avx2", .unit = "vpmaddwd ymm",
 
 const lig_fp8_kernels lig_avx2_fp8 = {LIG_FP8_KERNELS(avx2)};
 
+/* MXFP4 block dots by vpmaddubsw (Q + 12 unsigned, K signed: no pair sum saturates), 6 x 8 */
+const lig_mxfp4_kernels lig_avx2_mxfp4 = {.name = "avx2", .unit = "vpmaddubsw ymm", .mr = 6, .nr = 8, .q_offset = 12,
+    .dots = lig_mxfp4_dots_6x8__avx2, .decode = lig_mxfp4_decode__avx2};
+
 const lig_kernel_set lig_kernel_set_avx2 = {.name = "avx2", .features = "AVX2, FMA and F16C",
-    .cpu_supports = has_avx2, .f32 = &lig_avx2_f32, .i8 = &avx2_i8, .fp8 = &lig_avx2_fp8};
+    .cpu_supports = has_avx2, .f32 = &lig_avx2_f32, .i8 = &avx2_i8, .fp8 = &lig_avx2_fp8,
+    .mxfp4 = &lig_avx2_mxfp4};

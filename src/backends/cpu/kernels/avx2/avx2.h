@@ -20,9 +20,13 @@ lig_i8_pack_b_kernel lig_i8_pack_b_6x16__avx2;
 lig_i8_gemm_ukernel lig_i8_gemm_ukernel_6x16__avx2;
 lig_fp8_to_bf16_kernel lig_fp8_to_bf16__avx2;
 lig_fp8_to_f32_kernel lig_fp8_to_f32__avx2;
+lig_mxfp4_dots_kernel lig_mxfp4_dots_6x8__avx2;
+lig_mxfp4_decode_kernel lig_mxfp4_decode__avx2; /* also the avx512vnni family's */
 
 /* the families of the avx2 set, shared by avxvnni */
 extern const lig_f32_kernels lig_avx2_f32;
 extern const lig_fp8_kernels lig_avx2_fp8;
+/* and the MXFP4 block dots of avx2, avxvnni and avx512 */
+extern const lig_mxfp4_kernels lig_avx2_mxfp4;
 
 #endif

@@ -22,4 +22,5 @@ static const lig_i8_kernels avx512_i8 = {.name = "avx512", .unit = "vpmaddwd zmm
 const lig_fp8_kernels lig_avx512_fp8 = {LIG_FP8_KERNELS(avx512)};
 
 const lig_kernel_set lig_kernel_set_avx512 = {.name = "avx512", .features = "AVX-512 F, BW, DQ and VL",
-    .cpu_supports = has_avx512, .f32 = &lig_avx512_f32, .i8 = &avx512_i8, .fp8 = &lig_avx512_fp8};
+    .cpu_supports = has_avx512, .f32 = &lig_avx512_f32, .i8 = &avx512_i8, .fp8 = &lig_avx512_fp8,
+    .mxfp4 = &lig_avx2_mxfp4};

@@ -26,4 +26,5 @@ static const lig_bf16_kernels avx512bf16_bf16 = {.unit = "vdpbf16ps zmm", .forma
 const lig_kernel_set lig_kernel_set_avx512bf16 = {.name = "avx512bf16",
     .features = "AVX-512 F, BW, DQ, VL, AVX512_BF16, AVX512_VBMI, GFNI and AVX512_VNNI",
     .cpu_supports = lig_cpu_has_avx512bf16, .f32 = &lig_avx512_f32, .bf16 = &avx512bf16_bf16,
-    .i8 = &lig_avx512vnni_i8, .fp8 = &lig_avx512_fp8};
+    .i8 = &lig_avx512vnni_i8, .fp8 = &lig_avx512_fp8,
+    .mxfp4 = &lig_avx512vnni_mxfp4};

@@ -8,7 +8,9 @@
 
 lig_i8_pack_b_kernel lig_i8_pack_b_12x32__avx512vnni;
 lig_i8_gemm_ukernel lig_i8_gemm_ukernel_12x32__avx512vnni;
+lig_mxfp4_dots_kernel lig_mxfp4_dots_12x16__avx512vnni;
 
 extern const lig_i8_kernels lig_avx512vnni_i8;
+extern const lig_mxfp4_kernels lig_avx512vnni_mxfp4;
 
 #endif

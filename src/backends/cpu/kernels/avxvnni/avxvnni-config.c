@@ -20,4 +20,5 @@ static const lig_i8_kernels avxvnni_i8 = {.name = "avxvnni", .unit = "vpdpbusd y
     .gemm = {LIG_I8_TILE(6, 16, avxvnni), .kr = 4, .b_elem_bytes = 1, .b_panel_extra = 16 * 4, .max_k = 65536}};
 
 const lig_kernel_set lig_kernel_set_avxvnni = {.name = "avxvnni", .features = "AVX2, FMA, F16C and AVX-VNNI",
-    .cpu_supports = has_avxvnni, .f32 = &lig_avx2_f32, .i8 = &avxvnni_i8, .fp8 = &lig_avx2_fp8};
+    .cpu_supports = has_avxvnni, .f32 = &lig_avx2_f32, .i8 = &avxvnni_i8, .fp8 = &lig_avx2_fp8,
+    .mxfp4 = &lig_avx2_mxfp4};
