@@ -17,7 +17,7 @@ SAN_CC ?= $(shell echo 'int main(void){return 0;}' | clang -fsanitize=address,un
 # probed by linking a tiny fuzzer; empty when it is missing.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC ?= $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' | clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null && echo clang)
-FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-lig-lse fuzz-aclnn
+FUZZ_TARGETS ?= fuzz-lig-grad fuzz-lig-fwd fuzz-lig-lse fuzz-lig-l1norm fuzz-aclnn
 FUZZ_SECONDS ?= 60
 # The kernel sets a run must test (tests/harness/kernel_set_gate.h, docs/architecture.md "Tests"): comma-separated
 # names or "all"; lig-tests fails, rather than skips, when this build or CPU lacks one. .ci/run sets

@@ -361,6 +361,37 @@ LIG_API lig_status lig_compressed_visible_counts(int64_t mask_mode, int64_t cmp_
                                                  int64_t key_entries, int64_t query_rows, int64_t batch,
                                                  int64_t *counts);
 
+/*
+ * The main attention's head-mean softmax over compressed keys, the target of DeepSeek-V4's indexer
+ * training (CANN's aclnnSparseFlashMlaSoftmaxL1Norm), phase 1. docs/contract.md 2.10.
+ *   query    [B,S1,N1,D] | [T1,N1,D]   FLOAT32, FLOAT16 or BFLOAT16 (the main attention's heads)
+ *   key      [B,S2,1,D]  | [T2,1,D]    the query's dtype: S2 (T2) compressed entries, one latent head
+ *   softmax_lse  [B,1,S1,N1] | [1,T1,N1], FLOAT32: the main attention forward's log-sum-exp per
+ *            (row, head) of softmax_scale * scores, over whatever keys that attention saw
+ *   sparse_indices (NULL: dense) [B,S1,1,K] | [B,S1,K] | [T1,1,K] | [T1,K], INT32 or INT64:
+ *            batch-local entries, -1 padding
+ *   actual_seq_lengths_query / _key, cmp_residual_k, mask_mode, cmp_ratio: as for
+ *            lig_dense_indexer_softmax_lse (the key lengths count compressed entries)
+ *   softmax_scale  finite in fp32
+ * Output softmax_l1_norm, FLOAT32, with the rows of sparse_indices' shape:
+ *   dense  [B,S1,1,W] | [B,S1,W] | [T1,1,W] | [T1,W], W >= every batch's entry count: column j of
+ *          row t holds p[j] = (1/N1) sum_h exp(softmax_scale * q_h . k_j - lse_h) for the entries
+ *          j < n(t) the row sees (contract 4.1), 0 in the other columns
+ *   sparse like sparse_indices: slot s holds p[idx] when 0 <= idx < n(t), else 0 (padding, or an
+ *          entry the row may not see); an index < -1 or >= the batch's entries is an error
+ * Rows past a batch's valid length, and rows that see nothing, are all 0. Every element is written.
+ */
+LIG_API lig_status lig_sparse_flash_mla_softmax_l1_norm_get_workspace_size(
+    const lig_tensor *query, const lig_tensor *key, const lig_tensor *softmax_lse,
+    const lig_tensor *sparse_indices /* may be NULL */, const lig_tensor *actual_seq_lengths_query,
+    const lig_tensor *actual_seq_lengths_key, const lig_tensor *cmp_residual_k /* may be NULL */,
+    double softmax_scale, int64_t cmp_ratio, int64_t mask_mode, const char *layout,
+    const lig_tensor *softmax_l1_norm, uint64_t *workspace_size, lig_executor **executor);
+
+/* The main attention's head-mean softmax target, phase 2. */
+LIG_API lig_status lig_sparse_flash_mla_softmax_l1_norm(void *workspace, uint64_t workspace_size,
+                                                        lig_executor *executor, void *stream);
+
 /* The target distribution p of lig_sparse_indexer_grad_kl_loss (docs/contract.md 2.5), from the main
  * attention's probabilities P[h,j] at the counted slots of a row:
  *   LIG_KL_TARGET_HEAD_MEAN  p[j] = (1/N1) sum_h P[h,j]                   (CANN's kernel's target)

@@ -16,6 +16,7 @@
 #include "rng.h"
 #include "dense_lse_case.h"
 #include "tensor_buffers.h"
+#include "thread_runs.h"
 
 static lse_desc base(void) {
     return (lse_desc){.label = "base", .B = 2, .S1 = 5, .S2 = 9, .N1 = 4, .N2 = 1, .D = 16, .dtype = LIG_FLOAT32,
@@ -63,39 +64,32 @@ LIG_TEST(dense_lse_edges) {
 }
 
 /* Every thread count and run gives the same bits. */
+typedef struct lse_runs {
+    lse_desc d;
+    lse_case c;
+} lse_runs;
+
+static const tbuf *lse_run(void *ctx, bool first) {
+    lse_runs *r = ctx;
+    lse_case_make(&r->c, &r->d, 5);
+    if (!CHECK(lse_case_call(&r->c) == LIG_SUCCESS, "threads: %s", lig_get_last_error())) return NULL;
+    if (first) lse_case_check(&r->c, "threads 1");
+    return &r->c.lse;
+}
+
+static void lse_run_done(void *ctx) { lse_case_free(&((lse_runs *)ctx)->c); }
+
 LIG_TEST(dense_lse_threads_bitwise) {
-    const lse_desc b = base();
+    const lig_dtype dtypes[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
+    const int threads[4] = {1, 2, 2, 1};
     for (int di = 0; di < 3; di++) {
-        const lse_desc d = lse_threads_desc(&b, di);
-        float *first = NULL;
-        int64_t n = 0;
-        const int threads[4] = {1, 2, 2, 1};
-        for (int run = 0; run < 4; run++) {
-            lig_set_num_threads(threads[run]);
-            lse_case c;
-            lse_case_make(&c, &d, 5);
-            const lig_status st = lse_case_call(&c);
-            if (CHECK(st == LIG_SUCCESS, "threads %d: %s", threads[run], lig_get_last_error())) {
-                n = tbuf_numel(&c.lse);
-                if (!first) {
-                    first = malloc(sizeof(float) * (size_t)n);
-                    for (int64_t i = 0; i < n; i++) first[i] = (float)tbuf_read(&c.lse, i);
-                    if (run == 0) lse_case_check(&c, "threads 1");
-                } else
-                    for (int64_t i = 0; i < n; i++) {
-                        const float v = (float)tbuf_read(&c.lse, i);
-                        if (memcmp(&v, &first[i], sizeof v) != 0) {
-                            CHECK(false, "%s: run %d (%d threads) element %lld: %.9g, first run %.9g",
-                                  th_dtype_name(d.dtype), run, threads[run], (long long)i, v, first[i]);
-                            break;
-                        }
-                    }
-            }
-            lse_case_free(&c);
-        }
-        free(first);
+        lse_runs r = {.d = base()};
+        r.d.label = "threads";
+        r.d.dtype = r.d.w_dtype = dtypes[di];
+        r.d.B = 3; r.d.S1 = 24; r.d.S2 = 300; r.d.N1 = 32; r.d.D = 64; r.d.ratio = 4; r.d.residual = true;
+        r.d.lengths = true;
+        th_check_thread_runs(th_dtype_name(r.d.dtype), threads, 4, lse_run, lse_run_done, &r);
     }
-    lig_set_num_threads(0);
 }
 
 /* Where the rule coincides with the forward's (ratio 1, no residual, right-down causal, no band),
@@ -116,7 +110,7 @@ LIG_TEST(dense_lse_matches_forward_scores) {
         tbuf_make(&val, LIG_FLOAT32, 4, vs, TC_CONTIGUOUS, TB_OUTPUT_FILL);
         uint64_t ws = 0;
         lig_executor *e = NULL;
-        lig_status st = lig_indexer_get_workspace_size(c.q.t, c.k.t, c.w.t, c.aq.t, c.ak.t, "BSND", K, 3, INT64_MAX,
+        lig_status st = lig_indexer_get_workspace_size(c.q.t, c.k.t, c.w.t, c.len.aq.t, c.len.ak.t, "BSND", K, 3, INT64_MAX,
                                                        INT64_MAX, idx.t, val.t, &ws, &e);
         void *buf = st == LIG_SUCCESS && ws ? malloc((size_t)ws) : NULL;
         if (st == LIG_SUCCESS) st = lig_indexer(buf, ws, e, NULL);
@@ -124,7 +118,7 @@ LIG_TEST(dense_lse_matches_forward_scores) {
         if (CHECK(st == LIG_SUCCESS, "forward: %s", lig_get_last_error())) {
             int bad = 0, rows = 0;
             for (int64_t b = 0; b < d.B; b++)
-                for (int64_t t = 0; t < c.lq[b]; t++) {
+                for (int64_t t = 0; t < c.len.lq[b]; t++) {
                     double m = -INFINITY, s = 0;
                     for (int64_t j = 0; j < K; j++) {
                         const double v = tbuf_read(&val, (b * d.S1 + t) * K + j);

@@ -10,8 +10,10 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/backward_checks.c
   ${LIG_TESTKIT_DIR}/harness/backward_runner.c
   ${LIG_TESTKIT_DIR}/harness/case_generators.c
+  ${LIG_TESTKIT_DIR}/harness/compressed_lengths.c
   ${LIG_TESTKIT_DIR}/harness/dense_lse_case.c
   ${LIG_TESTKIT_DIR}/harness/dense_kl_case.c
+  ${LIG_TESTKIT_DIR}/harness/l1_norm_case.c
   ${LIG_TESTKIT_DIR}/harness/error_bounds.c
   ${LIG_TESTKIT_DIR}/harness/error_cases.c
   ${LIG_TESTKIT_DIR}/harness/float_formats.c
@@ -28,6 +30,7 @@ set(LIG_TESTKIT_SOURCES
   ${LIG_TESTKIT_DIR}/harness/suite.c
   ${LIG_TESTKIT_DIR}/harness/suite_operators.c
   ${LIG_TESTKIT_DIR}/harness/tensor_buffers.c
+  ${LIG_TESTKIT_DIR}/harness/thread_runs.c
   ${LIG_TESTKIT_DIR}/harness/two_phase_call.c
   # the KL loss's problems (data, tensors, the call) and their check against the reference
   ${LIG_TESTKIT_DIR}/kl_loss_case.c

@@ -16,7 +16,7 @@
 static void free_problem(void *p) {
     lig_dense_lse_problem *pb = p;
     lig_problem_free(&pb->pr);
-    free(pb->residual);
+    free(pb->rule.residual);
     free(pb);
 }
 
@@ -39,24 +39,12 @@ lig_status lig_dense_indexer_softmax_lse_get_workspace_size(
 
     lig_dense_lse_problem *pb = calloc(1, sizeof *pb);
     if (!pb) return lig_fail(LIG_ERR_RUNTIME, "executor: expected memory for a plan, got none");
-    /* every entry of a batch exists for every valid row: no band; the compressed rule narrows it */
-    if ((st = lig_problem_resolve(&pr, false, 0, INT64_MAX, INT64_MAX, actual_seq_lengths_query,
-                                  actual_seq_lengths_key)) != LIG_SUCCESS) {
+    if ((st = lig_problem_resolve_compressed(&pr, actual_seq_lengths_query, actual_seq_lengths_key, cmp_residual_k,
+                                             mask_mode, cmp_ratio, &pb->rule)) != LIG_SUCCESS) {
         free(pb);
         return st;
     }
     pb->pr = pr;
-    pb->residual = malloc(sizeof(int64_t) * (size_t)(pr.B > 0 ? pr.B : 1));
-    if (!pb->residual) {
-        free_problem(pb);
-        return lig_fail(LIG_ERR_RUNTIME, "cmp_residual_k: expected memory for %lld batches, got none", (long long)pr.B);
-    }
-    if ((st = lig_read_cmp_residuals(&pb->pr, cmp_residual_k, mask_mode, cmp_ratio, pb->residual)) != LIG_SUCCESS) {
-        free_problem(pb);
-        return st;
-    }
-    pb->mask_mode = mask_mode;
-    pb->ratio = cmp_ratio;
     pb->q = lig_problem_view(&pb->pr, query, true, true);
     pb->k = lig_problem_view(&pb->pr, key, true, true);
     pb->w = lig_problem_view(&pb->pr, weights, true, false);

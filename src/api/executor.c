@@ -21,6 +21,8 @@ static const struct {
     {LIG_OP_DENSE_INDEXER_SOFTMAX_LSE, "lig_dense_indexer_softmax_lse", "lig_dense_indexer_softmax_lse_get_workspace_size"},
     {LIG_OP_SPARSE_LOGITS, "lig_sparse_logits", "lig_sparse_logits_get_workspace_size"},
     {LIG_OP_DENSE_INDEXER_KL_LOSS_GRAD, "lig_dense_indexer_kl_loss_grad", "lig_dense_indexer_kl_loss_grad_get_workspace_size"},
+    {LIG_OP_SOFTMAX_L1_NORM, "lig_sparse_flash_mla_softmax_l1_norm",
+     "lig_sparse_flash_mla_softmax_l1_norm_get_workspace_size"},
 };
 
 static int operator_index(lig_op op) {
@@ -59,6 +61,7 @@ static lig_status call_slot(lig_op op, const lig_backend *b, const void *problem
     case LIG_OP_DENSE_INDEXER_SOFTMAX_LSE: CALL_SLOT(plan_dense_indexer_softmax_lse);
     case LIG_OP_SPARSE_LOGITS: CALL_SLOT(plan_sparse_logits);
     case LIG_OP_DENSE_INDEXER_KL_LOSS_GRAD: CALL_SLOT(plan_dense_indexer_kl_loss_grad);
+    case LIG_OP_SOFTMAX_L1_NORM: CALL_SLOT(plan_sparse_flash_mla_softmax_l1_norm);
     }
 #undef CALL_SLOT
     return LIG_ERR_INNER;

@@ -20,7 +20,8 @@ typedef enum lig_op {
     LIG_OP_INDEXER_PAGED = 0x6c696707, /* phase 2 is lig_indexer's (contract 2.1) */
     LIG_OP_DENSE_INDEXER_SOFTMAX_LSE = 0x6c696708,
     LIG_OP_SPARSE_LOGITS = 0x6c696709,
-    LIG_OP_DENSE_INDEXER_KL_LOSS_GRAD = 0x6c69670a
+    LIG_OP_DENSE_INDEXER_KL_LOSS_GRAD = 0x6c69670a,
+    LIG_OP_SOFTMAX_L1_NORM = 0x6c69670b
 } lig_op;
 
 struct lig_executor {

@@ -1,8 +1,10 @@
 #include "api/problem_arguments.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "api/argument_checks.h"
+#include "core/compressed_keys.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -177,4 +179,64 @@ lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_
     g->k = lig_problem_view(&pr, t->key, true, true);
     g->dk = lig_problem_view(&pr, t->d_key, true, true);
     return LIG_SUCCESS;
+}
+
+/* The residuals into out[B] (0 when `res` is absent), each batch's rule checked. */
+static lig_status read_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
+                                 int64_t *out) {
+    lig_status st;
+    if (res) {
+        if ((st = lig_check_index_dtype(res, "cmp_residual_k")) != LIG_SUCCESS) return st;
+        const int64_t expect[1] = {pr->B};
+        if ((st = lig_check_shape(res, "cmp_residual_k", 1, expect, "one per batch")) != LIG_SUCCESS) return st;
+    }
+    for (int64_t b = 0; b < pr->B; b++) {
+        out[b] = res ? lig_tensor_read_int_1d(res, b) : 0;
+        const lig_compressed_keys c = {.mask_mode = mask_mode, .ratio = ratio, .residual = out[b],
+                                       .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
+        if ((st = lig_compressed_keys_check(&c, b)) != LIG_SUCCESS) return st;
+    }
+    return LIG_SUCCESS;
+}
+
+lig_status lig_problem_resolve_compressed(lig_problem *pr, const lig_tensor *actual_seq_lengths_query,
+                                          const lig_tensor *actual_seq_lengths_key, const lig_tensor *res,
+                                          int64_t mask_mode, int64_t ratio, lig_compressed_rule *rule) {
+    /* the rule's scalars before the lengths, so that a bad mode is named whatever the lengths */
+    const lig_compressed_keys scalars = {.mask_mode = mask_mode, .ratio = ratio};
+    lig_status st = lig_compressed_keys_check(&scalars, 0);
+    if (st != LIG_SUCCESS) return st;
+    st = lig_problem_resolve(pr, false, 0, INT64_MAX, INT64_MAX, actual_seq_lengths_query, actual_seq_lengths_key);
+    if (st != LIG_SUCCESS) return st;
+    *rule = (lig_compressed_rule){.mask_mode = mask_mode, .ratio = ratio,
+                                  .residual = malloc(sizeof(int64_t) * (size_t)(pr->B > 0 ? pr->B : 1))};
+    if (!rule->residual) st = lig_fail(LIG_ERR_RUNTIME, "cmp_residual_k: expected memory for %lld batches, got none",
+                                       (long long)pr->B);
+    else st = read_residuals(pr, res, mask_mode, ratio, rule->residual);
+    if (st != LIG_SUCCESS) {
+        free(rule->residual);
+        rule->residual = NULL;
+        lig_problem_free(pr);
+    }
+    return st;
+}
+
+lig_status lig_problem_check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1) {
+    if (t->dtype != LIG_FLOAT32)
+        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32, got %s", name, lig_dtype_name(t->dtype));
+    int64_t expect[4], n = 0;
+    if (!pr->tnd) expect[n++] = pr->B;
+    expect[n++] = 1;
+    expect[n++] = pr->S1;
+    expect[n++] = n1;
+    return lig_check_shape(t, name, n, expect, pr->tnd ? "[1,T1,N1] like query" : "[B,1,S1,N1] like query");
+}
+
+lig_view4 lig_problem_statistic_view(const lig_problem *pr, const lig_tensor *t) {
+    lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
+    const int64_t at = pr->tnd ? 1 : 2; /* the S1 (T1) axis, after the unit axis of N2 = 1 */
+    v.batch = pr->tnd ? 0 : t->strides[0];
+    v.row = t->strides[at];
+    v.head = t->strides[at + 1];
+    return v;
 }

@@ -3,6 +3,7 @@
 #ifndef LIG_API_PROBLEM_ARGUMENTS_H
 #define LIG_API_PROBLEM_ARGUMENTS_H
 
+#include "core/compressed_keys.h"
 #include "core/problem.h"
 
 /* Validates layout, ranks, dtypes (one float type) and shapes of query, key and weights and
@@ -45,5 +46,20 @@ typedef struct lig_grad_tensors {
 lig_status lig_grad_problem_fill(lig_grad_problem *g, lig_problem pr, const lig_grad_tensors *t, bool short_form,
                                  bool deterministic, int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                                  const lig_tensor *actual_seq_lengths_query, const lig_tensor *actual_seq_lengths_key);
+
+/* The end of a compressed-key phase 1 (contract 4.1), every other argument checked: checks the
+ * rule's mask_mode and cmp_ratio, resolves the sequence lengths into *pr with no band (every entry of a batch exists for every valid row; the
+ * rule narrows it), reads `res` (may be NULL: all 0; INT32 or INT64 [B] on the host, named
+ * cmp_residual_k) into rule->residual (allocated) and checks each batch's rule (messages name the
+ * parameter and the batch). On failure nothing needs freeing; on success free pr with
+ * lig_problem_free and rule->residual with free. */
+lig_status lig_problem_resolve_compressed(lig_problem *pr, const lig_tensor *actual_seq_lengths_query,
+                                          const lig_tensor *actual_seq_lengths_key, const lig_tensor *res,
+                                          int64_t mask_mode, int64_t ratio, lig_compressed_rule *rule);
+
+/* A statistics tensor of the main attention's forward: FLOAT32 [B,1,S1,n1] (BSND) or [1,T1,n1]
+ * (TND), as CANN's attention writes them; its view addresses (b, t, head) through lig_q_row_ptr. */
+lig_status lig_problem_check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1);
+lig_view4 lig_problem_statistic_view(const lig_problem *pr, const lig_tensor *t);
 
 #endif

@@ -44,27 +44,6 @@ static lig_status check_main_pair(const lig_problem *pr, const lig_tensor *q, co
     return lig_check_shape(k, kn, n, expect, "rows like key_index, one head, D like the query");
 }
 
-/* A statistics tensor: FLOAT32 [B,1,S1,N1] (BSND) or [1,T1,N1] (TND), as CANN's attention writes them. */
-static lig_status check_statistic(const lig_problem *pr, const lig_tensor *t, const char *name, int64_t n1) {
-    if (t->dtype != LIG_FLOAT32)
-        return lig_fail(LIG_ERR_PARAM_INVALID, "%s: expected dtype FLOAT32, got %s", name, lig_dtype_name(t->dtype));
-    int64_t expect[4], n = 0;
-    if (!pr->tnd) expect[n++] = pr->B;
-    expect[n++] = 1;
-    expect[n++] = pr->S1;
-    expect[n++] = n1;
-    return lig_check_shape(t, name, n, expect, pr->tnd ? "[1,T1,N1] like query" : "[B,1,S1,N1] like query");
-}
-
-static lig_view4 statistic_view(const lig_problem *pr, const lig_tensor *t) {
-    lig_view4 v = {.data = t->data, .dtype = t->dtype, .esize = lig_dtype_size(t->dtype)};
-    const int64_t at = pr->tnd ? 1 : 2; /* the S1 (T1) axis, after the unit axis of N2 = 1 */
-    v.batch = pr->tnd ? 0 : t->strides[0];
-    v.row = t->strides[at];
-    v.head = t->strides[at + 1];
-    return v;
-}
-
 /* Statistics: softmax_lse alone, or softmax_max with softmax_sum. */
 static lig_status check_statistics_present(const lig_tensor *smax, const lig_tensor *ssum, const lig_tensor *lse) {
     if (lse) {
@@ -143,7 +122,7 @@ lig_status lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
     const lig_named_tensor stats[] = {{softmax_max, "softmax_max"}, {softmax_sum, "softmax_sum"},
                                       {softmax_lse, "softmax_lse"}};
     for (size_t i = 0; i < 3; i++)
-        if (stats[i].tensor && (st = check_statistic(&pr, stats[i].tensor, stats[i].name, n1m)) != LIG_SUCCESS)
+        if (stats[i].tensor && (st = lig_problem_check_statistic(&pr, stats[i].tensor, stats[i].name, n1m)) != LIG_SUCCESS)
             return st;
     if (sinks && (st = check_sinks(sinks, n1m)) != LIG_SUCCESS) return st;
 
@@ -201,10 +180,10 @@ lig_status lig_sparse_indexer_grad_kl_loss_v2_get_workspace_size(
         pb->mkr = lig_problem_view(resolved, key_rope, true, true);
     }
     pb->has_lse = softmax_lse != NULL;
-    if (softmax_lse) pb->lse = statistic_view(resolved, softmax_lse);
+    if (softmax_lse) pb->lse = lig_problem_statistic_view(resolved, softmax_lse);
     else {
-        pb->smax = statistic_view(resolved, softmax_max);
-        pb->ssum = statistic_view(resolved, softmax_sum);
+        pb->smax = lig_problem_statistic_view(resolved, softmax_max);
+        pb->ssum = lig_problem_statistic_view(resolved, softmax_sum);
     }
     pb->has_sinks = sinks != NULL;
     if (sinks)

@@ -14,6 +14,7 @@
 #include "core/dense_lse_problem.h"
 #include "core/fwd_problem.h"
 #include "core/problem.h"
+#include "core/softmax_l1_norm_problem.h"
 #include "core/tensor.h"
 #include "lig.h"
 
@@ -58,6 +59,8 @@ typedef struct lig_backend {
     lig_status (*plan_dense_indexer_softmax_lse)(const lig_dense_lse_problem *problem, lig_backend_plan *out);
     /* The dense KL gradient over compressed keys (contract 2.9). */
     lig_status (*plan_dense_indexer_kl_loss_grad)(const lig_dense_kl_grad_problem *problem, lig_backend_plan *out);
+    /* The main attention's head-mean softmax target over compressed keys (contract 2.10). */
+    lig_status (*plan_sparse_flash_mla_softmax_l1_norm)(const lig_l1_norm_problem *problem, lig_backend_plan *out);
     /* lig_workspace_status for this device: the verdict its phase 2 left in the workspace, read
      * after `stream` (when not NULL) has completed. NULL: phase 2 returns its verdict itself. */
     lig_status (*workspace_status)(const void *workspace, void *stream);

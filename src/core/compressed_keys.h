@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "core/problem.h"
 #include "lig.h"
 
 /* The mask modes, numbered as CANN numbers them (maskMode / sparseMode). */
@@ -43,5 +44,19 @@ int64_t lig_compressed_complete_blocks(int64_t position, int64_t ratio);
 /* Number of entries row `row` (0 <= row < rows) of a batch `c` that passed the check sees:
  * entries 0 .. result-1. Never overflows, whatever the lengths. */
 int64_t lig_compressed_visible_count(const lig_compressed_keys *c, int64_t row);
+
+/* The rule of one call over resolved lengths: its mode and ratio, and each batch's residual. */
+typedef struct lig_compressed_rule {
+    int64_t mask_mode, ratio;
+    int64_t *residual; /* one per batch of the problem (owned by the operator's problem) */
+} lig_compressed_rule;
+
+/* The entries row t of batch b of `pr` sees under `rule`: 0 .. result-1. */
+static inline int64_t lig_compressed_rule_visible(const lig_compressed_rule *rule, const lig_problem *pr, int64_t b,
+                                                  int64_t t) {
+    const lig_compressed_keys c = {.mask_mode = rule->mask_mode, .ratio = rule->ratio, .residual = rule->residual[b],
+                                   .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
+    return lig_compressed_visible_count(&c, t);
+}
 
 #endif

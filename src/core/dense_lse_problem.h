@@ -14,16 +14,12 @@ typedef struct lig_dense_lse_problem {
     lig_problem pr;      /* pr.K = 0: nothing is selected */
     lig_view4 q, k, w;   /* w's dtype is the query's or FLOAT32 */
     lig_view4 lse;       /* FLOAT32, element (b, t, g) at lig_q_row_ptr(&lse, pr, b, t, g) */
-    int64_t mask_mode;   /* LIG_CMP_MASK_NONE or LIG_CMP_MASK_RIGHT_DOWN */
-    int64_t ratio;       /* cmp_ratio */
-    int64_t *residual;   /* B values (owned; all 0 when cmp_residual_key is absent) */
+    lig_compressed_rule rule; /* residuals owned; all 0 when cmp_residual_k is absent */
 } lig_dense_lse_problem;
 
 /* The entries row t of batch b sees: 0 .. result-1 (the one compressed rule). */
 static inline int64_t lig_dense_lse_visible(const lig_dense_lse_problem *p, int64_t b, int64_t t) {
-    const lig_compressed_keys c = {.mask_mode = p->mask_mode, .ratio = p->ratio, .residual = p->residual[b],
-                                   .entries = p->pr.bt.lk[b], .rows = p->pr.bt.lq[b]};
-    return lig_compressed_visible_count(&c, t);
+    return lig_compressed_rule_visible(&p->rule, &p->pr, b, t);
 }
 
 #endif

@@ -26,35 +26,32 @@
 #include "dense_kl_case.h"
 #include "float_formats.h"
 #include "fuzz_case.h"
+#include "fuzz_compressed.h"
 #include "fuzz_input.h"
 #include "framework.h"
 
-enum { DEF_NONE, DEF_MASK, DEF_RATIO, DEF_RESIDUAL, DEF_KINDS };
-
 static void decode_desc(fz_in *in, lse_desc *d) {
-    static const lig_dtype floats[3] = {LIG_FLOAT32, LIG_FLOAT16, LIG_BFLOAT16};
-    static const tc_strides strides[3] = {TC_CONTIGUOUS, TC_PADDED, TC_PERMUTED};
-    static const int64_t ratios[8] = {1, 2, 3, 4, 5, 8, 16, 128};
     memset(d, 0, sizeof *d);
     d->label = "fuzz";
     const uint8_t f = fz_u8(in);
-    d->tnd = f & 1;
-    d->lengths = (f & 2) != 0;
-    d->residual = (f & 4) != 0;
-    d->mask_mode = f & 8 ? 3 : 0;
-    d->len_dtype = f & 16 ? LIG_INT64 : LIG_INT32;
+    fz_cmp_common c;
+    fz_cmp_decode_common(in, f, &c);
+    d->tnd = c.tnd;
+    d->lengths = c.lengths;
+    d->residual = c.residual;
+    d->mask_mode = c.mask_mode;
+    d->len_dtype = c.len_dtype;
+    d->B = c.B;
+    d->S1 = c.S1;
     d->scale = f & 32 ? 30 : 1;
-    d->B = fz_range(in, d->tnd ? 1 : 0, 3);
-    d->S1 = fz_chance(in, 16) ? fz_range(in, 100, 300) : fz_range(in, 0, 12);
     d->S2 = fz_range(in, 0, 12);
     d->N2 = fz_range(in, 1, 2);
     d->N1 = d->N2 * fz_range(in, 0, 3);
     d->D = fz_range(in, 0, 17);
-    d->dtype = floats[fz_range(in, 0, 2)];
+    d->dtype = fz_cmp_float_dtype(in);
     d->w_dtype = fz_u8(in) & 1 ? LIG_FLOAT32 : d->dtype;
-    const uint8_t r = fz_u8(in);
-    d->ratio = r < 192 ? ratios[r % 8] : 1 + r % 128;
-    d->strides = strides[fz_range(in, 0, 2)];
+    d->ratio = fz_cmp_ratio(fz_u8(in));
+    d->strides = fz_cmp_strides(in);
 }
 
 /* The lse, then the KL gradient on it: both checked against the float64 references. */
@@ -96,45 +93,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lse_desc d;
     decode_desc(&in, &d);
     const uint8_t defect_byte = fz_u8(&in);
-    const int defect = defect_byte < 200 ? DEF_NONE : 1 + defect_byte % (DEF_KINDS - 1);
+    const int defect = fz_cmp_defect_kind(defect_byte, FZ_CMP_OWN);
     const uint64_t seed = fz_u32(&in);
     const uint8_t kl = fz_u8(&in);
     if (defect == DEF_NONE && (kl & 1)) return run_kl_grad(&d, seed, kl, env, before);
     lse_case c;
     lse_case_make(&c, &d, seed);
-    const char *names = NULL;
-    if (defect == DEF_MASK) {
-        static const int64_t bad[3] = {1, 2, -1};
-        c.d.mask_mode = bad[defect_byte % 3];
-        names = "mask_mode";
-    } else if (defect == DEF_RATIO) {
-        c.d.ratio = defect_byte & 1 ? 0 : 129;
-        names = "cmp_ratio";
-    } else if (defect == DEF_RESIDUAL && d.B > 0) {
-        if (!c.res.base) { /* a residual tensor to break */
-            const int64_t bs[1] = {d.B};
-            tbuf_make(&c.res, d.len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-            for (int64_t b = 0; b < d.B; b++) tbuf_write_int(&c.res, b, 0);
-        }
-        tbuf_write_int(&c.res, d.B - 1, defect_byte & 1 ? -1 : d.ratio);
-        names = "cmp_residual_k";
-    }
+    const char *names = fz_cmp_break(defect, defect_byte, &c.d.mask_mode, &c.d.ratio, &c.len, d.len_dtype);
     snprintf(label, sizeof label, "lse %s B=%lld S1=%lld S2=%lld N1=%lld N2=%lld D=%lld %s w=%s mask=%lld r=%lld%s%s %s defect=%s",
              d.tnd ? "TND" : d.lengths ? "BSND+lengths" : "BSND", (long long)d.B, (long long)d.S1, (long long)d.S2,
              (long long)d.N1, (long long)d.N2, (long long)d.D, th_dtype_name(d.dtype), th_dtype_name(d.w_dtype),
              (long long)c.d.mask_mode, (long long)c.d.ratio, d.residual ? " +res" : "", d.scale > 1 ? " x30" : "", env,
              names ? names : "none");
     const lig_status st = lse_case_call(&c);
-    fuzz_stats *stats = fz_stats();
-    stats->iterations++;
-    if (names) {
-        stats->invalid1++;
-        CHECK(st == LIG_ERR_PARAM_INVALID, "%s: status %d, want PARAM_INVALID (%s)", label, (int)st, lig_get_last_error());
-        CHECK(strstr(lig_get_last_error(), names) != NULL, "%s: the message does not name %s: %s", label, names,
-              lig_get_last_error());
-        CHECK(tbuf_unchanged(&c.lse), "%s: softmax_lse written on failure", label);
-    } else if (CHECK(st == LIG_SUCCESS, "%s: status %d (%s)", label, (int)st, lig_get_last_error())) {
-        stats->successes++;
+    if (fz_cmp_verdict(label, st, names, &c.lse, "softmax_lse")) {
         if (fz_perturb() && tbuf_numel(&c.lse) > 0) { /* the check below must notice one changed element */
             const double v = tbuf_read(&c.lse, 0);
             tbuf_write(&c.lse, 0, isinf(v) ? 0.0 : v + 1.0);

@@ -177,6 +177,21 @@ def main():
     write("fuzz-lig-lse", "klgrad-tnd-f16-nomask-r1-nondet", lse(1 | 16, 3, 11, 10, 2, 2, 16, F16, 0, 0, 1, kl=1 | 2 | 4))
     write("fuzz-lig-lse", "klgrad-bsnd-f32-d0", lse(8, 2, 5, 5, 1, 1, 0, F32, 0, 0, 0, kl=1 | 32))
 
+    # fuzz-lig-l1norm: flags (1 TND, 2 lengths, 4 residuals, 8 mask 3, 16 INT64 lengths, 32 x4, 64 sparse,
+    # 128 short forms), B, the long-S1 chance, S1, the long-S2 chance, S2, N1, D, K (sparse) or extra
+    # columns (dense), dtype, INT64 indices, the ratio byte (< 192: one of 1,2,3,4,5,8,16,128),
+    # strides, the defect byte (< 200: none), the data seed
+    def l1n(flags, B, S1, S2, N1, D, K_or_extra, dtype, idx64, ratio_byte, strides, defect=0, long_rows=False):
+        rows = [0, S1 - 100] if long_rows else [255, S1]
+        return env() + [flags, B] + rows + [255, S2, N1, D, K_or_extra, dtype, idx64, ratio_byte, strides, defect,
+                                            1, 2, 3, 4]
+    write("fuzz-lig-l1norm", "bsnd-f32-dense-causal-r4-res", l1n(2 | 4 | 8, 2, 9, 7, 3, 8, 1, F32, 0, 3, 0))
+    write("fuzz-lig-l1norm", "tnd-bf16-sparse-causal-r1", l1n(1 | 8 | 16 | 64, 3, 11, 10, 8, 16, 6, BF16, 1, 0, 1))
+    write("fuzz-lig-l1norm", "bsnd-f16-sparse-short-nomask-r16", l1n(4 | 32 | 64 | 128, 2, 6, 9, 2, 5, 9, F16, 0, 6, 2))
+    write("fuzz-lig-l1norm", "bsnd-f32-dense-causal-r128-long", l1n(4 | 8, 1, 260, 3, 1, 4, 0, F32, 1, 7, 0,
+                                                                    long_rows=True))
+    write("fuzz-lig-l1norm", "defect-index", l1n(8 | 64, 2, 5, 5, 2, 4, 4, F32, 0, 0, 0, defect=203))
+
     # fuzz-aclnn: command count, commands, then the operator flag
     write("fuzz-aclnn", "runtime-commands", [6,
                                              0, 0, 100, 7,        # aclrtMalloc 200 bytes, filled with 7

@@ -14,29 +14,9 @@ void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed) {
     c->d = *d;
     th_rng r = th_rng_make(seed);
     const int64_t B = d->B;
-    c->lq = calloc((size_t)B + 1, 8);
-    c->lk = calloc((size_t)B + 1, 8);
-    c->q0 = calloc((size_t)B + 1, 8);
-    c->k0 = calloc((size_t)B + 1, 8);
-    c->resv = calloc((size_t)B + 1, 8);
-    /* lengths: TND splits T1 / T2 into B pieces (some empty); BSND draws them (or takes S) */
-    int64_t qa = 0, ka = 0;
-    for (int64_t b = 0; b < B; b++) {
-        if (d->tnd) {
-            const int64_t lq = b == B - 1 ? d->S1 - qa : th_rng_range(&r, 0, d->S1 - qa);
-            const int64_t lk = b == B - 1 ? d->S2 - ka : th_rng_range(&r, 0, d->S2 - ka);
-            c->q0[b] = qa;
-            c->k0[b] = ka;
-            c->lq[b] = lq;
-            c->lk[b] = lk;
-            qa += lq;
-            ka += lk;
-        } else {
-            c->lq[b] = d->lengths ? th_rng_range(&r, 0, d->S1) : d->S1;
-            c->lk[b] = d->lengths ? th_rng_range(&r, 0, d->S2) : d->S2;
-        }
-        c->resv[b] = d->residual ? th_rng_range(&r, 0, d->ratio - 1) : 0;
-    }
+    const cmp_lengths_spec lens = {.tnd = d->tnd, .B = B, .S1 = d->S1, .S2 = d->S2, .lengths = d->lengths,
+                                   .residual = d->residual, .ratio = d->ratio, .len_dtype = d->len_dtype};
+    cmp_lengths_make(&c->len, &lens, &r);
     const int64_t qs[4] = {B, d->S1, d->N1, d->D}, ks[4] = {B, d->S2, d->N2, d->D}, ws[3] = {B, d->S1, d->N1};
     const int o = d->tnd ? 1 : 0;
     tbuf_make(&c->q, d->dtype, 4 - o, qs + o, d->strides, TB_FLOAT_GAP_FILL);
@@ -47,19 +27,6 @@ void lse_case_make(lse_case *c, const lse_desc *d, uint64_t seed) {
     for (int64_t i = 0; i < tbuf_numel(&c->q); i++) tbuf_write(&c->q, i, d->scale * (2 * th_rng_unit(&r) - 1));
     for (int64_t i = 0; i < tbuf_numel(&c->k); i++) tbuf_write(&c->k, i, d->scale * (2 * th_rng_unit(&r) - 1));
     for (int64_t i = 0; i < tbuf_numel(&c->w); i++) tbuf_write(&c->w, i, 2 * th_rng_unit(&r) - 1);
-    const int64_t bs[1] = {B};
-    if (d->tnd || d->lengths) {
-        tbuf_make(&c->aq, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-        tbuf_make(&c->ak, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-        for (int64_t b = 0; b < B; b++) {
-            tbuf_write_int(&c->aq, b, d->tnd ? c->q0[b] + c->lq[b] : c->lq[b]);
-            tbuf_write_int(&c->ak, b, d->tnd ? c->k0[b] + c->lk[b] : c->lk[b]);
-        }
-    }
-    if (d->residual) {
-        tbuf_make(&c->res, d->len_dtype, 1, bs, TC_CONTIGUOUS, TB_INT_GAP_FILL);
-        for (int64_t b = 0; b < B; b++) tbuf_write_int(&c->res, b, c->resv[b]);
-    }
     tbuf_snapshot(&c->lse);
 }
 
@@ -132,18 +99,18 @@ int lse_edges_each(const lse_desc *base, void (*fn)(const lse_desc *d, int index
 }
 
 void lse_case_free(lse_case *c) {
-    tbuf *all[] = {&c->q, &c->k, &c->w, &c->lse, &c->aq, &c->ak, &c->res};
+    tbuf *all[] = {&c->q, &c->k, &c->w, &c->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->base) tbuf_free(all[i]);
-    free(c->lq); free(c->lk); free(c->q0); free(c->k0); free(c->resv);
+    cmp_lengths_free(&c->len);
 }
 
 lig_status lse_case_call(lse_case *c) {
     uint64_t ws = 0;
     lig_executor *e = NULL;
     lig_status st = lig_dense_indexer_softmax_lse_get_workspace_size(
-        c->q.t, c->k.t, c->w.t, c->aq.t, c->ak.t, c->res.t, c->d.tnd ? "TND" : "BSND", c->d.mask_mode, c->d.ratio,
-        c->lse.t, &ws, &e);
+        c->q.t, c->k.t, c->w.t, c->len.aq.t, c->len.ak.t, c->len.res.t, c->d.tnd ? "TND" : "BSND", c->d.mask_mode,
+        c->d.ratio, c->lse.t, &ws, &e);
     if (st != LIG_SUCCESS) return st;
     void *buf = ws ? malloc((size_t)ws) : NULL;
     st = lig_dense_indexer_softmax_lse(buf, ws, e, NULL);
@@ -152,12 +119,7 @@ lig_status lse_case_call(lse_case *c) {
 }
 
 int64_t lse_ref_visible(const lse_case *c, int64_t b, int64_t t) {
-    if (c->d.mask_mode == 0) return c->lk[b];
-    const int64_t r = c->d.ratio, position = c->lk[b] * r + c->resv[b] - c->lq[b] + t;
-    int64_t n = 0;
-    for (int64_t j = 0; j < c->lk[b]; j++)
-        if (j * r + r - 1 <= position) n++;
-    return n;
+    return cmp_lengths_visible(&c->len, b, t, c->d.mask_mode, c->d.ratio);
 }
 
 /* Element index of (b, row, head, d) in a row-major query- or key-shaped tensor. */
@@ -166,7 +128,7 @@ static int64_t at4(const lse_case *c, int64_t b, int64_t row, int64_t rows, int6
 }
 
 int64_t lse_case_index(const lse_case *c, int64_t b, int64_t t, int64_t g) {
-    return c->d.tnd ? g * c->d.S1 + c->q0[b] + t : (b * c->d.N2 + g) * c->d.S1 + t;
+    return c->d.tnd ? g * c->d.S1 + c->len.q0[b] + t : (b * c->d.N2 + g) * c->d.S1 + t;
 }
 
 /* The float64 lse of (b, t, g) and a bound on what fp32 scores may move it: every score's error
@@ -175,7 +137,7 @@ int64_t lse_case_index(const lse_case *c, int64_t b, int64_t t, int64_t g) {
 static double ref_lse(const lse_case *c, int64_t b, int64_t t, int64_t g, double *tol) {
     const lse_desc *d = &c->d;
     const int64_t n = lse_ref_visible(c, b, t), G = d->N1 / d->N2;
-    const int64_t qrow = c->q0[b] + t;
+    const int64_t qrow = c->len.q0[b] + t;
     double m = -INFINITY, worst = 0;
     double *I = malloc(sizeof(double) * (size_t)(n + 1));
     for (int64_t j = 0; j < n; j++) {
@@ -184,7 +146,7 @@ static double ref_lse(const lse_case *c, int64_t b, int64_t t, int64_t g, double
             double dot = 0, absdot = 0;
             for (int64_t x = 0; x < d->D; x++) {
                 const double qv = tbuf_read(&c->q, at4(c, b, qrow, d->S1, d->N1, h, x));
-                const double kv = tbuf_read(&c->k, at4(c, b, c->k0[b] + j, d->S2, d->N2, g, x));
+                const double kv = tbuf_read(&c->k, at4(c, b, c->len.k0[b] + j, d->S2, d->N2, g, x));
                 dot += qv * kv;
                 absdot += fabs(qv * kv);
             }
@@ -210,7 +172,7 @@ void lse_case_check(lse_case *c, const char *label) {
     char *seen = calloc((size_t)total + 1, 1);
     int bad = 0;
     for (int64_t b = 0; b < d->B; b++)
-        for (int64_t t = 0; t < c->lq[b]; t++)
+        for (int64_t t = 0; t < c->len.lq[b]; t++)
             for (int64_t g = 0; g < d->N2; g++) {
                 double tol;
                 const double want = ref_lse(c, b, t, g, &tol);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "compressed_lengths.h"
 #include "lig.h"
 #include "tensor_buffers.h"
 
@@ -24,8 +25,8 @@ typedef struct lse_desc {
 
 typedef struct lse_case {
     lse_desc d;
-    tbuf q, k, w, lse, aq, ak, res;
-    int64_t *lq, *lk, *q0, *k0, *resv; /* per batch: valid rows, entries, first row, residual */
+    tbuf q, k, w, lse;
+    cmp_lengths len; /* per batch: valid rows, entries, first rows, residuals and their tensors */
 } lse_case;
 
 /* Case `layout` x `di` x `ri` x `mask` of the dense operators' matrices (tests/test_dense_*.c):

@@ -4,6 +4,7 @@
 #include "backends/cpu/kernels/kernel_set.h"
 #include "backends/cpu/operators/dense_kl_grad_plan.h"
 #include "backends/cpu/operators/dense_softmax_lse_plan.h"
+#include "backends/cpu/operators/softmax_l1_norm_plan.h"
 #include "backends/cpu/operators/indexer_grad_plan.h"
 #include "backends/cpu/operators/kl_loss_and_dy_plan.h"
 #include "backends/cpu/operators/indexer_plan.h"
@@ -34,6 +35,7 @@ const lig_backend lig_cpu_backend = {
     .plan_sparse_indexer_grad_kl_loss = lig_cpu_plan_sparse_indexer_grad_kl_loss,
     .plan_dense_indexer_softmax_lse = lig_cpu_plan_dense_indexer_softmax_lse,
     .plan_dense_indexer_kl_loss_grad = lig_cpu_plan_dense_indexer_kl_loss_grad,
+    .plan_sparse_flash_mla_softmax_l1_norm = lig_cpu_plan_softmax_l1_norm,
     /* host tensors have ordinal 0 only (lig_create_tensor_on) and phase 2 returns its verdict */
     .check_device = NULL,
     .workspace_status = NULL,

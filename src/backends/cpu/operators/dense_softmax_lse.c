@@ -202,10 +202,9 @@ lig_status lig_cpu_plan_dense_indexer_softmax_lse(const lig_dense_lse_problem *p
         p->score_at = lig_ws_take(&at, lig_size_mul3(sizeof(float), nb, (uint64_t)rows));
         p->engine_at = lig_ws_take(&at, engine);
         p->scratch = at;
-        p->workspace_size = lig_ws_total(0, (uint64_t)p->threads, at);
         char detail[96];
         snprintf(detail, sizeof detail, "%lld heads per key head, D = %lld", (long long)pr->G, (long long)pr->D);
-        if ((st = lig_size_check(p->workspace_size, "query", "the bytes of the workspace", detail)) != LIG_SUCCESS) {
+        if ((st = lig_cpu_plan_thread_workspace(at, p->threads, detail, &p->workspace_size)) != LIG_SUCCESS) {
             lig_cpu_plan_free(p);
             return st;
         }

@@ -3,6 +3,7 @@
 #define LIG_CPU_OPERATORS_PLAN_ALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backends/cpu/kernels/kernel_set.h"
 #include "lig.h"
@@ -11,5 +12,9 @@
  * use; NULL on failure, with its status in *st. */
 void *lig_cpu_plan_alloc(size_t bytes, const lig_kernel_set **ks, lig_status *st);
 void lig_cpu_plan_free(void *plan);
+
+/* The workspace of a plan whose `threads` threads each take `scratch` bytes, into *total; refused
+ * (contract 6.3, naming `query` and `detail`: the extents that made it) when it does not fit. */
+lig_status lig_cpu_plan_thread_workspace(uint64_t scratch, int threads, const char *detail, uint64_t *total);
 
 #endif

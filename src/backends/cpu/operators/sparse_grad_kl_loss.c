@@ -49,7 +49,6 @@ static void teacher_mass(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_
                           pb->has_rope ? lig_q_row_ptr(&pb->mqr, pr, x->b, x->t, 0) : NULL);
     const char **key = (const char **)(void *)(s + L->key), **rope = (const char **)(void *)(s + L->key_rope);
     float *sc = (float *)(void *)(s + L->scores);
-    const float scale = pb->scale;
     for (int64_t i0 = 0; i0 < n; i0 += tc->block) {
         const int64_t nb = n - i0 < tc->block ? n - i0 : tc->block;
         for (int64_t i = 0; i < nb; i++) {
@@ -57,15 +56,7 @@ static void teacher_mass(const lig_cpu_grad_kl_loss_plan *p, char *s, const lig_
             rope[i] = pb->has_rope ? lig_k_row_ptr(&pb->mkr, pr, x->b, slot[i0 + i], 0) : NULL;
         }
         lig_teacher_scores(tc, s + L->teacher, nb, key, rope, sc);
-        for (int64_t i = 0; i < nb; i++) {
-            const float *row = sc + i * tc->ld;
-            float acc = 0.0f;
-            for (int64_t h = 0; h < N1; h++) { /* fixed order: heads ascending, each term rounded as written */
-                const float arg = scale * row[h] - m[h];
-                acc += expf(arg) / z[h];
-            }
-            mass[i0 + i] = acc;
-        }
+        lig_teacher_mass(tc, nb, sc, pb->scale, m, z, mass + i0);
     }
 }
 

@@ -5,6 +5,7 @@
  * keys. */
 #include "backends/cpu/operators/teacher_engine.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "backends/cpu/operators/bf16_operands.h"
@@ -106,4 +107,17 @@ void lig_teacher_scores(const lig_teacher_ctx *c, char *s, int64_t n, const char
     }
     lig_f32_gemm(&c->ks->f32->gemm, n, c->N1, Dt, kp, Dt, 1, (const float *)(const void *)(s + L.qt), c->N1, out,
                  c->ld, false);
+}
+
+void lig_teacher_mass(const lig_teacher_ctx *c, int64_t n, const float *s, float scale, const float *m, const float *z,
+                      float *mass) {
+    for (int64_t i = 0; i < n; i++) {
+        const float *row = s + i * c->ld;
+        float acc = 0.0f;
+        for (int64_t h = 0; h < c->N1; h++) { /* fixed order: heads ascending, each term rounded as written */
+            const float arg = scale * row[h] - m[h];
+            acc += expf(arg) / z[h];
+        }
+        mass[i] = acc;
+    }
 }

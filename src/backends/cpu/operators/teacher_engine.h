@@ -2,7 +2,7 @@
  * q_h . key_i + q_rope_h . key_rope_i for the N1 main heads of one query row, on the kernel set's
  * fp32 GEMM or, for bf16 inputs on a set with bf16 kernels, its bf16 product (exact products,
  * fp32 sums), like the backward's engines. The latent and rope parts are one concatenated
- * reduction of Dm + Dr. The operator (sparse_grad_kl_loss.c) turns the scores into probabilities. */
+ * reduction of Dm + Dr. lig_teacher_mass turns the scores into each slot's probability mass. */
 #ifndef LIG_CPU_OPERATORS_TEACHER_ENGINE_H
 #define LIG_CPU_OPERATORS_TEACHER_ENGINE_H
 
@@ -30,5 +30,13 @@ void lig_teacher_begin_row(const lig_teacher_ctx *c, char *scratch, const char *
 /* s[i * c->ld + h] for n <= c->block slots with key rows key[i] (and key_rope[i] when Dr > 0). */
 void lig_teacher_scores(const lig_teacher_ctx *c, char *scratch, int64_t n, const char *const *key,
                         const char *const *key_rope, float *s);
+
+/* The main attention's probability mass of n slots from their scores (as lig_teacher_scores wrote
+ * them, s[i * c->ld + h]): mass[i] = sum over h = 0 .. N1-1, in that order, of
+ * expf(scale * s[i][h] - m[h]) / z[h], each operation rounded in fp32 as written (m the row's
+ * maxima or lse per head, z its sums or 1). The one definition of a slot's mass for every operator
+ * whose target is the main attention's, so that they agree to the bit. */
+void lig_teacher_mass(const lig_teacher_ctx *c, int64_t n, const float *s, float scale, const float *m, const float *z,
+                      float *mass);
 
 #endif
