@@ -11,8 +11,8 @@
 
 static int64_t q_rows(const kl_case *c) { return c->in.d.tnd ? c->in.d.S1 : c->in.d.B * c->in.d.S1; }
 static int64_t k_rows(const kl_case *c) { return c->in.d.tnd ? c->in.d.S2 : c->in.d.B * c->in.d.S2; }
-static int64_t qrow(const kl_case *c, int64_t b, int64_t t) { return c->in.d.tnd ? c->in.q0[b] + t : b * c->in.d.S1 + t; }
-static int64_t krow(const kl_case *c, int64_t b, int64_t j) { return c->in.d.tnd ? c->in.k0[b] + j : b * c->in.d.S2 + j; }
+static int64_t qrow(const kl_case *c, int64_t b, int64_t t) { return c->in.d.tnd ? c->in.len.q0[b] + t : b * c->in.d.S1 + t; }
+static int64_t krow(const kl_case *c, int64_t b, int64_t j) { return c->in.d.tnd ? c->in.len.k0[b] + j : b * c->in.d.S2 + j; }
 
 static double *read_all(const tbuf *b) {
     double *v = malloc(sizeof(double) * (size_t)(tbuf_numel(b) + 1));
@@ -28,7 +28,7 @@ void kl_case_make(kl_case *c, const lse_desc *d, uint64_t seed, int64_t extra_w,
     c->with_loss = true;
     int64_t longest = 0;
     for (int64_t b = 0; b < d->B; b++)
-        if (c->in.lk[b] > longest) longest = c->in.lk[b];
+        if (c->in.len.lk[b] > longest) longest = c->in.len.lk[b];
     c->W = longest + extra_w;
     const int64_t ts[4] = {d->B, d->S1, d->N2, c->W}, o = d->tnd ? 1 : 0;
     tbuf_make(&c->target, LIG_FLOAT32, 4 - (int)o, ts + o, d->strides, TB_FLOAT_GAP_FILL);
@@ -43,7 +43,7 @@ void kl_case_make(kl_case *c, const lse_desc *d, uint64_t seed, int64_t extra_w,
     th_rng r = th_rng_make(seed ^ 0x5eedULL);
     for (int64_t i = 0; i < tbuf_numel(&c->target); i++) tbuf_write(&c->target, i, NAN);
     for (int64_t b = 0; b < d->B; b++)
-        for (int64_t t = 0; t < c->in.lq[b]; t++)
+        for (int64_t t = 0; t < c->in.len.lq[b]; t++)
             for (int64_t g = 0; g < d->N2; g++) {
                 const int64_t n = lse_ref_visible(&c->in, b, t), at = (qrow(c, b, t) * d->N2 + g) * c->W;
                 double sum = 0, *v = malloc(sizeof(double) * (size_t)(n + 1));
@@ -75,7 +75,7 @@ lig_status kl_case_call(kl_case *c) {
     lig_executor *e = NULL;
     lse_case *in = &c->in;
     lig_status st = lig_dense_indexer_kl_loss_grad_get_workspace_size(
-        in->q.t, in->k.t, in->w.t, c->target.t, in->lse.t, in->aq.t, in->ak.t, in->res.t, in->d.tnd ? "TND" : "BSND",
+        in->q.t, in->k.t, in->w.t, c->target.t, in->lse.t, in->len.aq.t, in->len.ak.t, in->len.res.t, in->d.tnd ? "TND" : "BSND",
         in->d.mask_mode, in->d.ratio, c->deterministic, c->dq.t, c->dk.t, c->dw.t, c->sm.t,
         c->with_loss ? c->loss.t : NULL, &ws, &e);
     if (st != LIG_SUCCESS) return st;
@@ -105,7 +105,7 @@ static void reference(const kl_case *c, const double *Q, const double *K, const 
     double *I = malloc(sizeof(double) * (size_t)most), *dI = malloc(sizeof(double) * (size_t)most);
     double *dIe = malloc(sizeof(double) * (size_t)most), *magI = malloc(sizeof(double) * (size_t)most);
     for (int64_t b = 0; b < d->B; b++)
-        for (int64_t t = 0; t < c->in.lq[b]; t++)
+        for (int64_t t = 0; t < c->in.len.lq[b]; t++)
             for (int64_t g = 0; g < d->N2; g++) {
                 const int64_t n = lse_ref_visible(&c->in, b, t), qr = qrow(c, b, t), trow = (qr * d->N2 + g) * c->W;
                 double m = -INFINITY;
