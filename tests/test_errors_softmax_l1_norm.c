@@ -191,7 +191,7 @@ LIG_TEST(l1_norm_errors) {
             make_valid(&a, dense);
             cases[i].edit(&a);
             if (a.out.base) tbuf_snapshot(&a.out);
-            tbuf_snapshot(&a.q);
+            if (a.q.base) tbuf_snapshot(&a.q);
             uint64_t ws = 0;
             lig_executor *e = NULL;
             const lig_status st = plan(&a, &ws, &e);
@@ -199,7 +199,7 @@ LIG_TEST(l1_norm_errors) {
             snprintf(name, sizeof name, "%s (%s)", cases[i].name, dense ? "dense" : "sparse");
             errtest_call_verdict(name, st, cases[i].want, lig_get_last_error(), cases[i].names, e);
             if (a.out.base) CHECK(tbuf_unchanged(&a.out), "%s: softmax_l1_norm was written", name);
-            CHECK(tbuf_unchanged(&a.q), "%s: query was written", name);
+            if (a.q.base) CHECK(tbuf_unchanged(&a.q), "%s: query was written", name);
             free_args(&a);
         }
     }

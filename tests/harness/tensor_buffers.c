@@ -244,12 +244,12 @@ void tbuf_snapshot(tbuf *b)
 {
     free(b->snapshot);
     b->snapshot = th_xmalloc(b->bytes);
-    memcpy(b->snapshot, b->base, b->bytes);
+    if (b->bytes > 0) memcpy(b->snapshot, b->base, b->bytes); /* an absent buffer (never made) has no base */
 }
 
 int tbuf_unchanged(const tbuf *b)
 {
-    return b->snapshot != NULL && memcmp(b->base, b->snapshot, b->bytes) == 0;
+    return b->snapshot != NULL && (b->bytes == 0 || memcmp(b->base, b->snapshot, b->bytes) == 0);
 }
 
 int tbuf_gaps_unchanged(const tbuf *b)
