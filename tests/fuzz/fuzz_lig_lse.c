@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int defect = fz_cmp_defect_kind(defect_byte, FZ_CMP_OWN);
     const uint64_t seed = fz_u32(&in);
     const uint8_t kl = fz_u8(&in);
-    if (defect == DEF_NONE && (kl & 1)) return run_kl_grad(&d, seed, kl, env, before);
+    if (defect == FZ_CMP_NONE && (kl & 1)) return run_kl_grad(&d, seed, kl, env, before);
     lse_case c;
     lse_case_make(&c, &d, seed);
     const char *names = fz_cmp_break(defect, defect_byte, &c.d.mask_mode, &c.d.ratio, &c.len, d.len_dtype);
