@@ -19,23 +19,6 @@ lig_status lig_check_compressed_qkw(const lig_tensor *query, const lig_tensor *k
     return lig_problem_check_qkw(query, key, &weights_as_query, layout, pr);
 }
 
-lig_status lig_read_cmp_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
-                                  int64_t *out) {
-    lig_status st;
-    if (res) {
-        if ((st = lig_check_index_dtype(res, "cmp_residual_k")) != LIG_SUCCESS) return st;
-        const int64_t expect[1] = {pr->B};
-        if ((st = lig_check_shape(res, "cmp_residual_k", 1, expect, "one per batch")) != LIG_SUCCESS) return st;
-    }
-    for (int64_t b = 0; b < pr->B; b++) {
-        out[b] = res ? lig_tensor_read_int_1d(res, b) : 0;
-        const lig_compressed_keys c = {.mask_mode = mask_mode, .ratio = ratio, .residual = out[b],
-                                       .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
-        if ((st = lig_compressed_keys_check(&c, b)) != LIG_SUCCESS) return st;
-    }
-    return LIG_SUCCESS;
-}
-
 lig_status lig_check_softmax_lse(const lig_problem *pr, const lig_tensor *lse) {
     if (lse->dtype != LIG_FLOAT32)
         return lig_fail(LIG_ERR_PARAM_INVALID, "softmax_lse: expected dtype FLOAT32, got %s", lig_dtype_name(lse->dtype));

@@ -1,7 +1,7 @@
 /* Phase-1 pieces the operators over compressed keys share (lig_dense_indexer_softmax_lse and
  * lig_dense_indexer_kl_loss_grad, contract 2.7 and 2.9): their query, key and weights, the
- * per-batch residuals with each batch's compressed rule (contract 4.1), and the softmax_lse tensor
- * one writes and the other reads. */
+ * softmax_lse tensor one writes and the other reads (their residuals and rule:
+ * lig_problem_resolve_compressed, problem_arguments.h). */
 #ifndef LIG_API_COMPRESSED_ARGUMENTS_H
 #define LIG_API_COMPRESSED_ARGUMENTS_H
 
@@ -24,11 +24,6 @@ lig_status lig_compressed_phase1_rule(const lig_arguments *args, int64_t mask_mo
  * geometry of *pr as lig_problem_check_qkw does. */
 lig_status lig_check_compressed_qkw(const lig_tensor *query, const lig_tensor *key, const lig_tensor *weights,
                                     const char *layout, lig_problem *pr);
-
-/* The residuals of a resolved problem, one per batch (0 when `res` is NULL), into out[0 .. B),
- * each batch's compressed rule checked (its messages name cmp_residual_k, mask_mode, cmp_ratio). */
-lig_status lig_read_cmp_residuals(const lig_problem *pr, const lig_tensor *res, int64_t mask_mode, int64_t ratio,
-                                  int64_t *out);
 
 /* softmax_lse: FLOAT32 [B,N2,S1] (BSND) or [N2,T1] (TND). */
 lig_status lig_check_softmax_lse(const lig_problem *pr, const lig_tensor *lse);

@@ -9,6 +9,7 @@
 #include "api/argument_checks.h"
 #include "api/compressed_arguments.h"
 #include "api/executor.h"
+#include "api/problem_arguments.h"
 #include "core/compressed_keys.h"
 #include "core/dense_kl_grad_problem.h"
 #include "core/error.h"
@@ -58,8 +59,7 @@ static lig_status check_outputs(const lig_problem *pr, const lig_tensor *query, 
 }
 
 /* The entries axis must hold every batch's entries; then each valid row's visible prefix. */
-static lig_status build_ranges(lig_dense_kl_grad_problem *pb, const int64_t *residual, int64_t mask_mode,
-                               int64_t ratio) {
+static lig_status build_ranges(lig_dense_kl_grad_problem *pb, const lig_compressed_rule *rule) {
     lig_problem *pr = &pb->g.pr;
     int64_t longest = 0;
     for (int64_t b = 0; b < pr->B; b++)
@@ -74,14 +74,11 @@ static lig_status build_ranges(lig_dense_kl_grad_problem *pb, const int64_t *res
     if (!pb->ranges.lo)
         return lig_fail(LIG_ERR_RUNTIME, "query: expected memory for %lld rows' visible entries, got none", (long long)rows);
     pb->ranges.hi = pb->ranges.lo + rows;
-    for (int64_t b = 0, r = 0; b < pr->B; b++) {
-        const lig_compressed_keys c = {.mask_mode = mask_mode, .ratio = ratio, .residual = residual[b],
-                                       .entries = pr->bt.lk[b], .rows = pr->bt.lq[b]};
+    for (int64_t b = 0, r = 0; b < pr->B; b++)
         for (int64_t t = 0; t < pr->bt.lq[b]; t++, r++) {
             pb->ranges.lo[r] = 0;
-            pb->ranges.hi[r] = lig_compressed_visible_count(&c, t) - 1;
+            pb->ranges.hi[r] = lig_compressed_rule_visible(rule, pr, b, t) - 1;
         }
-    }
     pr->ranges = &pb->ranges;
     return LIG_SUCCESS;
 }
@@ -90,16 +87,14 @@ static lig_status build_ranges(lig_dense_kl_grad_problem *pb, const int64_t *res
 static lig_status build_problem(lig_dense_kl_grad_problem *pb, lig_problem pr, const lig_tensor *const *t,
                                 const lig_tensor *lengths_q, const lig_tensor *lengths_k, const lig_tensor *residual_k,
                                 int64_t mask_mode, int64_t ratio) {
-    /* every entry of a batch exists for every valid row: no band; the compressed rule narrows it */
-    lig_status st = lig_problem_resolve(&pr, false, 0, INT64_MAX, INT64_MAX, lengths_q, lengths_k);
-    if (st != LIG_SUCCESS) return st;
+    /* the lengths with no band and each batch's rule, read and checked as every compressed-key
+     * operator reads them; the rule only narrows each row to its visible prefix (pb->ranges) */
+    lig_compressed_rule rule;
+    lig_status st = lig_problem_resolve_compressed(&pr, lengths_q, lengths_k, residual_k, mask_mode, ratio, &rule);
+    if (st != LIG_SUCCESS) return st; /* pr freed; pb holds nothing yet */
     pb->g.pr = pr;
-    int64_t *residual = malloc(sizeof(int64_t) * (size_t)(pr.B > 0 ? pr.B : 1));
-    if (!residual)
-        return lig_fail(LIG_ERR_RUNTIME, "cmp_residual_k: expected memory for %lld batches, got none", (long long)pr.B);
-    st = lig_read_cmp_residuals(&pb->g.pr, residual_k, mask_mode, ratio, residual);
-    if (st == LIG_SUCCESS) st = build_ranges(pb, residual, mask_mode, ratio);
-    free(residual);
+    st = build_ranges(pb, &rule);
+    free(rule.residual);
     if (st != LIG_SUCCESS) return st;
     const lig_problem *p = &pb->g.pr;
     /* t: query, key, weights, target, lse, d_query, d_key, d_weights, softmax_out */
